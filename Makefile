@@ -1,0 +1,45 @@
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp-$(shell sha256sum pyproject.toml | cut -c1-16)
+
+.PHONY: venv lab test fuzz bench clean
+
+# Internal: system graphviz (root only), .venv, and an editable install that
+# is redone only when pyproject.toml changes.
+venv:
+	@if ! command -v dot >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y graphviz; } \
+	      || echo "note: could not install graphviz; graph rendering is unavailable"; \
+	  else \
+	    echo "note: graphviz 'dot' not found; install it to render graphs"; \
+	  fi; \
+	fi
+	@[ -x $(PY) ] || python3 -m venv $(VENV)
+	@if [ ! -f $(STAMP) ]; then \
+	  $(VENV)/bin/pip install -U pip && \
+	  $(VENV)/bin/pip install -e '.[all,test]' && \
+	  rm -f $(VENV)/.stamp-* && touch $(STAMP); \
+	fi
+
+lab: venv
+	@mkdir -p notebooks; args="--notebook-dir=notebooks"; \
+	[ "$$(id -u)" = 0 ] && args="$$args --allow-root"; \
+	[ -z "$$DISPLAY" ] && args="$$args --no-browser --ip=127.0.0.1"; \
+	echo "Starting JupyterLab: open the URL it prints below."; \
+	$(VENV)/bin/jupyter lab $$args
+
+test: venv
+	PYOPENGL_PLATFORM=egl EGL_PLATFORM=surfaceless \
+	  $(PY) -m pytest -n 2 tests $(TVMLAB_TEST_ARGS)
+
+fuzz: venv
+	$(PY) -m tvmlab.testing.fuzz --count 3000
+
+bench: venv
+	$(PY) -m tvmlab.bench
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,33 @@
+"""The error hierarchy: every error a user can cause is a TVMLabError.
+
+Messages name the stage, axis or argument involved and what was expected
+versus what was given, so they can be shown verbatim in the explorer.
+"""
+
+
+class TVMLabError(Exception):
+    """Base class of every error tvmlab raises on bad input."""
+
+
+class DSLError(TVMLabError, TypeError):
+    """A tensor expression is malformed (wrong arity, bad dtype, ...)."""
+
+
+class ScheduleError(TVMLabError, ValueError):
+    """A schedule primitive cannot apply; the schedule is left unchanged."""
+
+
+class LoweringError(TVMLabError):
+    """Lowering a schedule to AST2/AST3 failed."""
+
+
+class BuildError(TVMLabError):
+    """Code generation or compilation for a target failed."""
+
+
+class RuntimeArgError(TVMLabError, ValueError):
+    """A compiled function was called with wrong arguments."""
+
+
+class DeviceError(TVMLabError, RuntimeError):
+    """A device is missing or cannot do what was asked."""

@@ -1,0 +1,6 @@
+"""The IR: dtypes, expression and statement nodes, tensors, functors, printer."""
+from . import dtype  # noqa: F401
+from .expr import *  # noqa: F401,F403
+from .function import Buffer, IRModule, PrimFunc  # noqa: F401
+from .stmt import *  # noqa: F401,F403
+from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401

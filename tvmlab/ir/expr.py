@@ -1,0 +1,376 @@
+"""Expression nodes (AST1 bodies, AST2 and AST3 values) and operator overloading.
+
+``ExprOp`` gives Python operators to everything that acts as an expression:
+``Expr`` nodes, ``IterVar`` and zero-dimensional tensors.  Equality builds an
+``EQ`` node whose truth value is object identity (as in TVM), so expressions can
+still be kept in lists and dicts.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DSLError
+from . import dtype as dt
+from .node import Node, node
+
+
+class ExprOp:
+    """Python operators on expressions.  Subclasses provide ``_as_expr``."""
+    __slots__ = ()
+
+    def _as_expr(self):
+        return self
+
+    def __add__(self, o): return _op.add(self, o)
+    def __radd__(self, o): return _op.add(o, self)
+    def __sub__(self, o): return _op.sub(self, o)
+    def __rsub__(self, o): return _op.sub(o, self)
+    def __mul__(self, o): return _op.mul(self, o)
+    def __rmul__(self, o): return _op.mul(o, self)
+    def __truediv__(self, o): return _op.true_div(self, o)
+    def __rtruediv__(self, o): return _op.true_div(o, self)
+    def __floordiv__(self, o): return _op.floordiv(self, o)
+    def __rfloordiv__(self, o): return _op.floordiv(o, self)
+    def __mod__(self, o): return _op.floormod(self, o)
+    def __rmod__(self, o): return _op.floormod(o, self)
+    def __neg__(self): return _op.neg(self)
+    def __pos__(self): return self._as_expr()
+    def __abs__(self): return _op.abs(self)
+    def __pow__(self, o): return _op.power(self, o)
+    def __rpow__(self, o): return _op.power(o, self)
+    def __lt__(self, o): return _op.lt(self, o)
+    def __le__(self, o): return _op.le(self, o)
+    def __gt__(self, o): return _op.gt(self, o)
+    def __ge__(self, o): return _op.ge(self, o)
+    def __eq__(self, o): return _op.eq(self, o)
+    def __ne__(self, o): return _op.ne(self, o)
+    def __and__(self, o): return _op.bitwise_and(self, o)
+    def __rand__(self, o): return _op.bitwise_and(o, self)
+    def __or__(self, o): return _op.bitwise_or(self, o)
+    def __ror__(self, o): return _op.bitwise_or(o, self)
+    def __xor__(self, o): return _op.bitwise_xor(self, o)
+    def __rxor__(self, o): return _op.bitwise_xor(o, self)
+    def __invert__(self): return _op.bitwise_not(self)
+    def __lshift__(self, o): return _op.shift_left(self, o)
+    def __rlshift__(self, o): return _op.shift_left(o, self)
+    def __rshift__(self, o): return _op.shift_right(self, o)
+    def __rrshift__(self, o): return _op.shift_right(o, self)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise DSLError(
+            f"cannot use the symbolic expression `{self}` as a Python bool; "
+            "use te.if_then_else / tir.Select, or tir.all / tir.any for conditions")
+
+    def astype(self, dtype):
+        """Cast to ``dtype`` (no-op when already of that type)."""
+        return _op.cast(dtype, self)
+
+    def equal(self, other):
+        """Build ``self == other`` explicitly."""
+        return _op.eq(self, other)
+
+
+class Expr(Node, ExprOp):
+    """Base of every expression node; ``dtype`` is a dtype string."""
+    __slots__ = ()
+    __hash__ = object.__hash__
+    __eq__ = ExprOp.__eq__
+    __ne__ = ExprOp.__ne__
+
+
+# ---------------------------------------------------------------- leaves
+@node
+class Var(Expr):
+    """A variable: loop index, shape parameter, or (dtype "handle") a buffer pointer."""
+    name: str
+    dtype: str = "int32"
+
+
+@node
+class SizeVar(Var):
+    """A variable known to be non-negative (a symbolic shape)."""
+
+
+@node
+class IntImm(Expr):
+    dtype: str
+    value: int
+
+
+@node
+class FloatImm(Expr):
+    dtype: str
+    value: float
+
+
+@node
+class StringImm(Expr):
+    value: str
+    dtype: str = "handle"
+
+
+@node
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+# ---------------------------------------------------------------- binary
+class BinaryOp(Expr):
+    __slots__ = ()
+    symbol = "?"
+
+    @property
+    def dtype(self):
+        return self.a.dtype
+
+
+@node
+class Add(BinaryOp):
+    a: Expr
+    b: Expr
+    symbol = "+"
+
+
+@node
+class Sub(BinaryOp):
+    a: Expr
+    b: Expr
+    symbol = "-"
+
+
+@node
+class Mul(BinaryOp):
+    a: Expr
+    b: Expr
+    symbol = "*"
+
+
+@node
+class Div(BinaryOp):
+    """Division: exact for floats, truncating toward zero for integers (C semantics)."""
+    a: Expr
+    b: Expr
+    symbol = "/"
+
+
+@node
+class Mod(BinaryOp):
+    """Remainder with the sign of the dividend (C's %)."""
+    a: Expr
+    b: Expr
+    symbol = "%"
+
+
+@node
+class FloorDiv(BinaryOp):
+    a: Expr
+    b: Expr
+    symbol = "//"
+
+
+@node
+class FloorMod(BinaryOp):
+    a: Expr
+    b: Expr
+    symbol = "%"
+
+
+@node
+class Min(BinaryOp):
+    a: Expr
+    b: Expr
+
+
+@node
+class Max(BinaryOp):
+    a: Expr
+    b: Expr
+
+
+class CmpOp(Expr):
+    __slots__ = ()
+    symbol = "?"
+
+    @property
+    def dtype(self):
+        return dt.bool_like(self.a.dtype)
+
+
+@node
+class EQ(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "=="
+
+    def __bool__(self):
+        return self.a is self.b
+
+
+@node
+class NE(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "!="
+
+    def __bool__(self):
+        return self.a is not self.b
+
+
+@node
+class LT(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "<"
+
+
+@node
+class LE(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "<="
+
+
+@node
+class GT(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = ">"
+
+
+@node
+class GE(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = ">="
+
+
+@node
+class And(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "and"
+
+
+@node
+class Or(CmpOp):
+    a: Expr
+    b: Expr
+    symbol = "or"
+
+
+@node
+class Not(Expr):
+    a: Expr
+
+    @property
+    def dtype(self):
+        return self.a.dtype
+
+
+# ---------------------------------------------------------------- others
+@node
+class Select(Expr):
+    """Pick a value by condition; both sides are evaluated (no side effects allowed)."""
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+
+    @property
+    def dtype(self):
+        return self.true_value.dtype
+
+
+@node
+class Ramp(Expr):
+    """The vector base, base+stride, ..., base+(lanes-1)*stride."""
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def dtype(self):
+        return dt.with_lanes(self.base.dtype, self.lanes)
+
+
+@node
+class Broadcast(Expr):
+    value: Expr
+    lanes: int
+
+    @property
+    def dtype(self):
+        return dt.with_lanes(self.value.dtype, self.lanes)
+
+
+@node
+class Let(Expr):
+    var: Var
+    value: Expr
+    body: Expr
+
+    @property
+    def dtype(self):
+        return self.body.dtype
+
+
+@node
+class Call(Expr):
+    """An intrinsic call by name: "exp", "if_then_else", "likely", ..."""
+    dtype: str
+    op: str
+    args: tuple
+
+
+@node
+class Load(Expr):
+    """AST3: read ``buffer_var[index]`` from flat memory (vector when index is a Ramp)."""
+    dtype: str
+    buffer_var: Var
+    index: Expr
+    predicate: Any = None
+
+
+@node
+class ProducerLoad(Expr):
+    """AST1/AST2: read element ``indices`` of a tensor (``A[i, j]``)."""
+    producer: Any
+    indices: tuple
+
+    @property
+    def dtype(self):
+        return self.producer.dtype
+
+
+@node
+class CommReducer(Node):
+    """A commutative reducer: ``result`` combines ``lhs`` (accumulator) with ``rhs``."""
+    lhs: tuple
+    rhs: tuple
+    result: tuple
+    identity_element: tuple
+
+    def __call__(self, a, b):
+        from .functor import substitute
+        vmap = dict(zip(self.lhs, a)) | dict(zip(self.rhs, b))
+        return tuple(substitute(r, vmap) for r in self.result)
+
+
+@node
+class Reduce(Expr):
+    """A reduction over ``axis`` (reduce IterVars); appears only at the top of a compute body."""
+    combiner: CommReducer
+    source: tuple
+    axis: tuple
+    condition: Expr
+    value_index: int
+    init: tuple = ()
+
+    @property
+    def dtype(self):
+        return self.source[self.value_index].dtype
+
+
+from . import op as _op  # noqa: E402  (operators need the node classes above)

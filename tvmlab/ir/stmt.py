@@ -1,0 +1,144 @@
+"""Statement nodes: AST2 (loop nests over tensors) and AST3 (flat memory).
+
+AST2 uses ``ProducerRealize`` / ``ProducerStore`` / ``ProducerLoad`` on tensors;
+storage flattening turns them into ``Allocate`` / ``Store`` / ``Load`` on buffer
+variables.  ``For.kind`` is one of ``FOR_KINDS``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .node import Node, node
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+@node
+class LetStmt(Stmt):
+    var: Any
+    value: Any
+    body: Stmt
+
+
+@node
+class AttrStmt(Stmt):
+    """An annotation on ``body``: "thread_extent", "pragma_*", "storage_scope", ..."""
+    node: Any
+    attr_key: str
+    value: Any
+    body: Stmt
+
+
+@node
+class AssertStmt(Stmt):
+    condition: Any
+    message: str
+    body: Stmt
+
+
+@node
+class For(Stmt):
+    loop_var: Any
+    min: Any
+    extent: Any
+    kind: str
+    body: Stmt
+    annotations: tuple = ()   # ((key, value), ...): pragmas and unroll hints
+
+    def annotation(self, key, default=None):
+        for k, v in self.annotations:
+            if k == key:
+                return v
+        return default
+
+
+@node
+class Store(Stmt):
+    """AST3: ``buffer_var[index] = value`` (vector store when index is a Ramp)."""
+    buffer_var: Any
+    value: Any
+    index: Any
+    predicate: Any = None
+
+
+@node
+class ProducerStore(Stmt):
+    """AST2: ``tensor[indices] = value``."""
+    producer: Any
+    value: Any
+    indices: tuple
+
+
+@node
+class ProducerRealize(Stmt):
+    """AST2: storage for ``producer`` over ``bounds`` (Ranges) lives inside ``body``."""
+    producer: Any
+    bounds: tuple
+    condition: Any
+    body: Stmt
+    storage_scope: str = ""
+
+
+@node
+class Allocate(Stmt):
+    """AST3: a buffer of ``dtype`` with ``extents`` on ``buffer_var`` inside ``body``."""
+    buffer_var: Any
+    dtype: str
+    extents: tuple
+    condition: Any
+    body: Stmt
+    scope: str = "global"
+
+
+@node
+class SeqStmt(Stmt):
+    seq: tuple
+
+    def __len__(self):
+        return len(self.seq)
+
+    def __getitem__(self, i):
+        return self.seq[i]
+
+
+@node
+class IfThenElse(Stmt):
+    condition: Any
+    then_case: Stmt
+    else_case: Any = None
+
+
+@node
+class Evaluate(Stmt):
+    value: Any
+
+
+def seq(*stmts):
+    """Flatten nested sequences and drop no-ops; returns one Stmt."""
+    out = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, (list, tuple)):
+            s = seq(*s)
+        if isinstance(s, SeqStmt):
+            out.extend(s.seq)
+        elif not is_no_op(s):
+            out.append(s)
+    if not out:
+        return Evaluate(_zero())
+    return out[0] if len(out) == 1 else SeqStmt(tuple(out))
+
+
+def _zero():
+    from .expr import IntImm
+    return IntImm("int32", 0)
+
+
+def is_no_op(s):
+    from .expr import IntImm
+    return isinstance(s, Evaluate) and isinstance(s.value, IntImm)

@@ -1,0 +1,213 @@
+"""AST1: Range, IterVar, Tensor and the operations that produce tensors.
+
+A ``Tensor`` is output ``value_index`` of an ``Operation``.  Operations keep
+their output tensors, so ``op.output(0) is op.output(0)`` and tensors can be
+dictionary keys.
+"""
+from __future__ import annotations
+
+from ..errors import DSLError
+from . import dtype as dt
+from . import op as _op
+from .expr import ExprOp, ProducerLoad, Reduce, Var
+from .node import Node, node
+
+
+@node
+class Range(Node):
+    """The half-open interval [min, min + extent)."""
+    min: object
+    extent: object
+
+    @staticmethod
+    def from_min_extent(mn, extent):
+        return Range(_op.convert(mn), _op.convert(extent))
+
+
+class IterVar(ExprOp):
+    """An iteration variable with its domain and kind.
+
+    iter_type: "data_par", "reduce", "thread" (bound to a thread index),
+    "opaque".  In expressions an IterVar stands for its ``var``.
+    """
+    __slots__ = ("dom", "var", "iter_type", "thread_tag")
+    DATA_PAR, REDUCE, THREAD, OPAQUE = "data_par", "reduce", "thread", "opaque"
+
+    def __init__(self, dom, var, iter_type="data_par", thread_tag=""):
+        self.dom = dom
+        self.var = var
+        self.iter_type = iter_type
+        self.thread_tag = thread_tag
+
+    def _as_expr(self):
+        return self.var
+
+    @property
+    def dtype(self):
+        return self.var.dtype
+
+    @property
+    def name(self):
+        return self.var.name
+
+    def __repr__(self):
+        dom = f", range({self.dom.min}, {self.dom.extent})" if self.dom is not None else ""
+        tag = f", {self.thread_tag!r}" if self.thread_tag else ""
+        return f"iter_var({self.var.name}{dom}, {self.iter_type}{tag})"
+
+    __hash__ = object.__hash__
+
+
+class Operation:
+    """Base of operations (AST1 nodes that produce tensors)."""
+    __slots__ = ("name", "tag", "attrs", "outputs", "__weakref__")
+
+    def __init__(self, name, tag="", attrs=None):
+        self.name = name
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        self.outputs = ()
+
+    def output(self, i):
+        if not 0 <= i < len(self.outputs):
+            raise DSLError(f"operation {self.name!r} has {len(self.outputs)} outputs, asked for {i}")
+        return self.outputs[i]
+
+    @property
+    def num_outputs(self):
+        return len(self.outputs)
+
+    @property
+    def input_tensors(self):
+        return []
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name!r})"
+
+    __hash__ = object.__hash__
+
+
+class PlaceholderOp(Operation):
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, name, shape, dtype):
+        super().__init__(name)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.outputs = (Tensor(self.shape, dtype, self, 0),)
+
+
+class ComputeOp(Operation):
+    """``out[axis] = body`` for every point of ``axis``; ``body`` may be one Reduce."""
+    __slots__ = ("axis", "body", "_reduce_axis")
+
+    def __init__(self, name, tag, attrs, axis, body):
+        super().__init__(name, tag, attrs)
+        self.axis = tuple(axis)
+        self.body = tuple(body)
+        red = self.body[0] if isinstance(self.body[0], Reduce) else None
+        self._reduce_axis = tuple(red.axis) if red is not None else ()
+        shape = tuple(iv.dom.extent for iv in self.axis)
+        self.outputs = tuple(Tensor(shape, b.dtype, self, i) for i, b in enumerate(self.body))
+
+    @property
+    def reduce_axis(self):
+        return list(self._reduce_axis)
+
+    @property
+    def input_tensors(self):
+        from .functor import collect_tensors
+        seen = []
+        for b in self.body:
+            for t in collect_tensors(b):
+                if t not in seen:
+                    seen.append(t)
+        return seen
+
+    @property
+    def is_reduction(self):
+        return bool(self._reduce_axis)
+
+
+class Tensor(ExprOp):
+    """A multi-dimensional array produced by an operation; ``A[i, j]`` reads it."""
+    __slots__ = ("shape", "dtype", "op", "value_index", "__weakref__")
+
+    def __init__(self, shape, dtype, op, value_index):
+        self.shape = tuple(shape)
+        self.dtype = dt.canonical(dtype)
+        self.op = op
+        self.value_index = value_index
+
+    @property
+    def name(self):
+        return self.op.name if self.op.num_outputs <= 1 or self.value_index == 0 \
+            else f"{self.op.name}.v{self.value_index}"
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __call__(self, *indices):
+        if len(indices) == 1 and isinstance(indices[0], (list, tuple)):
+            indices = tuple(indices[0])
+        if len(indices) != self.ndim:
+            raise DSLError(f"tensor {self.name} has {self.ndim} dimensions, "
+                           f"indexed with {len(indices)} indices")
+        idx = []
+        for k, x in enumerate(indices):
+            e = _op.convert(x)
+            if not dt.is_int(e.dtype) or dt.lanes(e.dtype) != 1:
+                raise DSLError(f"index {k} of tensor {self.name} must be a scalar integer, "
+                               f"got {e} of type {e.dtype}")
+            idx.append(e)
+        return ProducerLoad(self, tuple(idx))
+
+    def __getitem__(self, indices):
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if builtins_any(isinstance(x, slice) for x in indices):
+            raise DSLError(f"slicing tensor {self.name} is not supported; index every dimension")
+        return self(*indices)
+
+    def _as_expr(self):
+        if self.ndim != 0:
+            raise DSLError(f"tensor {self.name} of shape {self.shape} used as a scalar; index it")
+        return self()
+
+    def __iter__(self):
+        raise DSLError(f"tensor {self.name} is not iterable; index it with A[i, ...]")
+
+    def __len__(self):
+        raise DSLError(f"len() of tensor {self.name}: use {self.name}.shape")
+
+    def __repr__(self):
+        shape = ", ".join(str(s) for s in self.shape)
+        return f"Tensor(shape=[{shape}], op.name={self.op.name}, dtype={self.dtype})"
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        if isinstance(other, Tensor):
+            return self is other
+        return ExprOp.__eq__(self, other)
+
+    def __ne__(self, other):
+        if isinstance(other, Tensor):
+            return self is not other
+        return ExprOp.__ne__(self, other)
+
+
+def builtins_any(it):
+    for x in it:
+        if x:
+            return True
+    return False
+
+
+def iter_var(name, extent, iter_type=IterVar.DATA_PAR, dtype="int32", mn=0):
+    """A fresh IterVar over [mn, mn + extent)."""
+    return IterVar(Range.from_min_extent(mn, extent), Var(name, dtype), iter_type)
+
+
+__all__ = ["Range", "IterVar", "Operation", "PlaceholderOp", "ComputeOp", "Tensor", "iter_var", "Var"]
