@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 import numbers
 
@@ -66,7 +67,7 @@ def _param_names(fcompute, ndim, name):
     except (TypeError, ValueError):
         return [f"i{k}" for k in range(ndim)], False
     params = list(sig.parameters.values())
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
+    if builtins.any(p.kind == p.VAR_POSITIONAL for p in params):
         return [f"i{k}" for k in range(ndim)], True
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if len(names) != ndim:

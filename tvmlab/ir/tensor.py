@@ -42,6 +42,9 @@ class IterVar(ExprOp):
     def _as_expr(self):
         return self.var
 
+    def __bool__(self):
+        return True
+
     @property
     def dtype(self):
         return self.var.dtype
@@ -174,6 +177,9 @@ class Tensor(ExprOp):
         if self.ndim != 0:
             raise DSLError(f"tensor {self.name} of shape {self.shape} used as a scalar; index it")
         return self()
+
+    def __bool__(self):
+        return True
 
     def __iter__(self):
         raise DSLError(f"tensor {self.name} is not iterable; index it with A[i, ...]")

@@ -1,0 +1,92 @@
+"""``lower`` and ``build``: the few lines that walk the pipeline.
+
+    AST1 (te.compute) --schedule--> InferBound + ScheduleOps --> AST2
+         --lowering passes--> AST3 --codegen[target]--> runtime Module
+"""
+from __future__ import annotations
+
+from .errors import BuildError, LoweringError, TVMLabError
+from .ir.expr import Var
+from .ir.function import Buffer, IRModule, PrimFunc
+from .ir.functor import collect_vars
+from .ir.tensor import Tensor
+from .schedule import Schedule
+
+
+def _check_args(sch, args):
+    if not isinstance(args, (list, tuple)):
+        raise LoweringError(f"args must be a list of tensors (and scalar vars), got {args!r}")
+    for k, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if a.op not in sch.stage_map:
+                raise LoweringError(f"argument {k} ({a.name}) is not a tensor of this schedule; "
+                                    f"stages are {[s.name for s in sch.stages]}")
+        elif not isinstance(a, Var):
+            raise LoweringError(f"argument {k} must be a tensor or a scalar te.var, got "
+                                f"{type(a).__name__}: {a!r}")
+    names = [a.name for a in args]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise LoweringError(f"arguments must have distinct names; {dup} appear more than once")
+
+
+def make_function(sch, args, name):
+    """AST2 as a PrimFunc plus the buffers of its tensor arguments."""
+    from .schedule.bound import canonical_tensor, effective_bodies, infer_bound
+    from .schedule.schedule_ops import schedule_ops
+    _check_args(sch, args)
+    bodies = effective_bodies(sch)
+    dom_map = infer_bound(sch, bodies)
+    body = schedule_ops(sch, [a for a in args if isinstance(a, Tensor)], dom_map, bodies)
+    params, buffer_map, binds = [], {}, {}
+    explicit = [a for a in args if isinstance(a, Var)]
+    shape_vars = []
+    for a in args:
+        if isinstance(a, Tensor):
+            t = canonical_tensor(sch, a)
+            buf = Buffer(a.name, a.shape, a.dtype)
+            params.append(buf.data)
+            buffer_map[buf.data] = buf
+            binds[t] = buf
+            for s in a.shape:
+                for v in collect_vars(s):
+                    if v not in explicit and v not in shape_vars:
+                        shape_vars.append(v)
+        else:
+            params.append(a)
+    free = [v for v in collect_vars(body) if isinstance(v, Var) and v.dtype != "handle"]
+    params += shape_vars
+    return PrimFunc(name, params, buffer_map, body, {"global_symbol": name}), binds, free
+
+
+def lower(sch, args=None, name="main", simple_mode=False, binds=None):
+    """Lower a schedule to AST3; the result prints as readable IR.
+
+    ``result.history`` holds the function after each step by name ("AST2",
+    "storage_flatten", ...), which the explorer shows.
+    """
+    if isinstance(sch, IRModule):
+        return sch
+    if not isinstance(sch, Schedule):
+        raise LoweringError(f"lower expects a schedule from te.create_schedule, got "
+                            f"{type(sch).__name__}")
+    if args is None:
+        raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
+    from .lower.pipeline import run_passes
+    func, binds_map, _ = make_function(sch, list(args), name)
+    out, history = run_passes(func, binds_map, simple_mode=simple_mode)
+    return IRModule({name: out}, history)
+
+
+def build(sch, args=None, target="llvm", name="default_function", target_host=None):
+    """Compile a schedule (or a lowered IRModule) for ``target``; returns a runtime Module."""
+    from .codegen.registry import Target, get_builder
+    tgt = target if isinstance(target, Target) else Target(target)
+    builder = get_builder(tgt.kind)
+    mod = lower(sch, args, name=name) if not isinstance(sch, IRModule) else sch
+    try:
+        return builder(mod, tgt)
+    except TVMLabError:
+        raise
+    except Exception as e:  # a backend failure is a build error, never a crash
+        raise BuildError(f"building {name} for {tgt}: {type(e).__name__}: {e}") from e

@@ -1,0 +1,4 @@
+"""Schedules: stages, IterVar relations, primitives, the trace, InferBound and ScheduleOps."""
+from .schedule import Schedule, create_schedule  # noqa: F401
+from .stage import Stage  # noqa: F401
+from .trace import Trace  # noqa: F401

@@ -1,0 +1,184 @@
+"""InferBound: the range of every axis of every stage.
+
+Outputs cover their whole shape.  A producer covers what its consumers read:
+each consumer's access indices are evaluated as intervals, holding fixed the
+loop variables that enclose the producer's attach point and relaxing the rest
+over their ranges; the union, clipped to the producer's shape, is its root
+domain.  Leaf ranges then follow from the relations (``pass_down_domain``).
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir import op as _op
+from ..ir.arith import Analyzer, IntervalSet
+from ..ir.expr import ProducerLoad, Reduce
+from ..ir.functor import IRMutator, IRVisitor, substitute
+from ..ir.tensor import ComputeOp, IterVar, Range
+from .passes import leaf_values, pass_down_domain, pass_up_index
+from .rewrite import canonical_tensor
+
+
+def effective_bodies(sch):
+    """Each computed stage's body with inlined stages substituted and tensors canonical."""
+    bodies = {}
+
+    class Inline(IRMutator):
+        def visit_ProducerLoad(self, ld):
+            idx = tuple(self.visit(i) for i in ld.indices)
+            t = canonical_tensor(sch, ld.producer)
+            st = sch.stage_map.get(t.op)
+            if st is not None and st.attach_type == "inline":
+                body = bodies[st][t.value_index]
+                return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
+            return ProducerLoad(t, idx)
+
+    for st in sch.stages:
+        if isinstance(st.op, ComputeOp):
+            bodies[st] = tuple(Inline().visit(b) for b in st.op.body)
+    return bodies
+
+
+def accesses(body_exprs):
+    """{tensor: [indices, ...]} read in the expressions."""
+    found = {}
+
+    class V(IRVisitor):
+        def visit_ProducerLoad(self, ld):
+            found.setdefault(ld.producer, []).append(ld.indices)
+            for i in ld.indices:
+                self.visit(i)
+
+        def visit_Reduce(self, r):
+            for s in r.source:
+                self.visit(s)
+            self.visit(r.condition)
+    v = V()
+    for b in body_exprs:
+        v.visit(b)
+    return found
+
+
+def scope_vars(stage):
+    """Loop variables enclosing the place where ``stage`` is computed."""
+    out = set()
+    st = stage
+    while st.attach_type == "scope":
+        parent, at = st.attach_stage, st.attach_ivar
+        for iv in parent.leaf_iter_vars:
+            out.add(iv.var)
+            a = parent.attr(iv)
+            if a.bind_thread is not None:
+                out.add(a.bind_thread.var)
+            if iv is at:
+                break
+        st = parent
+    return out
+
+
+def _relax_map(dom_map, keep, shared_scope):
+    """Intervals for loop variables outside ``keep`` (each over its own range)."""
+    relax = {}
+    for iv, rng in dom_map.items():
+        v = iv.var
+        if v in keep:
+            if not (shared_scope and iv.iter_type == IterVar.THREAD and
+                    iv.thread_tag.startswith("threadIdx")):
+                continue
+        relax[v] = rng
+    return relax
+
+
+def _eval(ana, e, relax):
+    """Interval of ``e`` with ``relax`` vars ranging; repeat while relaxed vars remain."""
+    s = ana.int_set(e, relax)
+    for _ in range(4):
+        from ..ir.functor import uses_var
+        lo_dep = uses_var(s.min, lambda v: v in relax)
+        hi_dep = uses_var(s.max, lambda v: v in relax)
+        if not (lo_dep or hi_dep):
+            break
+        lo = ana.int_set(s.min, relax).min if lo_dep else s.min
+        hi = ana.int_set(s.max, relax).max if hi_dep else s.max
+        s = IntervalSet(lo, hi)
+    return s
+
+
+def infer_bound(sch, bodies=None):
+    """Return ``{IterVar: Range}`` for every axis of every computed stage."""
+    if bodies is None:
+        bodies = effective_bodies(sch)
+    dom_map = {}
+    ana = Analyzer()
+    reads = {st: accesses(bodies[st]) for st in bodies}
+    order = [st for st in sch.stages if isinstance(st.op, ComputeOp)]
+    for st in reversed(order):
+        if st.attach_type == "inline":
+            continue
+        op = st.op
+        consumers = [q for q in order if q is not st and q.attach_type != "inline"
+                     and any(t.op is op for t in reads[q])]
+        if st.is_output or not consumers:
+            for iv in op.axis:
+                dom_map[iv] = iv.dom
+        else:
+            keep = scope_vars(st)
+            shared = st.scope == "shared"
+            req = [None] * len(op.axis)
+            for q in consumers:
+                relax = _relax_map(dom_map, keep, shared)
+                qroot = _root_sets(ana, q, dom_map, relax)
+                for t, idx_list in reads[q].items():
+                    if t.op is not op:
+                        continue
+                    for idx in idx_list:
+                        for d, e in enumerate(idx):
+                            s = _eval(ana, substitute(e, qroot), relax)
+                            req[d] = s if req[d] is None else _union(ana, req[d], s)
+            for d, iv in enumerate(op.axis):
+                dom_map[iv] = _clip(ana, req[d], iv.dom) if req[d] is not None else iv.dom
+        for iv in op.reduce_axis:
+            dom_map[iv] = iv.dom
+        try:
+            pass_down_domain(st, dom_map, ana.simplify)
+        except KeyError as e:
+            raise LoweringError(f"bound inference of stage {st.name}: no range for axis {e}") from None
+        for iv in st.all_iter_vars:
+            r = dom_map.get(iv)
+            if r is not None:
+                ana.bind(iv.var, r)
+    return dom_map
+
+
+def _root_sets(ana, q, dom_map, relax):
+    """Each root axis of consumer ``q`` as an expression (kept vars) or a relaxed min/max pair.
+
+    Returns a substitution {root var: expr} in which relaxed leaf variables are
+    still present; ``_eval`` relaxes them.  Root values are clipped to the root
+    domain by the guards ScheduleOps emits, so the clip is applied here too.
+    """
+    vals = pass_up_index(q, dom_map, leaf_values(q))
+    out = {}
+    for iv in q.root_iter_vars:
+        e = vals[iv]
+        if e is iv.var:
+            continue
+        out[iv.var] = e
+    return out
+
+
+def _union(ana, a, b):
+    return IntervalSet(ana.simplify(_op.min(a.min, b.min)), ana.simplify(_op.max(a.max, b.max)))
+
+
+def _clip(ana, s, dom):
+    lo, hi = s.min, s.max
+    dlo = dom.min
+    dhi = _op.sub(_op.add(dom.min, dom.extent), 1)
+    if not ana.can_prove(_op.ge(lo, dlo)):
+        lo = ana.simplify(_op.max(lo, dlo))
+    if not ana.can_prove(_op.le(hi, dhi)):
+        hi = ana.simplify(_op.min(hi, dhi))
+    return Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
+
+
+__all__ = ["infer_bound", "effective_bodies", "canonical_tensor", "Reduce"]

@@ -1,0 +1,197 @@
+"""ScheduleOps: build AST2, the loop nest of every stage, from a schedule and its bounds.
+
+Each stage becomes loops over its leaf axes (kind, thread binding and pragmas
+from the schedule), guards for splits that do not divide, the producers
+attached at each loop, and ``ProducerStore``s of its body; a reduction gets an
+init nest just before its first reduction loop.  Intermediate tensors are
+wrapped in ``ProducerRealize`` where they are computed.
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir import op as _op
+from ..ir.arith import Analyzer
+from ..ir.expr import Call, IntImm, Reduce, Var
+from ..ir.functor import collect_vars, substitute
+from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
+from ..ir.tensor import ComputeOp, IterVar, Range
+from .bound import canonical_tensor, effective_bodies, infer_bound
+from .passes import leaf_values, pass_up_index
+
+
+def schedule_ops(sch, arg_tensors=(), dom_map=None, bodies=None):
+    """AST2 for ``sch``; tensors in ``arg_tensors`` are function arguments (not realized)."""
+    if bodies is None:
+        bodies = effective_bodies(sch)
+    if dom_map is None:
+        dom_map = infer_bound(sch, bodies)
+    return _Builder(sch, dom_map, bodies, arg_tensors).build()
+
+
+class _Builder:
+    def __init__(self, sch, dom_map, bodies, arg_tensors):
+        self.sch, self.dom_map, self.bodies = sch, dom_map, bodies
+        self.args = {canonical_tensor(sch, t) for t in arg_tensors}
+        self.attached = {}
+        for st in sch.stages:
+            if st.attach_type == "scope":
+                if st.attach_ivar not in st.attach_stage.leaf_iter_vars:
+                    raise LoweringError(f"stage {st.name} is computed at axis "
+                                        f"{st.attach_ivar.var.name} of {st.attach_stage.name}, "
+                                        "which is no longer a leaf axis")
+                self.attached.setdefault(st.attach_ivar, []).append(st)
+        self.ana = Analyzer()
+        for iv, r in dom_map.items():
+            self.ana.bind(iv.var, r)
+
+    def build(self):
+        roots = [st for st in self.sch.stages
+                 if isinstance(st.op, ComputeOp) and st.attach_type == "root"]
+        return seq(*[self.pipeline(st) for st in roots])
+
+    # ---------------------------------------------------------- one stage
+    def pipeline(self, st):
+        body = self.nest(st)
+        for t in reversed(st.op.outputs):
+            if t in self.args:
+                continue
+            bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
+            body = ProducerRealize(t, bounds, _op.const(True), body, st.scope)
+        return body
+
+    def _realize_range(self, r):
+        """Realize at least ``r``; a symbolic extent with a constant bound gets the constant."""
+        if isinstance(r.extent, IntImm):
+            return r
+        lo, hi = self.ana.const_int_bound(r.extent)
+        if hi != float("inf") and hi < 2**31:
+            return Range(r.min, IntImm(r.extent.dtype, int(hi)))
+        return r
+
+    def nest(self, st):
+        op = st.op
+        leaves = st.leaf_iter_vars
+        values = pass_up_index(st, self.dom_map, leaf_values(st))
+        vmap = {iv.var: values[iv] for iv in st.root_iter_vars}
+        body = self.bodies[st]
+        guards = self._guards(st, values)
+        pos = {iv.var: k for k, iv in enumerate(leaves)}
+        is_red = op.is_reduction
+        first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE),
+                         len(leaves))
+        if not is_red:
+            stores = [ProducerStore(t, substitute(b, vmap), tuple(vmap.get(iv.var, iv.var)
+                                                                    for iv in op.axis))
+                      for t, b in zip(op.outputs, body)]
+            return self._wrap(st, 0, len(leaves), seq(*stores), guards, pos)
+        update = self._update(st, body, vmap)
+        red_guards = [(c, d) for c, d in guards]
+        inner = self._wrap(st, first_red, len(leaves), update, red_guards, pos, outer_guards=False)
+        init = self._init(st, body, values, first_red, guards, pos)
+        outer_guards = [(c, d) for c, d in guards if d < first_red and not self._is_red_guard(c, st)]
+        return self._wrap(st, 0, first_red, seq(init, inner), outer_guards, pos)
+
+    def _is_red_guard(self, cond, st):
+        red = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
+        return any(v in red for v in collect_vars(cond))
+
+    def _guards(self, st, values):
+        """Conditions ``root < min + extent`` that the leaf ranges cannot prove; with depths."""
+        out = []
+        pos = {iv.var: k for k, iv in enumerate(st.leaf_iter_vars)}
+        for iv in st.root_iter_vars:
+            v = values[iv]
+            if v is iv.var:
+                continue
+            dom = self.dom_map[iv]
+            hi = _op.add(dom.min, dom.extent)
+            cond = _op.lt(v, hi)
+            if self.ana.can_prove(cond):
+                continue
+            depth = max((pos[x] for x in collect_vars(v) if x in pos), default=-1)
+            out.append((self.ana.simplify(cond), depth))
+        return out
+
+    def _update(self, st, body, vmap):
+        op = st.op
+        idx = tuple(vmap.get(iv.var, iv.var) for iv in op.axis)
+        reds = [b for b in body]
+        r0 = reds[0]
+        comb = r0.combiner
+        src = [substitute(s, vmap) for s in r0.source]
+        olds = [ProducerLoadOf(t, idx) for t in op.outputs]
+        news = [substitute(x, dict(zip(comb.lhs, olds)) | dict(zip(comb.rhs, src)))
+                for x in comb.result]
+        cond = substitute(r0.condition, vmap)
+        if len(news) == 1:
+            stmt = ProducerStore(op.outputs[0], news[0], idx)
+        else:
+            tmps = [Var(f"{t.name}.v{k}", t.dtype) for k, t in enumerate(op.outputs)]
+            stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, tmps)])
+            for tv, nv in reversed(list(zip(tmps, news))):
+                stmt = LetStmt(tv, nv, stmt)
+        if not (isinstance(cond, IntImm) and cond.value):
+            stmt = IfThenElse(cond, stmt)
+        return stmt
+
+    def _init(self, st, body, values, first_red, guards, pos):
+        op = st.op
+        leaves = st.leaf_iter_vars
+        r0 = body[0]
+        inits = r0.init if r0.init else r0.combiner.identity_element
+        fresh = {}
+        loops = []
+        for iv in leaves[first_red:]:
+            if iv.iter_type == IterVar.REDUCE:
+                continue
+            nv = Var(iv.var.name + ".init", iv.var.dtype)
+            fresh[iv.var] = nv
+            loops.append((iv, nv))
+        idx = tuple(substitute(values[iv], fresh) for iv in op.axis)
+        stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, inits)])
+        init_guards = [(substitute(c, fresh), d) for c, d in guards
+                       if d >= first_red and not self._is_red_guard(c, st)]
+        for c, _ in init_guards:
+            stmt = IfThenElse(Call("bool", "likely", (c,)), stmt)
+        for iv, nv in reversed(loops):
+            r = self.dom_map[iv]
+            stmt = self._loop(st, iv, nv, r, stmt)
+        return stmt
+
+    def _wrap(self, st, start, stop, body, guards, pos, outer_guards=True):
+        """Wrap ``body`` in the loops ``leaves[start:stop]``, attached stages and guards."""
+        leaves = st.leaf_iter_vars
+        for k in reversed(range(start, stop)):
+            for c, d in guards:
+                if d == k:
+                    body = IfThenElse(Call("bool", "likely", (c,)), body)
+            iv = leaves[k]
+            pre = [self.pipeline(p) for p in self.attached.get(iv, [])]
+            body = seq(*pre, body)
+            body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
+        if start == 0:
+            for c, d in guards:
+                if d < 0:
+                    body = IfThenElse(Call("bool", "likely", (c,)), body)
+        return body
+
+    def _loop(self, st, iv, var, rng, body):
+        a = st.attr(iv)
+        if a.bind_thread is not None:
+            t = a.bind_thread
+            tv = t.var
+            val = tv if _is_zero(rng.min) else _op.add(tv, rng.min)
+            body = substitute(body, {var: val})
+            return AttrStmt(t, "thread_extent", rng.extent, body)
+        kind = a.kind
+        ann = tuple(("pragma_" + k, v) for k, v in a.pragmas)
+        return For(var, rng.min, rng.extent, kind, body, ann)
+
+
+def _is_zero(e):
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def ProducerLoadOf(t, idx):
+    from ..ir.expr import ProducerLoad
+    return ProducerLoad(t, idx)

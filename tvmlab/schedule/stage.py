@@ -1,0 +1,431 @@
+"""Stage: the schedule of one operation, and the per-stage primitives.
+
+Each primitive checks everything first, then changes the stage, then records
+one step in the schedule's trace; a failing primitive raises ScheduleError and
+the schedule's transaction puts every stage back as it was.
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, replace
+
+from ..errors import ScheduleError
+from ..ir import op as _op
+from ..ir.expr import IntImm, Var
+from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
+from .relations import Fuse, Rebase, Singleton, Split
+
+KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+
+
+@dataclass(frozen=True)
+class IterVarAttr:
+    """How a leaf axis runs: loop kind, bound thread, pragmas."""
+    kind: str = "serial"
+    bind_thread: object = None
+    pragmas: tuple = ()
+
+
+class Stage:
+    """The schedule of one operation (``s[C]``)."""
+
+    _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
+              "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op")
+
+    def __init__(self, op, schedule):
+        self.schedule = schedule
+        self.op = op
+        self.origin_op = op
+        if isinstance(op, ComputeOp):
+            roots = list(op.axis) + list(op.reduce_axis)
+        else:
+            roots = []
+        self.all_iter_vars = list(roots)
+        self.leaf_iter_vars = list(roots)
+        self.relations = []
+        self.iter_var_attrs = {}
+        self.attach_type = "root"        # root | scope | inline
+        self.attach_ivar = None
+        self.attach_stage = None
+        self.scope = ""
+        self.is_output = False
+
+    # ------------------------------------------------------------ state
+    def _snapshot(self):
+        out = {}
+        for k in self._STATE:
+            v = getattr(self, k)
+            out[k] = v.copy() if isinstance(v, (list, dict)) else v
+        return out
+
+    def _restore(self, snap):
+        for k, v in snap.items():
+            setattr(self, k, v)
+
+    @property
+    def name(self):
+        return self.op.name
+
+    @property
+    def is_placeholder(self):
+        return isinstance(self.op, PlaceholderOp)
+
+    @property
+    def root_iter_vars(self):
+        if isinstance(self.op, ComputeOp):
+            return list(self.op.axis) + list(self.op.reduce_axis)
+        return []
+
+    def __repr__(self):
+        return f"stage({self.name}, {type(self.op).__name__})"
+
+    def attr(self, iv):
+        return self.iter_var_attrs.get(iv, IterVarAttr())
+
+    # ------------------------------------------------------------ axis lookup
+    def axis(self, ref, what="axis", leaf=True):
+        """Resolve an IterVar, a Var or a printed name (``"i.inner"``) to this stage's axis."""
+        if isinstance(ref, IterVar):
+            if ref in self.leaf_iter_vars or (not leaf and ref in self.all_iter_vars):
+                return ref
+            if ref in self.all_iter_vars:
+                raise ScheduleError(
+                    f"stage {self.name}: {what} {ref.var.name} is no longer a leaf axis "
+                    f"(it was split or fused); leaf axes are {self._leaf_names()}")
+            owner = self.schedule._owner_of(ref) if self.schedule is not None else None
+            if owner is not None and owner is not self:
+                raise ScheduleError(f"stage {self.name}: {what} {ref.var.name} belongs to stage "
+                                    f"{owner.name}, not {self.name}")
+            raise ScheduleError(f"stage {self.name}: {what} {ref.var.name} is not an axis of "
+                                f"this stage; leaf axes are {self._leaf_names()}")
+        if isinstance(ref, Var):
+            for iv in self.all_iter_vars:
+                if iv.var is ref:
+                    return self.axis(iv, what, leaf)
+        if isinstance(ref, str):
+            pool = self.leaf_iter_vars if leaf else self.all_iter_vars
+            for iv in pool:
+                if iv.var.name == ref:
+                    return iv
+            for iv in self.all_iter_vars:
+                if iv.var.name == ref:
+                    return self.axis(iv, what, leaf)
+            raise ScheduleError(f"stage {self.name} has no {what} named {ref!r}; "
+                                f"leaf axes are {self._leaf_names()}")
+        raise ScheduleError(f"stage {self.name}: {what} must be an IterVar or an axis name, "
+                            f"got {type(ref).__name__}: {ref!r}")
+
+    def _leaf_names(self):
+        return "[" + ", ".join(iv.var.name for iv in self.leaf_iter_vars) + "]"
+
+    def _check_compute(self, prim):
+        if not isinstance(self.op, ComputeOp):
+            raise ScheduleError(f"{prim}: stage {self.name} is a placeholder (an input); "
+                                "only computed stages can be scheduled")
+
+    def _check_not_inlined(self, prim):
+        if self.attach_type == "inline":
+            raise ScheduleError(f"{prim}: stage {self.name} is inlined; call "
+                                f"s[{self.name}].compute_root() first to give it loops again")
+
+    def _new_iv(self, name, iter_type):
+        name = self._unique_name(name)
+        return IterVar(None, Var(name, "int32"), iter_type)
+
+    def _unique_name(self, name):
+        used = {iv.var.name for iv in self.all_iter_vars}
+        if name not in used:
+            return name
+        k = 1
+        while f"{name}{k}" in used:
+            k += 1
+        return f"{name}{k}"
+
+    def _record(self, primitive, **args):
+        if self.schedule is not None:
+            self.schedule.trace._add(primitive, self, args)
+
+    def _txn(self):
+        return self.schedule._transaction()
+
+    # ------------------------------------------------------------ primitives
+    def split(self, parent, factor=None, nparts=None):
+        """Split ``parent`` into (outer, inner) with ``factor`` inner or ``nparts`` outer iterations."""
+        with self._txn():
+            self._check_compute("split")
+            self._check_not_inlined("split")
+            parent = self.axis(parent, "split axis")
+            if (factor is None) == (nparts is None):
+                raise ScheduleError(f"split of {self.name}.{parent.var.name}: give exactly one of "
+                                    f"factor= or nparts= (got factor={factor}, nparts={nparts})")
+            amount = _positive(factor if factor is not None else nparts,
+                               f"split of {self.name}.{parent.var.name}: "
+                               f"{'factor' if factor is not None else 'nparts'}")
+            if self.attr(parent).kind != "serial":
+                raise ScheduleError(f"split of {self.name}.{parent.var.name}: the axis is already "
+                                    f"{self.attr(parent).kind}; split before marking it")
+            self._check_not_attach_point([parent], "split")
+            outer = self._new_iv(parent.var.name + ".outer", parent.iter_type)
+            inner = self._new_iv(parent.var.name + ".inner", parent.iter_type)
+            rel = Split(parent, outer, inner, amount if factor is not None else None,
+                        amount if nparts is not None else None)
+            self.relations.append(rel)
+            self.all_iter_vars += [outer, inner]
+            k = self.leaf_iter_vars.index(parent)
+            self.leaf_iter_vars[k:k + 1] = [outer, inner]
+            if factor is not None:
+                self._record("split", axis=parent, factor=factor)
+            else:
+                self._record("split", axis=parent, nparts=nparts)
+            return outer, inner
+
+    def fuse(self, *args):
+        """Fuse consecutive leaf axes (outer to inner) into one axis."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        with self._txn():
+            self._check_compute("fuse")
+            self._check_not_inlined("fuse")
+            if not args:
+                iv = self._new_iv("singleton", IterVar.DATA_PAR)
+                self.relations.append(Singleton(iv))
+                self.all_iter_vars.append(iv)
+                self.leaf_iter_vars.insert(0, iv)
+                self._record("fuse", axes=[])
+                return iv
+            axes = [self.axis(a, "fuse axis") for a in args]
+            if len(set(map(id, axes))) != len(axes):
+                raise ScheduleError(f"fuse in stage {self.name}: an axis is repeated")
+            pos = [self.leaf_iter_vars.index(a) for a in axes]
+            if pos != list(range(pos[0], pos[0] + len(pos))):
+                raise ScheduleError(
+                    f"fuse in stage {self.name}: axes {[a.var.name for a in axes]} must be "
+                    f"consecutive leaf axes from outer to inner; leaf order is {self._leaf_names()}")
+            types = {a.iter_type for a in axes}
+            if IterVar.REDUCE in types and len(types) > 1:
+                raise ScheduleError(f"fuse in stage {self.name}: cannot fuse a reduction axis with "
+                                    f"a data-parallel axis ({[a.var.name for a in axes]})")
+            for a in axes:
+                if self.attr(a).kind != "serial":
+                    raise ScheduleError(f"fuse in stage {self.name}: axis {a.var.name} is already "
+                                        f"{self.attr(a).kind}")
+            self._check_not_attach_point(axes, "fuse")
+            cur = axes[0]
+            for nxt in axes[1:]:
+                fused = self._new_iv(f"{cur.var.name}.{nxt.var.name}.fused", cur.iter_type)
+                self.relations.append(Fuse(cur, nxt, fused))
+                self.all_iter_vars.append(fused)
+                k = self.leaf_iter_vars.index(cur)
+                self.leaf_iter_vars[k:k + 2] = [fused]
+                cur = fused
+            self._record("fuse", axes=list(axes))
+            return cur
+
+    def _check_not_attach_point(self, axes, prim):
+        for st in self.schedule.stages:
+            if st.attach_stage is self and st.attach_ivar in axes:
+                raise ScheduleError(f"{prim} in stage {self.name}: stage {st.name} is computed at "
+                                    f"axis {st.attach_ivar.var.name}; move it first")
+
+    def reorder(self, *args):
+        """Put the given leaf axes in this order (others keep their places)."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        with self._txn():
+            self._check_compute("reorder")
+            self._check_not_inlined("reorder")
+            axes = [self.axis(a, "reorder axis") for a in args]
+            if len(set(map(id, axes))) != len(axes):
+                names = [a.var.name for a in axes]
+                dup = sorted({n for n in names if names.count(n) > 1})
+                raise ScheduleError(f"reorder in stage {self.name}: axis {', '.join(dup)} given "
+                                    "more than once")
+            pos = sorted(self.leaf_iter_vars.index(a) for a in axes)
+            for p, a in zip(pos, axes):
+                self.leaf_iter_vars[p] = a
+            self._record("reorder", axes=list(axes))
+
+    def tile(self, x_parent, y_parent, x_factor, y_factor):
+        """Split two axes and reorder to (x.outer, y.outer, x.inner, y.inner)."""
+        with self._txn():
+            x_parent, y_parent = self.axis(x_parent, "tile axis"), self.axis(y_parent, "tile axis")
+            xo, xi = self.split(x_parent, factor=x_factor)
+            yo, yi = self.split(y_parent, factor=y_factor)
+            self.reorder(xo, yo, xi, yi)
+            self._record("tile", x_parent=x_parent, y_parent=y_parent, x_factor=x_factor,
+                         y_factor=y_factor)
+            return xo, yo, xi, yi
+
+    def _set_kind(self, iv, kind, prim):
+        with self._txn():
+            self._check_compute(prim)
+            self._check_not_inlined(prim)
+            iv = self.axis(iv, f"{prim} axis")
+            cur = self.attr(iv)
+            if cur.kind not in ("serial", kind):
+                raise ScheduleError(f"{prim} of {self.name}.{iv.var.name}: the axis is already "
+                                    f"{cur.kind}")
+            if kind == "parallel" and iv.iter_type == IterVar.REDUCE:
+                raise ScheduleError(f"parallel of {self.name}.{iv.var.name}: it is a reduction "
+                                    "axis; parallel updates would race (use rfactor first)")
+            if kind == "vectorized" and iv.iter_type == IterVar.REDUCE:
+                raise ScheduleError(f"vectorize of {self.name}.{iv.var.name}: it is a reduction "
+                                    "axis; vectorize a data-parallel axis or rfactor first")
+            self.iter_var_attrs[iv] = replace(cur, kind=kind)
+            self._record(prim, axis=iv)
+
+    def vectorize(self, var):
+        """Run this axis as SIMD lanes (its extent must be a constant)."""
+        self._set_kind(var, "vectorized", "vectorize")
+
+    def unroll(self, var):
+        """Unroll this axis completely (its extent must be a constant)."""
+        self._set_kind(var, "unrolled", "unroll")
+
+    def parallel(self, var):
+        """Run the iterations of this axis on several CPU threads."""
+        self._set_kind(var, "parallel", "parallel")
+
+    def bind(self, ivar, thread_ivar):
+        """Bind an axis to a GPU thread index (``te.thread_axis("threadIdx.x")``)."""
+        with self._txn():
+            self._check_compute("bind")
+            self._check_not_inlined("bind")
+            ivar = self.axis(ivar, "bind axis")
+            if not isinstance(thread_ivar, IterVar) or thread_ivar.iter_type != IterVar.THREAD:
+                raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: expected a thread axis "
+                                    f"from te.thread_axis(...), got {thread_ivar!r}")
+            cur = self.attr(ivar)
+            if cur.kind != "serial":
+                what = (f"bound to {cur.bind_thread.thread_tag}" if cur.bind_thread is not None
+                        else cur.kind)
+                raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: the axis is already {what}")
+            for iv, a in self.iter_var_attrs.items():
+                if a.bind_thread is not None and a.bind_thread.thread_tag == thread_ivar.thread_tag \
+                        and thread_ivar.thread_tag != "vthread":
+                    raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: "
+                                        f"{thread_ivar.thread_tag} is already bound to axis "
+                                        f"{iv.var.name} of this stage")
+            self.iter_var_attrs[ivar] = replace(cur, kind="thread_binding", bind_thread=thread_ivar)
+            self._record("bind", axis=ivar, thread=thread_ivar)
+
+    def pragma(self, var, pragma_type, pragma_value=None):
+        """Annotate an axis: ``"unroll"``, ``"auto_unroll_max_step"``, ``"unroll_explicit"``, ..."""
+        with self._txn():
+            self._check_compute("pragma")
+            iv = self.axis(var, "pragma axis")
+            if not isinstance(pragma_type, str) or not pragma_type:
+                raise ScheduleError(f"pragma of {self.name}.{iv.var.name}: pragma_type must be a "
+                                    f"non-empty string, got {pragma_type!r}")
+            delegate = {"unroll": self.unroll, "vectorize": self.vectorize,
+                        "parallel": self.parallel, "parallel_launch_point": self.parallel}
+            if pragma_type in delegate:
+                delegate[pragma_type](iv)
+                self._record("pragma", axis=iv, pragma_type=pragma_type, pragma_value=pragma_value)
+                return
+            if pragma_type in ("auto_unroll_max_step", "auto_unroll_max_extent") and \
+                    not isinstance(pragma_value, numbers.Integral):
+                raise ScheduleError(f"pragma {pragma_type} of {self.name}.{iv.var.name} needs an "
+                                    f"integer value, got {pragma_value!r}")
+            cur = self.attr(iv)
+            prs = tuple(p for p in cur.pragmas if p[0] != pragma_type) + ((pragma_type, pragma_value),)
+            self.iter_var_attrs[iv] = replace(cur, pragmas=prs)
+            self._record("pragma", axis=iv, pragma_type=pragma_type, pragma_value=pragma_value)
+
+    def compute_at(self, parent, scope):
+        """Compute this stage inside loop ``scope`` of its consumer stage ``parent``."""
+        with self._txn():
+            self._check_compute("compute_at")
+            sch = self.schedule
+            if not isinstance(parent, Stage):
+                if isinstance(parent, Tensor):
+                    parent = sch[parent]
+                else:
+                    raise ScheduleError(f"compute_at of {self.name}: parent must be a stage "
+                                        f"(s[C]), got {parent!r}")
+            if parent.schedule is not sch:
+                raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} belongs to "
+                                    "another schedule")
+            if parent is self:
+                raise ScheduleError(f"compute_at of {self.name}: cannot attach a stage to itself")
+            if self.is_output:
+                raise ScheduleError(f"compute_at of {self.name}: it is an output of the schedule; "
+                                    "outputs are computed at the root")
+            if parent.attach_type == "inline":
+                raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} is inlined "
+                                    "and has no loops")
+            scope = parent.axis(scope, "compute_at scope")
+            if not sch._reads_through_inline(parent, self):
+                readers = [s.name for s in sch._consumers(self)]
+                raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} does not read "
+                                    f"{self.name} (its consumers are {readers})")
+            others = [s for s in sch._consumers(self) if s is not parent and
+                      s.attach_type != "inline"]
+            if others:
+                raise ScheduleError(
+                    f"compute_at of {self.name}: it is also read by {[s.name for s in others]}, "
+                    f"which would then read it outside {parent.name}'s loop")
+            a = parent
+            while a is not None:
+                if a is self:
+                    raise ScheduleError(f"compute_at of {self.name}: {parent.name} is attached "
+                                        f"inside {self.name} (a cycle)")
+                a = a.attach_stage
+            self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, scope
+            self._record("compute_at", parent=parent, scope=scope)
+
+    def compute_inline(self):
+        """Substitute this stage's expression into its consumers (no storage, no loops)."""
+        with self._txn():
+            self._check_compute("compute_inline")
+            if self.is_output:
+                raise ScheduleError(f"compute_inline of {self.name}: it is an output of the "
+                                    "schedule and must be stored")
+            if self.op.is_reduction:
+                raise ScheduleError(f"compute_inline of {self.name}: a reduction cannot be inlined")
+            for st in self.schedule.stages:
+                if st.attach_stage is self:
+                    raise ScheduleError(f"compute_inline of {self.name}: stage {st.name} is "
+                                        "computed at one of its axes")
+            self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
+            self._record("compute_inline")
+
+    def compute_root(self):
+        """Compute this stage at the root, before its consumers."""
+        with self._txn():
+            self._check_compute("compute_root")
+            self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+            self._record("compute_root")
+
+    def set_scope(self, scope):
+        """Storage scope of this stage's tensor: "global", "shared" or "local"."""
+        with self._txn():
+            if scope not in ("", "global", "shared", "local", "warp"):
+                raise ScheduleError(f"set_scope of {self.name}: unknown scope {scope!r}; expected "
+                                    "'global', 'shared', 'local' or 'warp'")
+            self.scope = scope
+            self._record("set_scope", scope=scope)
+
+
+def _positive(v, what):
+    if isinstance(v, bool):
+        raise ScheduleError(f"{what} must be a positive integer, got {v!r}")
+    if isinstance(v, numbers.Integral):
+        if v <= 0:
+            raise ScheduleError(f"{what} must be a positive integer, got {v}")
+        return _op.const(int(v), "int32")
+    if isinstance(v, IntImm):
+        if v.value <= 0:
+            raise ScheduleError(f"{what} must be a positive integer, got {v.value}")
+        return v
+    try:
+        e = _op.convert(v)
+    except Exception:
+        raise ScheduleError(f"{what} must be a positive integer, got {v!r}") from None
+    from ..ir import dtype as dt
+    if not dt.is_int(e.dtype):
+        raise ScheduleError(f"{what} must be an integer, got {e} of type {e.dtype}")
+    return e
+
+
+__all__ = ["Stage", "IterVarAttr", "Range", "Split", "Fuse", "Rebase", "Singleton"]
