@@ -1,0 +1,53 @@
+"""Structural keys: a hashable, totally ordered value per expression.
+
+Two expressions with equal keys compute the same value (variables compare by
+identity, other nodes by class and fields).  The order of keys is what makes
+the simplifier canonical: like terms are collected by key and the terms of a
+sum, the operands of ``min``/``max`` and the factors of a product are sorted
+by it.  Variables sort by name first so that results read naturally and do not
+depend on allocation order unless two distinct variables share a name.
+"""
+from __future__ import annotations
+
+from .. import expr as E
+from ..node import Node
+
+
+class KeyCache:
+    """Memoised keys for one analyzer; holds the nodes so their ids stay unique."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self):
+        self._memo = {}
+
+    def __call__(self, e):
+        hit = self._memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        k = self._make(e)
+        if len(self._memo) > 200_000:
+            self._memo.clear()
+        self._memo[id(e)] = (e, k)
+        return k
+
+    def _make(self, e):
+        t = type(e)
+        if t is E.IntImm:
+            return ("IntImm", e.dtype, e.value)
+        if isinstance(e, E.Var):
+            return ("Var", e.name, e.dtype, id(e))
+        if t is E.FloatImm:
+            return ("FloatImm", e.dtype, e.value)
+        return (t.__name__,) + tuple(self._field(getattr(e, f)) for f in t.field_names())
+
+    def _field(self, v):
+        if isinstance(v, Node):
+            return self(v)
+        if v is None:
+            return ("None",)
+        if isinstance(v, (bool, int, float, str)):
+            return (type(v).__name__, v)
+        if isinstance(v, tuple):
+            return ("tuple",) + tuple(self._field(x) for x in v)
+        return ("obj", str(getattr(v, "name", type(v).__name__)), id(v))
