@@ -1,0 +1,283 @@
+"""Loop partitioning: a split that does not divide gets a guard-free main loop and a guarded tail.
+
+For a serial or parallel loop over ``x`` whose body holds ``likely`` guards
+(``IfThenElse(likely(cond))``, as ScheduleOps emits for non-dividing splits),
+each conjunct of a guard that is a comparison linear in ``x`` gives the range
+of ``x`` where it holds for every value of the loops inside (they are relaxed
+to their ranges): ``outer*f + inner < n`` with ``inner`` in [0, f) holds for
+``outer < n // f``.  The loop is cut there into up to three loops:
+
+    [min, lo)        guarded copy (only for guards of the form ``x >= ...``)
+    [lo, hi)         main loop: the proven conjuncts are dropped
+    [hi, min+extent) guarded tail
+
+Cut points are clamped into the loop range (``min``/``max``) unless the
+analyzer proves the clamp needless, so a symbolic ``n`` is handled and an
+empty part simply runs zero times.  Only the main loop is partitioned further;
+the small guarded parts keep their guards.  A loop is left alone when no guard
+is provably true on a non-empty range, when a guard is not linear in ``x``, or
+when it depends on a variable bound inside the loop by a ``let``.  Vectorized
+and unrolled loops are not partitioned (they need constant extents); the
+outer loop of such a split is the one that gets partitioned.
+"""
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir import op as _op
+from ..ir.arith import POS_INF, Analyzer, IntervalSet
+from ..ir.expr import GE, GT, LE, LT, And, Call, IntImm, Var
+from ..ir.functor import IRMutator, IRVisitor, collect_vars, substitute
+from ..ir.stmt import For, IfThenElse, seq
+from ..ir.tensor import IterVar, Range
+from .unroll import fresh_copy
+
+
+def _conjuncts(cond):
+    """The conjuncts of a guard condition, looking through ``likely``."""
+    if isinstance(cond, Call) and cond.op == "likely":
+        return _conjuncts(cond.args[0])
+    if isinstance(cond, And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _is_likely(cond):
+    return isinstance(cond, Call) and cond.op == "likely"
+
+
+class _Guards(IRVisitor):
+    """Every likely guard inside a loop body, with the ranges of the loops around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.doms = {}        # Var -> Range of loops / threads between the loop and here
+        self.lets = set()     # variables bound by lets in between
+        self.found = []       # (conjunct, doms copy, lets copy)
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.doms[s.loop_var] = Range(s.min, s.extent)
+        self.visit(s.body)
+        del self.doms[s.loop_var]
+
+    def visit_AttrStmt(self, s):
+        if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
+            self.doms[s.node.var] = Range(_op.const(0, s.node.var.dtype), s.value)
+            self.visit(s.body)
+            del self.doms[s.node.var]
+            return
+        self.generic_visit(s)
+
+    def visit_LetStmt(self, s):
+        self.visit(s.value)
+        self.lets.add(s.var)
+        self.visit(s.body)
+        self.lets.discard(s.var)
+
+    visit_Let = visit_LetStmt
+
+    def visit_IfThenElse(self, s):
+        if _is_likely(s.condition):
+            for c in _conjuncts(s.condition):
+                self.found.append((c, dict(self.doms), set(self.lets)))
+        self.generic_visit(s)
+
+
+def _as_less_than(cond):
+    """``cond`` as ``d < k`` (integers), returned as (d, k), or None."""
+    if not isinstance(cond, (LT, LE, GT, GE)):
+        return None
+    a, b = cond.a, cond.b
+    if not dt.is_int(a.dtype) or dt.lanes(a.dtype) != 1:
+        return None
+    if isinstance(cond, LT):
+        return _op.sub(a, b), 0
+    if isinstance(cond, LE):
+        return _op.sub(a, b), 1
+    if isinstance(cond, GT):
+        return _op.sub(b, a), 0
+    return _op.sub(b, a), 1
+
+
+class _Bound:
+    """Where a conjunct holds: ``x <= upper`` or ``x >= lower`` (one of the two)."""
+    __slots__ = ("lower", "upper")
+
+    def __init__(self, lower=None, upper=None):
+        self.lower, self.upper = lower, upper
+
+
+def _true_region(cond, x, doms, lets):
+    """The range of ``x`` where ``cond`` holds for every value of the vars in ``doms``."""
+    form = _as_less_than(cond)
+    if form is None:
+        return None
+    d, k = form
+    ana = Analyzer()
+    hi = ana.int_set(d, doms).max if doms else d
+    if hi is POS_INF:
+        return None
+    hi = ana.simplify(hi)
+    inner = set(doms) | set(lets)
+    if any(v in inner for v in collect_vars(hi)):
+        return None
+    coef = ana.simplify(_op.sub(substitute(hi, {x: _op.add(x, 1)}), hi))
+    if not isinstance(coef, IntImm) or coef.value == 0:
+        return None
+    a = coef.value
+    b = ana.simplify(substitute(hi, {x: _op.const(0, x.dtype)}))
+    if x in collect_vars(b):
+        return None
+    rest = ana.simplify(_op.sub(hi, _op.add(_op.mul(x, a), b)))
+    if not (isinstance(rest, IntImm) and rest.value == 0):
+        return None
+    # a*x + b < k
+    if a > 0:
+        return _Bound(upper=ana.simplify(_op.floordiv(_op.sub(_op.const(k - 1, x.dtype), b), a)))
+    return _Bound(lower=ana.simplify(_op.add(_op.floordiv(_op.sub(b, _op.const(k, x.dtype)), -a),
+                                             1)))
+
+
+class _DropConjuncts(IRMutator):
+    """Remove the proven conjuncts (by identity) from likely guards."""
+
+    def __init__(self, proven):
+        super().__init__()
+        self.proven = proven
+
+    def visit_IfThenElse(self, s):
+        then = self.visit(s.then_case)
+        other = self.visit(s.else_case) if s.else_case is not None else None
+        if not _is_likely(s.condition):
+            if then is s.then_case and other is s.else_case:
+                return s
+            return IfThenElse(s.condition, then, other)
+        parts = _conjuncts(s.condition)
+        kept = [c for c in parts if id(c) not in self.proven]
+        if not kept:
+            return then
+        if len(kept) == len(parts):
+            if then is s.then_case and other is s.else_case:
+                return s
+            return IfThenElse(s.condition, then, other)
+        cond = kept[0]
+        for c in kept[1:]:
+            cond = _op.logical_and(cond, c)
+        return IfThenElse(_op.likely(cond), then, other)
+
+
+class _Partitioner(IRMutator):
+    def __init__(self, nonneg):
+        super().__init__()
+        self.nonneg = tuple(nonneg)
+        self.scope = []   # (Var, Range) of the loops around the current node
+
+    def visit_AttrStmt(self, s):
+        if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
+            self.scope.append((s.node.var, Range(_op.const(0, s.node.var.dtype), s.value)))
+            try:
+                return self.generic_visit(s)
+            finally:
+                self.scope.pop()
+        return self.generic_visit(s)
+
+    def visit_For(self, s):
+        if s.kind in ("serial", "parallel"):
+            parts = self._partition(s)
+            if parts is not None:
+                return parts
+        self.scope.append((s.loop_var, Range(s.min, s.extent)))
+        try:
+            body = self.visit(s.body)
+        finally:
+            self.scope.pop()
+        return s if body is s.body else s.replace(body=body)
+
+    # ------------------------------------------------------------------ one loop
+    def _analyzer(self):
+        ana = Analyzer()
+        for v in self.nonneg:
+            ana.bind(v, IntervalSet(0, POS_INF))
+        for v, r in self.scope:
+            ana.bind(v, r)
+        return ana
+
+    def _partition(self, s):
+        x = s.loop_var
+        g = _Guards()
+        g.visit(s.body)
+        regions = {}     # id(conjunct) -> list of _Bound, or None when one occurrence fails
+        for cond, doms, lets in g.found:
+            if x not in collect_vars(cond):
+                continue
+            key = id(cond)
+            if key in regions and regions[key] is None:
+                continue
+            region = _true_region(cond, x, doms, lets)
+            if region is None:
+                regions[key] = None
+            else:
+                regions.setdefault(key, []).append(region)
+        proven = {k: v for k, v in regions.items() if v}
+        if not proven:
+            return None
+        lowers = [b.lower for bs in proven.values() for b in bs if b.lower is not None]
+        uppers = [b.upper for bs in proven.values() for b in bs if b.upper is not None]
+        ana = self._analyzer()
+        mn, end = s.min, ana.simplify(_op.add(s.min, s.extent))
+        lo = mn
+        for L in lowers:
+            lo = _clamped_max(ana, lo, L)
+        if lowers:
+            lo = _clamped_min(ana, lo, end)
+        hi = end
+        for H in uppers:
+            hi = _clamped_min(ana, hi, ana.simplify(_op.add(H, 1)))
+        hi = _clamped_max(ana, hi, lo)
+        if ana.can_prove(_op.le(hi, lo)):
+            return None     # the guards never hold for a whole iteration: nothing to gain
+        main_body = _DropConjuncts(set(proven)).visit(s.body)
+        self.scope.append((x, Range(lo, ana.simplify(_op.sub(hi, lo)))))
+        try:
+            main_body = self.visit(main_body)
+        finally:
+            self.scope.pop()
+        pieces = []
+        if not ana.can_prove(_op.le(lo, mn)):
+            pieces.append(self._guarded(s, mn, lo, ana))
+        pieces.append(For(x, lo, ana.simplify(_op.sub(hi, lo)), s.kind, main_body, s.annotations))
+        if not ana.can_prove(_op.ge(hi, end)):
+            pieces.append(self._guarded(s, hi, end, ana))
+        return seq(*pieces)
+
+    def _guarded(self, s, start, stop, ana):
+        nv = Var(s.loop_var.name, s.loop_var.dtype)
+        body = fresh_copy(s.body, {s.loop_var: nv})
+        return For(nv, start, ana.simplify(_op.sub(stop, start)), s.kind, body, s.annotations)
+
+
+def _clamped_max(ana, a, b):
+    """max(a, b), written without ``max`` when one side is provably larger."""
+    if ana.can_prove(_op.ge(a, b)):
+        return a
+    if ana.can_prove(_op.ge(b, a)):
+        return b
+    return ana.simplify(_op.max(a, b))
+
+
+def _clamped_min(ana, a, b):
+    if ana.can_prove(_op.le(a, b)):
+        return a
+    if ana.can_prove(_op.le(b, a)):
+        return b
+    return ana.simplify(_op.min(a, b))
+
+
+def loop_partition(stmt, nonneg=()):
+    """Split loops so that ``likely`` guards disappear from their main part.
+
+    ``nonneg``: variables known to be >= 0 (symbolic buffer dimensions), which
+    lets the cut points go without clamps; SizeVars are known to be already.
+    """
+    return _Partitioner(nonneg).visit(stmt)

@@ -1,0 +1,82 @@
+"""The lowering pipeline: AST2 -> AST3 as an ordered list of named passes.
+
+Each entry of ``PIPELINE`` is ``(name, fn)`` with ``fn(stmt, ctx) -> stmt``;
+``ctx`` carries the bound buffers and options.  To add a pass, insert an entry
+(``PIPELINE.insert(k, ("my_pass", lambda stmt, ctx: ...))``); the history then
+shows the function after it under its name.  ``run_passes`` keeps the PrimFunc
+after every pass so the explorer can show and diff each step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import op as _op
+from ..ir.functor import collect_vars
+from .loop_partition import loop_partition
+from .remove_no_op import remove_no_op
+from .storage_flatten import storage_flatten
+from .unroll import unroll
+from .vectorize import vectorize
+
+
+@dataclass
+class PassContext:
+    """What a pass may need besides the statement."""
+    binds: dict
+    simple_mode: bool = False
+    config: dict = field(default_factory=dict)
+
+
+def _simplify(stmt, ctx):
+    from .simplify import simplify_stmt
+    return simplify_stmt(stmt)
+
+
+def shape_vars(binds):
+    """Variables in the bound buffers' shapes: array dimensions, never negative."""
+    out = {}
+    for buf in binds.values():
+        for d in buf.shape:
+            for v in collect_vars(_op.convert(d)):
+                out[v] = None
+    return list(out)
+
+
+def _unroll(stmt, ctx):
+    return unroll(stmt, **ctx.config.get("unroll", {}))
+
+
+PIPELINE = [
+    ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
+    ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
+    ("vectorize", lambda stmt, ctx: vectorize(stmt)),
+    ("unroll", _unroll),
+    ("simplify", _simplify),
+    ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+]
+
+PASSES = tuple(name for name, _ in PIPELINE)
+
+SIMPLE_MODE_SKIPS = {"loop_partition"}   # simple_mode keeps the output close to the schedule
+
+
+def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
+    """Lower ``func`` (body in AST2) to AST3.
+
+    ``binds``: {Tensor: Buffer} of the function's tensor arguments.  In
+    ``simple_mode`` loop partitioning is skipped (the output stays close to
+    the schedule, guards included).  ``config`` may hold ``{"unroll":
+    {"auto_max_step": 16, ...}}`` (the keyword arguments of ``unroll``).
+    Returns ``(lowered PrimFunc, history)`` where history maps "AST2" and then
+    each pass that ran to the function after it (empty unless keep_history).
+    """
+    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    history = {"AST2": func} if keep_history else {}
+    current = func
+    for name, fn in PIPELINE:
+        if simple_mode and name in SIMPLE_MODE_SKIPS:
+            continue
+        current = current.with_body(fn(current.body, ctx))
+        if keep_history:
+            history[name] = current
+    return current, history

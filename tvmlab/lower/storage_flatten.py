@@ -1,0 +1,137 @@
+"""Storage flattening: multi-dimensional tensors (AST2) become flat buffers (AST3).
+
+``ProducerRealize`` becomes ``Allocate`` and ``ProducerStore`` / ``ProducerLoad``
+become ``Store`` / ``Load`` at a row-major flat index.  A realized tensor is
+indexed relative to its realize bounds (a tile after ``compute_at`` holds only
+the tile), a bound tensor (a function argument) over its Buffer's shape, or its
+explicit strides when the Buffer has them.  The storage scope ("" means
+"global") becomes ``Allocate.scope``; the allocation's Var has the tensor's name.
+
+Convention: ``Allocate.extents`` holds one entry, the element count (the
+product of the realize extents), so codegen never multiplies extents itself.
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir import op as _op
+from ..ir.expr import IntImm, Load, ProducerLoad, Var
+from ..ir.functor import IRMutator, post_order_visit
+from ..ir.stmt import Allocate, ProducerRealize, ProducerStore, Store, seq
+
+
+class _Layout:
+    """Where a tensor lives: its data Var, per-dim offsets and strides."""
+    __slots__ = ("data", "mins", "strides")
+
+    def __init__(self, data, mins, strides):
+        self.data, self.mins, self.strides = data, tuple(mins), tuple(strides)
+
+    def flat_index(self, tensor, indices):
+        if len(indices) != len(self.strides):
+            raise LoweringError(f"tensor {tensor.name} has {len(self.strides)} dimensions, "
+                                f"accessed with {len(indices)} indices")
+        flat = None
+        for idx, mn, stride in zip(indices, self.mins, self.strides):
+            term = _op.mul(_op.sub(idx, mn), stride)
+            flat = term if flat is None else _op.add(flat, term)
+        return flat if flat is not None else IntImm("int32", 0)
+
+
+def row_major_strides(extents):
+    """Strides (in elements) of a row-major array with ``extents``."""
+    strides, acc = [], IntImm("int32", 1)
+    for e in reversed(extents):
+        strides.append(acc)
+        acc = _op.mul(acc, e)
+    return tuple(reversed(strides))
+
+
+def _element_count(extents):
+    acc = IntImm("int32", 1)
+    for e in extents:
+        acc = _op.mul(acc, e)
+    return acc
+
+
+class _Flattener(IRMutator):
+    def __init__(self, binds):
+        super().__init__()
+        self.layouts = {}
+        self.bound = set(binds)
+        for t, buf in binds.items():
+            strides = buf.strides if buf.strides else row_major_strides(buf.shape)
+            zeros = tuple(IntImm("int32", 0) for _ in buf.shape)
+            self.layouts[t] = _Layout(buf.data, zeros, strides)
+
+    def layout(self, tensor, what):
+        lay = self.layouts.get(tensor)
+        if lay is None:
+            raise LoweringError(f"tensor {tensor.name} is {what} but is neither realized (an "
+                                "intermediate with storage) nor bound to a function argument; "
+                                "pass it in the argument list or let the schedule compute it")
+        return lay
+
+    def visit_SeqStmt(self, s):
+        """A realize covers the statements after it in its sequence that use its tensor.
+
+        ScheduleOps places an attached producer (with its realize) just before
+        the consumer code at the attach point; the storage must outlive both.
+        """
+        items = list(s.seq)
+        for k, x in enumerate(items):
+            if (isinstance(x, ProducerRealize) and x.producer not in self.bound
+                    and k + 1 < len(items) and _uses_tensor(items[k + 1:], x.producer)):
+                x = x.replace(body=seq(x.body, *items[k + 1:]))
+                return seq(*[self.visit(y) for y in items[:k]], self.visit(x))
+        return seq(*[self.visit(y) for y in items])
+
+    def visit_ProducerRealize(self, s):
+        t = s.producer
+        if t in self.bound:
+            return self.visit(s.body)   # bound argument: its buffer is the storage
+        scope = s.storage_scope or "global"
+        extents = tuple(_op.convert(r.extent) for r in s.bounds)
+        mins = tuple(_op.convert(r.min) for r in s.bounds)
+        data = Var(t.name, "handle")
+        outer = self.layouts.get(t)
+        self.layouts[t] = _Layout(data, mins, row_major_strides(extents))
+        try:
+            body = self.visit(s.body)
+        finally:
+            if outer is None:
+                del self.layouts[t]
+            else:
+                self.layouts[t] = outer
+        cond = self.visit(s.condition) if s.condition is not None else _op.const(True)
+        return Allocate(data, t.dtype, (_element_count(extents),), cond, body, scope)
+
+    def visit_ProducerStore(self, s):
+        t = s.producer
+        lay = self.layout(t, "written")
+        value = self.visit(s.value)
+        indices = tuple(self.visit(i) for i in s.indices)
+        return Store(lay.data, value, lay.flat_index(t, indices))
+
+    def visit_ProducerLoad(self, e):
+        t = e.producer
+        lay = self.layout(t, "read")
+        indices = tuple(self.visit(i) for i in e.indices)
+        return Load(t.dtype, lay.data, lay.flat_index(t, indices))
+
+
+def _uses_tensor(stmts, tensor):
+    found = []
+
+    def f(n):
+        if isinstance(n, (ProducerLoad, ProducerStore)) and n.producer is tensor:
+            found.append(n)
+    for x in stmts:
+        post_order_visit(x, f)
+        if found:
+            return True
+    return False
+
+
+def storage_flatten(stmt, binds):
+    """Flatten ``stmt`` (AST2) to flat-memory AST3; ``binds`` is {Tensor: Buffer} of arguments."""
+    return _Flattener(dict(binds or {})).visit(stmt)
