@@ -1,0 +1,213 @@
+"""build_llvm: AST3 IRModule -> optimised LLVM module -> JIT-compiled runtime Module.
+
+Steps: write LLVM assembly (CodeGenLLVM), parse and verify it, optimise with
+the new pass manager at O3 (loop and SLP vectorisation on) for the host CPU
+and its features, compile in-process with MCJIT, and describe each function
+(parameters, shapes, error codes) for the runtime's argument checks.
+
+Target options: ``-mcpu=<name>`` (default: the host CPU), ``-mattr=+f,-g``
+(features added to the CPU's), ``-opt-level=0..3`` (default 3).  Code built
+for a CPU other than the host can be inspected (``get_source``) but calling it
+raises DeviceError, since it may use instructions this machine lacks.
+"""
+from __future__ import annotations
+
+import operator
+
+import llvmlite.binding as llvm
+
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir.function import IRModule, PrimFunc
+from ..ir.functor import IRVisitor
+from ..ir.printer import astext
+from ..runtime import llvm_jit
+from ..runtime.module import DimExpr, FuncSpec, Function, Module, ParamSpec
+from .llvm_codegen import CodeGenLLVM, signature
+from .registry import Target, register_target
+
+_OPTIONS = ("mcpu", "mattr", "opt-level")
+_IGNORED = ("keys", "system-lib", "model", "tag")
+_PORTABLE_CPUS = ("generic", "x86-64")
+
+
+# ------------------------------------------------------------------ target
+def target_config(target):
+    """(cpu, features, opt level, reason the code cannot run here or None) for an llvm Target."""
+    opts = target.options
+    unknown = [k for k in opts if k not in _OPTIONS and k not in _IGNORED]
+    if unknown:
+        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
+                         f"the llvm target knows {', '.join('-' + k for k in _OPTIONS)}")
+    try:
+        opt = int(opts.get("opt-level", 3))
+    except ValueError:
+        opt = -1
+    if not 0 <= opt <= 3:
+        raise BuildError(f"-opt-level must be 0, 1, 2 or 3, got {opts.get('opt-level')!r}")
+    host, host_features = llvm_jit.host_cpu()
+    mcpu = opts.get("mcpu")
+    mattr = opts.get("mattr")
+    if mcpu is True or mattr is True:
+        raise BuildError(f"-mcpu and -mattr need a value, e.g. -mcpu={host}")
+    reason = None
+    if mcpu in (None, "native", host):
+        cpu, features = host, host_features
+    else:
+        cpu, features = mcpu, ""
+        if mcpu not in _PORTABLE_CPUS:
+            reason = (f"this code was built for -mcpu={mcpu} but this machine's CPU is {host}; it may use "
+                      f"instructions this CPU lacks (build with target 'llvm' to run it here)")
+    if mattr:
+        missing = [f[1:] for f in mattr.split(",") if f.startswith("+") and f[1:] not in llvm_jit.host_feature_set()]
+        if missing and reason is None:
+            reason = f"this code was built with -mattr={mattr} but this CPU lacks {', '.join(missing)}"
+        features = f"{features},{mattr}" if features else mattr
+    return cpu, features, opt, reason
+
+
+def optimize(module_ref, tm, opt):
+    """Run LLVM's default O<opt> pipeline with loop and SLP vectorisation."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pto.loop_vectorization = opt >= 2
+    pto.slp_vectorization = opt >= 2
+    pto.loop_unrolling = opt >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module_ref, pb)
+
+
+# ------------------------------------------------------------------ runtime description
+class _Writes(IRVisitor):
+    """Buffer variables a function may write: stored to, or handed to an external call."""
+
+    def __init__(self):
+        super().__init__()
+        self.vars = set()
+
+    def visit_Store(self, s):
+        self.vars.add(s.buffer_var)
+        self.generic_visit(s)
+
+    def visit_Call(self, c):
+        if c.op in ("call_extern", "call_pure_extern"):
+            self.vars.update(a for a in c.args if isinstance(a, E.Var) and a.dtype == "handle")
+        self.generic_visit(c)
+
+
+_PY_OPS = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul, E.FloorDiv: operator.floordiv,
+           E.FloorMod: operator.mod, E.Min: min, E.Max: max}
+
+
+def _py_fn(e, key):
+    """A Python function env -> int evaluating shape expression ``e``, or None if unsupported."""
+    if isinstance(e, E.IntImm):
+        v = e.value
+        return lambda env: v
+    if isinstance(e, E.Var):
+        k = key(e)
+        return lambda env: env[k]
+    if isinstance(e, E.Cast):
+        return _py_fn(e.value, key)
+    op = _PY_OPS.get(type(e))
+    if op is not None:
+        a, b = _py_fn(e.a, key), _py_fn(e.b, key)
+        if a is not None and b is not None:
+            return lambda env: op(a(env), b(env))
+    return None
+
+
+def func_spec(name, func, errors):
+    """The runtime's description of ``func``: parameter kinds, dtypes, shapes with symbolic dims."""
+    keys = {}
+
+    def key(v):
+        k = keys.get(v)
+        if k is None:
+            taken = set(keys.values())
+            k = v.name if v.name not in taken else next(f"{v.name}#{i}" for i in range(1, 1 << 30)
+                                                       if f"{v.name}#{i}" not in taken)
+            keys[v] = k
+        return k
+
+    def dim(x):
+        if isinstance(x, int):
+            return x
+        if isinstance(x, E.IntImm):
+            return x.value
+        if isinstance(x, E.Var):
+            return key(x)
+        fn = _py_fn(x, key)
+        return None if fn is None else DimExpr(astext(x), fn)
+
+    w = _Writes()
+    w.visit(func.body)
+    params = []
+    for p in signature(func):
+        buf = func.buffer_map.get(p)
+        if buf is not None:
+            strides = None if buf.strides is None else [dim(s) for s in buf.strides]
+            params.append(ParamSpec(buf.name, "buffer", buf.dtype, [dim(s) for s in buf.shape], strides,
+                                    written=p in w.vars or buf.data in w.vars))
+        elif p.dtype == "handle":
+            params.append(ParamSpec(p.name, "buffer", None, written=p in w.vars))
+        else:
+            params.append(ParamSpec(p.name, "scalar", p.dtype, var=key(p)))
+    return FuncSpec(name, params, errors)
+
+
+# ------------------------------------------------------------------ build
+def _functions(mod):
+    if isinstance(mod, PrimFunc):
+        return {mod.name: mod}
+    if isinstance(mod, IRModule):
+        if not mod.functions:
+            raise BuildError("cannot build an empty IRModule")
+        return mod.functions
+    raise BuildError(f"build_llvm expects an IRModule or a PrimFunc, got {type(mod).__name__}")
+
+
+def _generate(funcs, tm):
+    cg = CodeGenLLVM(llvm.get_process_triple(), str(tm.target_data), openmp=llvm_jit.has_openmp())
+    errors = {name: cg.add_function(name, f) for name, f in funcs.items()}
+    return cg.text(), errors
+
+
+def generate(mod, target="llvm"):
+    """Unoptimised LLVM assembly for ``mod`` (IRModule or PrimFunc) and each function's error codes."""
+    cpu, features, opt, _ = target_config(Target(target))
+    return _generate(_functions(mod), llvm_jit.create_target_machine(cpu, features, opt))
+
+
+def build_llvm(mod, target="llvm"):
+    """Compile an AST3 IRModule (or PrimFunc) for the host CPU; returns a runtime Module."""
+    target = Target(target)
+    if target.kind != "llvm":
+        raise BuildError(f"build_llvm builds for target 'llvm', got {str(target)!r}")
+    cpu, features, opt, reason = target_config(target)
+    funcs = _functions(mod)
+    tm = llvm_jit.create_target_machine(cpu, features, opt)
+    text, errors = _generate(funcs, tm)
+    try:
+        ref = llvm.parse_assembly(text)
+        ref.verify()
+    except RuntimeError as e:
+        raise BuildError(f"internal error: the generated LLVM IR is invalid: {e} "
+                         "(tvmlab.codegen.llvm_build.generate(mod) returns the IR)") from None
+    if opt > 0:
+        optimize(ref, tm, opt)
+    opt_text = str(ref)
+    engine = None if reason else llvm_jit.JitEngine(ref, cpu, features, opt)
+    functions = {}
+    for name, f in funcs.items():
+        address = engine.address(name) if engine else 0
+        functions[name] = Function(func_spec(name, f, errors[name]), address, engine, reason)
+
+    def asm():
+        r = llvm.parse_assembly(opt_text)
+        return llvm_jit.create_target_machine(cpu, features, opt).emit_assembly(r)
+
+    sources = {"ll": opt_text, "ll-unopt": text, "asm": asm}
+    return Module("llvm", functions, next(iter(funcs)), sources, aliases={"": "ll", "llvm": "ll", "s": "asm"})
+
+
+register_target("llvm", build_llvm, keys=("cpu",))

@@ -1,0 +1,99 @@
+"""Targets and the registry of builders, as in TVM's ``codegen.build_<target>``.
+
+A backend registers ``builder(mod: IRModule, target: Target) -> runtime Module``
+under a target kind ("llvm", "cuda", ...).  ``Target("llvm -mcpu=skylake")``
+parses a target string; its kind must be registered, so a typo fails early
+with the list of known targets.  A notebook can add or wrap a target with
+``register_target(name, builder, override=True)``.
+"""
+from __future__ import annotations
+
+from ..errors import BuildError
+
+_BUILDERS = {}   # kind -> (builder, keys)
+
+
+def register_target(name, builder, override=False, keys=None):
+    """Register ``builder`` for target kind ``name``; ``keys`` are its generic keys ("cpu", "gpu")."""
+    if not isinstance(name, str) or not name or " " in name:
+        raise BuildError(f"target name must be a non-empty word, got {name!r}")
+    if not callable(builder):
+        raise BuildError(f"builder for target {name!r} must be callable, got {builder!r}")
+    if name in _BUILDERS and not override:
+        raise BuildError(f"target {name!r} is already registered; pass override=True to replace it")
+    _BUILDERS[name] = (builder, tuple(keys) if keys else (name,))
+    return builder
+
+
+def list_targets():
+    """Registered target kinds, in registration order."""
+    return list(_BUILDERS)
+
+
+def get_builder(name):
+    """The builder registered for target kind ``name``."""
+    entry = _BUILDERS.get(name)
+    if entry is None:
+        raise BuildError(f"unknown target {name!r}; known: {', '.join(_BUILDERS) or '(none)'}")
+    return entry[0]
+
+
+class Target:
+    """A parsed target string: ``kind`` plus ``-key=value`` options.
+
+    ``Target("llvm -mcpu=znver4 -mattr=+avx2")`` has kind "llvm", keys
+    ("cpu",) and options {"mcpu": "znver4", "mattr": "+avx2"}.  A flag without
+    a value ("-system-lib") is stored as True.
+    """
+    __slots__ = ("kind", "keys", "options", "host")
+
+    def __init__(self, target, host=None):
+        if isinstance(target, Target):
+            self.kind, self.keys, self.options = target.kind, target.keys, dict(target.options)
+            self.host = target.host if host is None else Target(host)
+            return
+        if not isinstance(target, str) or not target.strip():
+            raise BuildError(f"target must be a string such as 'llvm', got {target!r}")
+        words = target.split()
+        kind = words[0]
+        if kind not in _BUILDERS:
+            raise BuildError(f"unknown target {kind!r}; known: {', '.join(_BUILDERS) or '(none)'}")
+        options = {}
+        for w in words[1:]:
+            if not w.startswith("-") or w in ("-", "--"):
+                raise BuildError(f"malformed option {w!r} in target {target!r}: expected -key=value or -flag")
+            key, eq, value = w.lstrip("-").partition("=")
+            if eq and not value:
+                raise BuildError(f"option -{key} in target {target!r} has no value")
+            options[key] = value if eq else True
+        self.kind = kind
+        self.keys = _BUILDERS[kind][1]
+        self.options = options
+        self.host = None if host is None else Target(host)
+
+    @property
+    def attrs(self):
+        """The options, under TVM's name."""
+        return self.options
+
+    @staticmethod
+    def list_kinds():
+        return list_targets()
+
+    def __str__(self):
+        opts = " ".join(f"-{k}" if v is True else f"-{k}={v}" for k, v in self.options.items())
+        return f"{self.kind} {opts}" if opts else self.kind
+
+    def __repr__(self):
+        return f"Target({str(self)!r})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = Target(other)
+            except BuildError:
+                return False
+        return isinstance(other, Target) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))

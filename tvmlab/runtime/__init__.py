@@ -1,0 +1,9 @@
+"""The runtime: devices, NDArrays, compiled modules and timing.
+
+``tvmlab.nd`` is ``tvmlab.runtime.ndarray``; the names below are the ones
+user code reaches through ``tvmlab`` (``tvmlab.device``, ``tvmlab.cpu``, ...).
+"""
+from .device import Device, cpu, cuda, device, gpu, opengl, register_device_type  # noqa: F401
+from .module import FuncSpec, Function, Module, ParamSpec  # noqa: F401
+from .ndarray import NDArray, array, empty  # noqa: F401
+from .timer import BenchmarkResult  # noqa: F401

@@ -1,0 +1,113 @@
+"""Devices: where an NDArray lives and where a compiled function runs.
+
+A ``Device`` is a (type, id) value such as ``cpu(0)``.  Device types are kept
+in a small registry so that a backend can add one (or make an existing one
+real) without touching this file: ``register_device_type("cuda", exist=...)``.
+Only the CPU is built in; "cuda" and "opengl" are known names whose devices
+report ``exist == False`` until their backend registers a probe.
+"""
+from __future__ import annotations
+
+from ..errors import DeviceError
+
+# canonical type -> {"exist": callable(device_id) -> bool, "sync": callable(device_id) | None}
+_TYPES = {}
+# every accepted spelling (target kind or device name) -> canonical type
+_ALIASES = {}
+
+
+def register_device_type(name, *, aliases=(), exist=None, sync=None, override=False):
+    """Add (or with ``override`` replace) a device type.
+
+    ``exist(device_id) -> bool`` tells whether the device is present;
+    ``sync(device_id)`` waits for work queued on it.  ``aliases`` are other
+    names ``tvmlab.device`` accepts for it (target kinds such as "llvm").
+    """
+    if name in _TYPES and not override:
+        raise DeviceError(f"device type {name!r} is already registered; pass override=True to replace it")
+    _TYPES[name] = {"exist": exist or (lambda device_id: False), "sync": sync}
+    for a in (name, *aliases):
+        _ALIASES[a] = name
+
+
+def device_types():
+    """The canonical device type names, in registration order."""
+    return list(_TYPES)
+
+
+class Device:
+    """A device: ``device_type`` ("cpu", "cuda", "opengl") and ``device_id``."""
+    __slots__ = ("device_type", "device_id")
+
+    def __init__(self, device_type, device_id=0):
+        if device_type not in _TYPES:
+            raise DeviceError(f"unknown device type {device_type!r}; known: {', '.join(_TYPES)}")
+        if not isinstance(device_id, int) or isinstance(device_id, bool) or device_id < 0:
+            raise DeviceError(f"device id must be a non-negative int, got {device_id!r}")
+        self.device_type = device_type
+        self.device_id = device_id
+
+    @property
+    def exist(self):
+        """True when this device is present on the machine."""
+        return bool(_TYPES[self.device_type]["exist"](self.device_id))
+
+    def sync(self):
+        """Wait until all work queued on the device is done (no-op on the CPU)."""
+        fn = _TYPES[self.device_type]["sync"]
+        if fn is not None:
+            fn(self.device_id)
+
+    def require(self):
+        """Raise DeviceError unless the device exists."""
+        if not self.exist:
+            raise DeviceError(f"no such device: {self!r} does not exist on this machine")
+        return self
+
+    def __eq__(self, other):
+        return (isinstance(other, Device) and other.device_type == self.device_type
+                and other.device_id == self.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self):
+        return f"{self.device_type}({self.device_id})"
+
+
+def device(name, device_id=0):
+    """The device for a target or device name: "llvm"/"cpu" -> cpu, "cuda"/"gpu" -> cuda, ...
+
+    A full target string ("llvm -mcpu=skylake") or a Target object is accepted
+    too; only its kind matters.
+    """
+    if isinstance(name, Device):
+        return name if device_id in (0, name.device_id) else Device(name.device_type, device_id)
+    kind = getattr(name, "kind", name)
+    if not isinstance(kind, str):
+        raise DeviceError(f"device name must be a string such as 'cpu' or 'llvm', got {name!r}")
+    key = kind.split()[0] if kind.strip() else kind
+    canon = _ALIASES.get(key)
+    if canon is None:
+        raise DeviceError(f"unknown device {kind!r}; valid names: {', '.join(sorted(_ALIASES))}")
+    return Device(canon, device_id)
+
+
+def cpu(device_id=0):
+    return Device("cpu", device_id)
+
+
+def cuda(device_id=0):
+    return Device("cuda", device_id)
+
+
+gpu = cuda
+
+
+def opengl(device_id=0):
+    return Device("opengl", device_id)
+
+
+register_device_type("cpu", aliases=("llvm",), exist=lambda device_id: True)
+register_device_type("cuda", aliases=("gpu", "nvptx"))
+register_device_type("opengl", aliases=("gl", "glsl"))

@@ -1,0 +1,337 @@
+"""Module and Function: compiled code callable from Python.
+
+A backend describes each compiled function with a ``FuncSpec`` (parameter
+names, dtypes, buffer shapes with symbolic dims, error codes) and its native
+address.  ``Function`` checks every argument against the spec *before* the
+native call, so a wrong count, dtype, shape or device raises a
+RuntimeArgError naming the argument instead of corrupting memory.
+
+Symbolic dims (a variable in a buffer shape) are bound from the first buffer
+that has them; every later use must agree.  Scalar parameters that such a
+binding determines are filled in, so the caller passes only buffers (as in
+TVM); passing every parameter explicitly also works and is checked.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..errors import DeviceError, RuntimeArgError
+from ..ir import dtype as dt
+from .ndarray import NDArray
+from .timer import make_time_evaluator
+
+# ABI of scalar parameters: float16 travels as float, bool as one byte.
+_CTYPES = {
+    "bool": ctypes.c_uint8, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float16": ctypes.c_float,
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "handle": ctypes.c_void_p,
+}
+
+
+class DimExpr:
+    """A buffer dim given by an expression of shape variables, e.g. ``n * 2``."""
+    __slots__ = ("text", "fn")
+
+    def __init__(self, text, fn):
+        self.text = text      # how the dim is printed in messages
+        self.fn = fn          # fn(env: {var key: int}) -> int; KeyError if a var is unbound
+
+    def __repr__(self):
+        return self.text
+
+
+class ParamSpec:
+    """One parameter: a buffer (``kind == "buffer"``) or a scalar (``kind == "scalar"``).
+
+    ``shape``/``strides`` entries are ints, var keys (str) or DimExpr; ``None``
+    means unchecked.  ``var`` is a scalar's var key; ``written`` tells whether
+    the function stores into a buffer (used to reject aliased outputs).
+    """
+    __slots__ = ("name", "kind", "dtype", "shape", "strides", "var", "written")
+
+    def __init__(self, name, kind, dtype, shape=None, strides=None, var=None, written=False):
+        self.name, self.kind, self.dtype = name, kind, dtype
+        self.shape = None if shape is None else tuple(shape)
+        self.strides = None if strides is None else tuple(strides)
+        self.var, self.written = var, written
+
+    def __repr__(self):
+        if self.kind == "buffer":
+            shape = "?" if self.shape is None else ", ".join(str(d) for d in self.shape)
+            return f"{self.name}: {self.dtype or 'any'}[{shape}]"
+        return f"{self.name}: {self.dtype}"
+
+
+class FuncSpec:
+    """What the runtime knows about a compiled function."""
+
+    def __init__(self, name, params, errors=None):
+        self.name = name
+        self.params = list(params)
+        self.errors = dict(errors or {})   # return code -> ("assert" | "oom", message)
+        dims = set()
+        for p in self.params:
+            if p.kind == "buffer":
+                for d in (p.shape or ()) + (p.strides or ()):
+                    if isinstance(d, str):
+                        dims.add(d)
+        self.inferred = [i for i, p in enumerate(self.params) if p.kind == "scalar" and p.var in dims]
+        self.required = [i for i in range(len(self.params)) if i not in self.inferred]
+
+    def signature(self):
+        return f"{self.name}({', '.join(repr(p) for p in self.params)})"
+
+
+class Function:
+    """A callable compiled function; arguments are checked before the native call."""
+
+    def __init__(self, spec, address, owner, not_runnable=None):
+        self.spec = spec
+        self.name = spec.name
+        self._owner = owner                 # keeps the JIT engine (and the code) alive
+        self._not_runnable = not_runnable   # reason this code cannot run here, or None
+        argtypes = [_CTYPES["handle"] if p.kind == "buffer" else _CTYPES[p.dtype] for p in spec.params]
+        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address) if address else None
+        self._written = [i for i, p in enumerate(spec.params) if p.kind == "buffer" and p.written]
+        self._all = list(range(len(spec.params)))
+        # fast path: only buffers, all of constant shape (the common case) -> (dtype, shape) per argument
+        static = all(p.kind == "buffer" and p.dtype is not None and p.shape is not None and p.strides is None
+                     and all(type(d) is int for d in p.shape) for p in spec.params)
+        self._static = [(p.dtype, p.shape) for p in spec.params] if static else None
+
+    def __repr__(self):
+        return f"<Function {self.spec.signature()}>"
+
+    def __call__(self, *args):
+        cargs = self._static_pack(args) if self._static is not None else None
+        if cargs is None:
+            cargs = self._pack(args)
+        rc = self._cfunc(*cargs)
+        if rc:
+            self._raise(rc)
+
+    def prepare(self, *args):
+        """Check ``args`` once; return a zero-argument callable doing one native call."""
+        cargs = tuple(self._pack(args))
+        cfunc, fail = self._cfunc, self._raise
+
+        def call():
+            rc = cfunc(*cargs)
+            if rc:
+                fail(rc)
+        return call
+
+    def _raise(self, rc):
+        kind, msg = self.spec.errors.get(rc, ("assert", f"failed with error code {rc}"))
+        cls = DeviceError if kind == "oom" else RuntimeArgError
+        raise cls(f"{self.name}: {msg}")
+
+    # ------------------------------------------------------------ argument checks
+    def _expected(self):
+        spec = self.spec
+        names = ", ".join(spec.params[i].name for i in spec.required)
+        text = f"{len(spec.required)} arguments ({names})"
+        if spec.inferred:
+            text += f" or all {len(spec.params)} ({', '.join(p.name for p in spec.params)})"
+        return text
+
+    def _where(self, argno, p):
+        return f"{self.name}: argument {argno} '{p.name}'"
+
+    def _static_pack(self, args):
+        """The native arguments when every check passes, else None (``_pack`` then explains why)."""
+        if len(args) != len(self._static) or self._not_runnable:
+            return None
+        out = []
+        for a, (dtype, shape) in zip(args, self._static):
+            if type(a) is not NDArray or a._dtype != dtype or a._arr.shape != shape \
+                    or a._device.device_type != "cpu":
+                return None
+            out.append(a._ptr)
+        for w in self._written:
+            if out.count(out[w]) > 1:
+                return None
+        return out
+
+    def _pack(self, args):
+        """Check ``args`` against the spec; return the native argument list."""
+        if self._not_runnable:
+            raise DeviceError(f"{self.name}: {self._not_runnable}")
+        spec = self.spec
+        params = spec.params
+        if len(args) == len(params):
+            positions = self._all
+        elif len(args) == len(spec.required):
+            positions = spec.required
+        else:
+            raise RuntimeArgError(
+                f"{self.name}: expected {self._expected()}, got {len(args)}; "
+                f"signature: {spec.signature()}")
+        cargs = [None] * len(params)
+        env = origin = deferred = scalars = None
+        for argno, (i, a) in enumerate(zip(positions, args), 1):
+            p = params[i]
+            if p.kind != "buffer":
+                if scalars is None:
+                    scalars = []
+                scalars.append((argno, p, a, i))
+                continue
+            if not isinstance(a, NDArray):
+                hint = " (wrap numpy arrays with tvmlab.nd.array)" if hasattr(a, "__array__") else ""
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected an NDArray, got {type(a).__name__}{hint}")
+            if a._dtype != p.dtype and p.dtype is not None:
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected dtype {p.dtype}, got {a._dtype}")
+            if a._device.device_type != "cpu":
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected an array on cpu, got one on {a._device!r}")
+            if p.shape is not None and a._arr.shape != p.shape:      # equal tuples: every dim a matching int
+                arr = a._arr
+                if arr.ndim != len(p.shape):
+                    raise RuntimeArgError(
+                        f"{self._where(argno, p)}: expected a {len(p.shape)}-d array of shape "
+                        f"{_shape_text(p.shape)}, got a {arr.ndim}-d array of shape {arr.shape}")
+                if env is None:
+                    env, origin, deferred = {}, {}, []
+                self._match(p.shape, arr.shape, "shape", argno, p, env, origin, deferred)
+                if p.strides is not None:
+                    strides = tuple(x // arr.itemsize for x in arr.strides)
+                    self._match(p.strides, strides, "strides", argno, p, env, origin, deferred)
+            cargs[i] = a._ptr
+        if scalars is not None:
+            for argno, p, a, i in scalars:
+                v = _scalar(self, argno, p, a)
+                if p.var is not None and env is not None:
+                    bound = env.get(p.var)
+                    if bound is not None and bound != v:
+                        raise RuntimeArgError(f"{self._where(argno, p)} is {v} but the shapes give "
+                                              f"{p.var} = {bound} ({origin[p.var]})")
+                    env[p.var] = v
+                cargs[i] = v
+        if env is not None:
+            for i in spec.inferred:
+                if cargs[i] is None:
+                    cargs[i] = env[params[i].var]
+            for d, got, what, argno, p, k in deferred:
+                try:
+                    want = d.fn(env)
+                except KeyError as e:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] = {d} uses {e.args[0]}, "
+                                          "which no argument determines") from None
+                if want != got:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {got}, expected {d} = {want}")
+        if self._written:
+            self._check_alias(args, positions, cargs)
+        return cargs
+
+    def _match(self, dims, got, what, argno, p, env, origin, deferred):
+        for k, d in enumerate(dims):
+            g = got[k]
+            if type(d) is int:
+                if g != d:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: expected {what}[{k}] = {d}, got {g} "
+                                          f"({what} {got})")
+            elif d is None:
+                continue
+            elif type(d) is str:
+                bound = env.get(d)
+                if bound is None:
+                    env[d] = g
+                    origin[d] = f"bound by argument {argno} '{p.name}' {what}[{k}]"
+                elif bound != g:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {g} but {d} = {bound} "
+                                          f"({origin[d]})")
+            else:
+                deferred.append((d, g, what, argno, p, k))
+
+    def _check_alias(self, args, positions, cargs):
+        params = self.spec.params
+        for w in self._written:
+            ptr = cargs[w]
+            for i, p in enumerate(params):
+                if i != w and p.kind == "buffer" and cargs[i] == ptr and ptr is not None:
+                    arr = args[list(positions).index(w)]
+                    if arr.size == 0:
+                        continue
+                    first, second = sorted((i, w))
+                    raise RuntimeArgError(
+                        f"{self.name}: arguments '{params[first].name}' and '{params[second].name}' are the "
+                        f"same array, but '{params[w].name}' is written by the function; pass a separate array")
+
+
+def _shape_text(dims):
+    """A shape spec as Python prints tuples: (16,), (n, 4)."""
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _scalar(fn, argno, p, value):
+    """Convert a Python scalar for a scalar parameter, checking kind and range."""
+    if type(value) is int and p.kind == "scalar" and p.dtype == "int32" and -2**31 <= value < 2**31:
+        return value
+    dtype = p.dtype
+    if dt.kind(dtype) == "float":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise RuntimeArgError(f"{fn._where(argno, p)}: expected a {dtype} number, got {type(value).__name__}")
+        return float(value)
+    if isinstance(value, (float, np.floating)) or not isinstance(value, (int, np.integer, np.bool_)):
+        raise RuntimeArgError(f"{fn._where(argno, p)}: expected an integer ({dtype}), got "
+                              f"{type(value).__name__} {value!r}")
+    v = int(value)
+    lo, hi = int(dt.min_value(dtype)), int(dt.max_value(dtype))
+    if not lo <= v <= hi:
+        raise RuntimeArgError(f"{fn._where(argno, p)}: {v} does not fit in {dtype} [{lo}, {hi}]")
+    return v
+
+
+class Module:
+    """Compiled functions of one build, plus their sources.
+
+    ``sources`` maps a format name to text or to a zero-argument callable
+    producing it (formats that are costly to produce are made on demand).
+    """
+
+    def __init__(self, type_key, functions, entry_name, sources, aliases=None):
+        self.type_key = type_key
+        self._functions = dict(functions)
+        self.entry_name = entry_name
+        self._sources = dict(sources)
+        self._aliases = dict(aliases or {})
+        self.imported_modules = []
+
+    @property
+    def function_names(self):
+        return list(self._functions)
+
+    def __contains__(self, name):
+        return name in self._functions
+
+    def __call__(self, *args):
+        return self.get_function(self.entry_name)(*args)
+
+    def get_function(self, name, query_imports=False):
+        f = self._functions.get(name)
+        if f is None:
+            raise RuntimeArgError(f"module has no function {name!r}; functions: {', '.join(self._functions)}")
+        return f
+
+    __getitem__ = get_function
+
+    def get_source(self, fmt=""):
+        key = self._aliases.get(fmt, fmt)
+        src = self._sources.get(key)
+        if src is None:
+            known = sorted(set(self._sources) | set(self._aliases) - {""})
+            raise RuntimeArgError(f"get_source: unknown format {fmt!r} for a {self.type_key} module; "
+                                  f"known: {', '.join(known)}")
+        if callable(src):
+            src = self._sources[key] = src()
+        return src
+
+    def time_evaluator(self, func_name, dev, number=10, repeat=1, min_repeat_ms=0):
+        """A function that, called with the usual arguments, returns a BenchmarkResult."""
+        fn = self.get_function(func_name)
+        return make_time_evaluator(fn.prepare, dev, number, repeat, min_repeat_ms, name=func_name)
+
+    def __repr__(self):
+        return f"Module({self.type_key}, functions=[{', '.join(self._functions)}])"

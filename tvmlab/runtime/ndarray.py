@@ -1,0 +1,184 @@
+"""NDArray: an n-dimensional array on a device, the argument type of compiled functions.
+
+On the CPU an NDArray owns a C-contiguous numpy buffer whose data pointer is
+64-byte aligned, which is what the LLVM backend promises the optimiser
+(``align 64`` on every buffer argument).  Constructors always copy, so two
+NDArrays never share memory.  bool arrays hold one byte (0 or 1) per element.
+
+Other device types plug in with ``register_allocator``; allocating on a device
+that does not exist raises DeviceError.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DeviceError, RuntimeArgError, TVMLabError
+from ..ir import dtype as dt
+from .device import Device, cpu
+
+ALIGNMENT = 64
+
+# device_type -> (from_numpy(np_array, device) -> array, empty(shape, dtype, device) -> array)
+_ALLOCATORS = {}
+
+
+def register_allocator(device_type, from_numpy, empty_fn, override=False):
+    """Let ``array`` / ``empty`` create arrays on a non-CPU device type."""
+    if device_type in _ALLOCATORS and not override:
+        raise DeviceError(f"an allocator for {device_type!r} is already registered")
+    _ALLOCATORS[device_type] = (from_numpy, empty_fn)
+
+
+def _dtype_of(dtype):
+    """Canonical scalar dtype string, rejecting vector and handle dtypes."""
+    try:
+        name = dt.canonical(dtype)
+    except TVMLabError:
+        raise RuntimeArgError(
+            f"cannot make an NDArray of dtype {dtype!r}; supported: {', '.join(dt.SUPPORTED)}") from None
+    if dt.lanes(name) != 1 or dt.is_handle(name):
+        raise RuntimeArgError(f"cannot make an NDArray of dtype {name!r}; supported: {', '.join(dt.SUPPORTED)}")
+    return name
+
+
+def _shape_of(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        out = tuple(int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise RuntimeArgError(f"shape must be a tuple of non-negative ints, got {shape!r}") from None
+    if any(s < 0 for s in out):
+        raise RuntimeArgError(f"shape must be a tuple of non-negative ints, got {shape!r}")
+    return out
+
+
+def _aligned_empty(shape, np_dtype):
+    """A C-contiguous numpy array whose data pointer is ALIGNMENT-aligned."""
+    count = int(np.prod(shape, dtype=np.int64))
+    nbytes = max(count, 1) * np_dtype.itemsize     # never an empty slice: its pointer is arbitrary
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset:offset + nbytes].view(np_dtype)[:count].reshape(shape)
+
+
+class NDArray:
+    """An array on a device; on the CPU a 64-byte aligned, C-contiguous buffer."""
+    __slots__ = ("_arr", "_device", "_ptr", "_dtype", "__weakref__")
+
+    def __init__(self, arr, device):
+        self._arr = arr
+        self._device = device
+        self._ptr = arr.ctypes.data
+        self._dtype = arr.dtype.name
+
+    # ------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        return self._arr.shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def ndim(self):
+        return self._arr.ndim
+
+    @property
+    def size(self):
+        return self._arr.size
+
+    @property
+    def nbytes(self):
+        return self._arr.nbytes
+
+    def _data_ptr(self):
+        """Address of the first element (what compiled functions receive)."""
+        return self._ptr
+
+    # ------------------------------------------------------------ copies
+    def numpy(self):
+        """A numpy copy of the contents."""
+        return self._arr.copy()
+
+    asnumpy = numpy
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array(self._arr, dtype=dtype, copy=True)
+
+    def copyfrom(self, source):
+        """Copy ``source`` (NDArray, numpy array, list or scalar) into this array.
+
+        NDArrays and numpy arrays must match shape and dtype exactly; Python
+        lists and scalars are converted to this array's dtype.
+        """
+        if isinstance(source, NDArray):
+            src = source._arr
+        elif isinstance(source, np.ndarray):
+            src = source
+        else:
+            try:
+                src = np.asarray(source, dtype=self._arr.dtype)
+            except (TypeError, ValueError) as e:
+                raise RuntimeArgError(
+                    f"copyfrom: cannot convert {type(source).__name__} to {self.dtype}: {e}") from None
+        if src.dtype != self._arr.dtype:
+            raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, source is {src.dtype.name}")
+        if src.shape != self._arr.shape:
+            raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self.shape}, source is {src.shape}")
+        self._arr[...] = src
+        return self
+
+    def copyto(self, target):
+        """Copy into ``target``: a Device (returns a new array there) or an NDArray."""
+        if isinstance(target, Device):
+            return array(self._arr, device=target)
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        raise RuntimeArgError(f"copyto: target must be a Device or an NDArray, got {type(target).__name__}")
+
+    def __repr__(self):
+        return f"<tvmlab.nd.NDArray shape={self.shape}, {self._device!r}>\n{self._arr!r}"
+
+
+def array(arr, device=None, dtype=None):
+    """Copy ``arr`` (numpy array, list, scalar or NDArray) into a new NDArray on ``device``."""
+    device = cpu(0) if device is None else device
+    if not isinstance(device, Device):
+        raise RuntimeArgError(f"device must be a Device such as tvmlab.cpu(0), got {device!r}")
+    if isinstance(arr, NDArray):
+        arr = arr._arr
+    try:
+        src = np.asarray(arr, dtype=None if dtype is None else dt.to_numpy(_dtype_of(dtype)))
+    except (TypeError, ValueError) as e:
+        raise RuntimeArgError(f"cannot make an NDArray from {type(arr).__name__}: {e}") from None
+    np_dtype = np.dtype(_dtype_of(src.dtype))
+    if device.device_type != "cpu":
+        return _other_device(device)[0](src.astype(np_dtype, copy=False), device)
+    out = _aligned_empty(src.shape, np_dtype)
+    out[...] = src
+    return NDArray(out, device)
+
+
+def empty(shape, dtype="float32", device=None):
+    """A new uninitialised NDArray."""
+    device = cpu(0) if device is None else device
+    if not isinstance(device, Device):
+        raise RuntimeArgError(f"device must be a Device such as tvmlab.cpu(0), got {device!r}")
+    shape, name = _shape_of(shape), _dtype_of(dtype)
+    if device.device_type != "cpu":
+        return _other_device(device)[1](shape, name, device)
+    return NDArray(_aligned_empty(shape, np.dtype(name)), device)
+
+
+def _other_device(device):
+    device.require()
+    fns = _ALLOCATORS.get(device.device_type)
+    if fns is None:
+        raise DeviceError(f"cannot allocate arrays on {device!r}: no allocator is registered for it")
+    return fns
