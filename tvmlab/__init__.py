@@ -1,0 +1,18 @@
+"""tvmlab: a compact tensor compiler in the style of TVM's tensor-expression stack.
+
+    import tvmlab as tvm
+    from tvmlab import te
+"""
+from . import errors, ir, te, tir  # noqa: F401
+from . import codegen, runtime  # noqa: F401
+from . import lower as _passes  # noqa: F401  (the pass package; tvmlab.lower is the function)
+from .codegen.registry import Target, register_target  # noqa: F401
+from .driver import build, lower  # noqa: F401
+from .errors import TVMLabError  # noqa: F401
+from .runtime import Device, cpu, cuda, device, opengl  # noqa: F401
+from .runtime import ndarray as nd  # noqa: F401
+from . import testing  # noqa: F401
+
+target = codegen.registry
+
+__version__ = "0.1.0"
