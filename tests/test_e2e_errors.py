@@ -4,7 +4,8 @@ import pytest
 
 import tvmlab
 from tvmlab import te
-from tvmlab.errors import BuildError, DeviceError, LoweringError, RuntimeArgError, TVMLabError
+from tvmlab.errors import (BuildError, DeviceError, LoweringError, RuntimeArgError, ScheduleError,
+                           TVMLabError)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,7 @@ def test_bind_for_llvm_is_an_error():
 def test_arg_not_a_tensor_of_the_schedule():
     A = te.placeholder((8,), name="A")
     B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
-    Other = te.placeholder((8,), name="Other")
+    Other = te.compute((8,), lambda i: A[i] + 1.0, name="Other")   # never scheduled
     s = te.create_schedule(B.op)
     with pytest.raises(LoweringError) as info:
         tvmlab.build(s, [A, Other, B], target="llvm")
@@ -226,3 +227,17 @@ def test_ndarray_copy_errors():
     with pytest.raises(RuntimeArgError) as info:
         a.copyfrom(np.ones((2, 3), "float64"))
     assert "float64" in str(info.value)
+
+
+def test_cache_read_of_a_stage_computed_at_its_reader():
+    A = te.placeholder((16, 8), name="A")
+    B = te.compute((16, 8), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((16, 8), lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    before = s.trace.to_json()
+    with pytest.raises(ScheduleError) as info:
+        s.cache_read(B, "local", [C])
+    msg = str(info.value)
+    assert "B" in msg and "compute_at" in msg
+    assert s.trace.to_json() == before and len(s.stages) == 3

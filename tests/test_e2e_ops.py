@@ -370,8 +370,6 @@ def test_index_arithmetic_values(check_build):
                                       ).astype("int32"))
 
 
-@pytest.mark.xfail(reason="lower rejects a placeholder argument the computation does not read "
-                   "(LoweringError 'not a tensor of this schedule'); TVM accepts it", strict=True)
 def test_unused_placeholder_argument_is_accepted(check_build):
     """As in TVM, an argument the computation does not read (here x % 1 folds to 0) is allowed."""
     A = te.placeholder((6,), dtype="int32", name="A")

@@ -7,13 +7,6 @@ import tvmlab.testing
 from tvmlab import te
 from tvmlab.schedule import Trace
 
-BUG_CACHE_READ_OPS = pytest.mark.xfail(
-    reason="cache_read with readers given as operations (as trace replay does) raises "
-           "ScheduleError 'cannot record argument ComputeOp ... in the trace'", strict=True)
-BUG_CACHE_READ_CONSUMERS = pytest.mark.xfail(
-    reason="after cache_read replaces a reader's op, stages reading the reader's old tensor are "
-           "no longer seen as its consumers: compute_at raises 'stage C does not read B'",
-    strict=True)
 
 
 def vadd(n=1000):
@@ -235,12 +228,7 @@ def test_combined_split_fuse_reorder_unroll_vectorize_parallel(check_build):
     check_build(s, [A, B], lambda a: np.exp(a) + a[:, :, ::-1], rtol=1e-5, atol=1e-6)
 
 
-BUG_NESTED_SPLIT = pytest.mark.xfail(
-    reason="ScheduleOps guards only root axes: after split(k, 2) and split(k.inner, 16) the "
-           "k.inner < 2 check is missing, so reduction updates are repeated", strict=True)
-
-
-@pytest.mark.parametrize("how", [pytest.param("factor", marks=BUG_NESTED_SPLIT), "nparts"])
+@pytest.mark.parametrize("how", ["factor", "nparts"])
 def test_nested_split_larger_than_parent_reduction(how, check_build):
     """k (7) split by 2, then k.inner (2) split by 16: the k.inner < 2 guard is needed."""
     A = te.placeholder((7,), name="A")
@@ -255,7 +243,6 @@ def test_nested_split_larger_than_parent_reduction(how, check_build):
     check_build(s, [A, B], lambda a: a.sum().reshape(1), rtol=1e-5, atol=1e-5)
 
 
-@BUG_NESTED_SPLIT
 def test_nested_split_larger_than_parent_data_parallel(check_build):
     """Overlapping iterations of a data-parallel axis must not repeat reduction updates."""
     A = te.placeholder((35, 17), name="A")
@@ -403,7 +390,6 @@ def test_matmul_cache_write_compute_at_vectorize(check_build):
     check_build(s, [A, B, C], mm_ref, rtol=1e-5, atol=1e-5)
 
 
-@BUG_CACHE_READ_CONSUMERS
 def test_cache_read_and_write_together(check_build):
     A, B, C = matmul(24, 20, 16)
     s = te.create_schedule(C.op)
@@ -644,7 +630,6 @@ def test_time_evaluator_and_sources():
     f.get_function("vadd")(a, b, c)
 
 
-@BUG_CACHE_READ_CONSUMERS
 def test_compute_at_after_cache_read_of_its_input(check_build):
     """cache_read replaces B's op; C still reads B, so B can be computed at C."""
     A = te.placeholder((8, 6), name="A")
@@ -656,7 +641,6 @@ def test_compute_at_after_cache_read_of_its_input(check_build):
     check_build(s, [A, C], lambda a: (a + 1) * 2)
 
 
-@BUG_CACHE_READ_OPS
 def test_trace_replay_with_cache_read():
     A = te.placeholder((8,), name="A")
     B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
@@ -667,7 +651,6 @@ def test_trace_replay_with_cache_read():
     assert str(tvmlab.lower(s2, [A, B])) == str(tvmlab.lower(s, [A, B]))
 
 
-@BUG_CACHE_READ_OPS
 def test_cache_read_readers_given_as_operations(check_build):
     A = te.placeholder((12,), name="A")
     B = te.compute((12,), lambda i: A[i] + 1.0, name="B")

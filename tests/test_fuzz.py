@@ -24,10 +24,6 @@ KNOWN_BUGS = [
      "vector access of 3/5/6/7/12 lanes gets a non-power-of-two alignment"),
     ("crash", r"\.vectorize\(",
      "non-power-of-two vector alignment aborts LLVM when the vector has a tail"),
-    ("trace", r"cache_read.*cannot record argument ComputeOp",
-     "trace replay of cache_read passes readers as operations, which cannot be recorded"),
-    ("compare", r"\.(split|tile)\(\w+_(inner|outer)\b",
-     "ScheduleOps does not guard split axes below the root (nested split overcounts)"),
     ("hang", r"\.unroll\(", "LLVM O3 (loop vectorize + unroll) never finishes"),
 ]
 

@@ -9,7 +9,7 @@ from .errors import BuildError, LoweringError, TVMLabError
 from .ir.expr import Var
 from .ir.function import Buffer, IRModule, PrimFunc
 from .ir.functor import collect_vars
-from .ir.tensor import Tensor
+from .ir.tensor import PlaceholderOp, Tensor
 from .schedule import Schedule
 
 
@@ -18,7 +18,9 @@ def _check_args(sch, args):
         raise LoweringError(f"args must be a list of tensors (and scalar vars), got {args!r}")
     for k, a in enumerate(args):
         if isinstance(a, Tensor):
-            if a.op not in sch.stage_map:
+            # A placeholder the computation does not read is still a valid
+            # argument (an unused buffer), as in TVM.
+            if a.op not in sch.stage_map and not isinstance(a.op, PlaceholderOp):
                 raise LoweringError(f"argument {k} ({a.name}) is not a tensor of this schedule; "
                                     f"stages are {[s.name for s in sch.stages]}")
         elif not isinstance(a, Var):
@@ -54,9 +56,8 @@ def make_function(sch, args, name):
                         shape_vars.append(v)
         else:
             params.append(a)
-    free = [v for v in collect_vars(body) if isinstance(v, Var) and v.dtype != "handle"]
     params += shape_vars
-    return PrimFunc(name, params, buffer_map, body, {"global_symbol": name}), binds, free
+    return PrimFunc(name, params, buffer_map, body, {"global_symbol": name}), binds
 
 
 def lower(sch, args=None, name="main", simple_mode=False, binds=None):
@@ -73,7 +74,7 @@ def lower(sch, args=None, name="main", simple_mode=False, binds=None):
     if args is None:
         raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
     from .lower.pipeline import run_passes
-    func, binds_map, _ = make_function(sch, list(args), name)
+    func, binds_map = make_function(sch, list(args), name)
     out, history = run_passes(func, binds_map, simple_mode=simple_mode)
     return IRModule({name: out}, history)
 

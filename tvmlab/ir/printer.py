@@ -1,7 +1,9 @@
 """Readable, TVMScript-like text for expressions, statements and functions.
 
 Loop variables keep their schedule names (``i.outer``) so the text matches
-the names used by schedule primitives and the trace.
+the names used by schedule primitives and the trace.  Two different variables
+with one name (a producer's ``i`` computed inside its consumer's ``i`` loop)
+print as ``i`` and ``i_1``, so the text never mixes them up.
 """
 from __future__ import annotations
 
@@ -18,6 +20,20 @@ class Printer:
     def __init__(self):
         self.lines = []
         self.indent = 0
+        self.names = {}    # Var -> printed name
+        self.taken = set()
+
+    def vn(self, v):
+        """The printed name of Var ``v``: its own name, made unique among the printed vars."""
+        name = self.names.get(v)
+        if name is None:
+            name, k = v.name, 0
+            while name in self.taken:
+                k += 1
+                name = f"{v.name}_{k}"
+            self.names[v] = name
+            self.taken.add(name)
+        return name
 
     # ---------------------------------------------------------- expressions
     def expr(self, e, parent_prec=0):
@@ -27,11 +43,11 @@ class Printer:
     def _expr(self, e):
         from .tensor import IterVar, Tensor
         if isinstance(e, IterVar):
-            return e.var.name, _ATOM
+            return self.vn(e.var), _ATOM
         if isinstance(e, Tensor):
             return e.name, _ATOM
         if isinstance(e, E.Var):
-            return e.name, _ATOM
+            return self.vn(e), _ATOM
         if isinstance(e, E.IntImm):
             if e.dtype == "bool":
                 return ("True" if e.value else "False"), _ATOM
@@ -72,7 +88,7 @@ class Printer:
         if isinstance(e, E.Broadcast):
             return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
         if isinstance(e, E.Let):
-            return f"T.let({e.var.name}, {self.expr(e.value)}, {self.expr(e.body)})", _ATOM
+            return f"T.let({self.vn(e.var)}, {self.expr(e.value)}, {self.expr(e.body)})", _ATOM
         if isinstance(e, E.Call):
             args = ", ".join(self.expr(a) for a in e.args)
             return f"T.{e.op}({args})", _ATOM
@@ -92,7 +108,7 @@ class Printer:
 
     def _reduce(self, r):
         name = reducer_name(r.combiner)
-        axes = ", ".join(iv.var.name for iv in r.axis)
+        axes = ", ".join(self.vn(iv.var) for iv in r.axis)
         cond = "" if (isinstance(r.condition, E.IntImm) and r.condition.value) \
             else f", where={self.expr(r.condition)}"
         src = ", ".join(self.expr(s) for s in r.source)
@@ -131,26 +147,23 @@ class Printer:
     def stmt_For(self, s):
         ext = self.expr(s.extent)
         is_zero = isinstance(s.min, E.IntImm) and s.min.value == 0
-        rng = ext if is_zero else f"{self.expr(s.min)}, {self.expr(s.min + s.extent) if False else self.expr(s.extent)}"
         kind = {"serial": "serial", "parallel": "parallel", "vectorized": "vectorized",
                 "unrolled": "unroll", "thread_binding": "thread_binding"}[s.kind]
         ann = "".join(f", {k}={self.expr(v) if isinstance(v, E.Expr) else repr(v)}"
                       for k, v in s.annotations)
+        var = self.vn(s.loop_var)
         if s.kind == "serial" and is_zero and not ann:
-            self.line(f"for {s.loop_var.name} in range({ext}):")
+            self.line(f"for {var} in range({ext}):")
         elif is_zero:
-            self.line(f"for {s.loop_var.name} in T.{kind}({ext}{ann}):")
+            self.line(f"for {var} in T.{kind}({ext}{ann}):")
         else:
-            self.line(f"for {s.loop_var.name} in T.{kind}({self.expr(s.min)}, "
-                      f"{self.expr(s.min)} + {self.expr(s.extent, 6)}{ann}):" if False else
-                      f"for {s.loop_var.name} in T.{kind}({rng}, min={self.expr(s.min)}{ann}):"
-                      .replace(f"({rng}, min=", f"({ext}, min="))
+            self.line(f"for {var} in T.{kind}({ext}, min={self.expr(s.min)}{ann}):")
         self.block(s.body)
 
     def stmt_AttrStmt(self, s):
         from .tensor import IterVar
         if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
-            self.line(f"{s.node.var.name} = T.launch_thread(\"{s.node.thread_tag}\", "
+            self.line(f"{self.vn(s.node.var)} = T.launch_thread(\"{s.node.thread_tag}\", "
                       f"{self.expr(s.value)})")
             self.stmt(s.body)
             return
@@ -166,7 +179,7 @@ class Printer:
         self.block(s.body)
 
     def stmt_LetStmt(self, s):
-        self.line(f"{s.var.name}: T.{s.var.dtype} = {self.expr(s.value)}")
+        self.line(f"{self.vn(s.var)}: T.{s.var.dtype} = {self.expr(s.value)}")
         self.stmt(s.body)
 
     def stmt_AssertStmt(self, s):

@@ -22,6 +22,12 @@ def cache_read(sch, tensor, scope, readers):
     if not readers:
         raise ScheduleError(f"cache_read of {tensor.name}: give at least one reader")
     src = canonical_tensor(sch, tensor)
+    prod = sch.stage_map[src.op]
+    if prod.attach_type == "scope":
+        raise ScheduleError(
+            f"cache_read of {tensor.name}: stage {prod.name} is computed at "
+            f"{prod.attach_stage.name}.{prod.attach_ivar.var.name}, so a copy made at the root "
+            f"would read it before it is computed; call cache_read before compute_at")
     reader_stages = []
     for r in readers:
         if isinstance(r, Stage):
@@ -46,7 +52,6 @@ def cache_read(sch, tensor, scope, readers):
         sch._replace_op(st, replace_tensor(sch, st.op, src, cache))
     new_stage = Stage(cache.op, sch)
     new_stage.scope = scope
-    prod = sch.stage_map[src.op]
     sch.stages.insert(sch.stages.index(prod) + 1, new_stage)
     sch.stage_map[cache.op] = new_stage
     return cache

@@ -114,7 +114,7 @@ class Schedule:
 
     def _consumers(self, stage):
         """Stages that read ``stage``'s outputs directly."""
-        outs = set(stage.op.outputs)
+        outs = {t for op, st in self.stage_map.items() if st is stage for t in op.outputs}
         return [s for s in self.stages
                 if isinstance(s.op, ComputeOp) and any(t in outs for t in s.op.input_tensors)]
 

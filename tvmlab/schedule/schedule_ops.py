@@ -17,6 +17,7 @@ from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, Produ
 from ..ir.tensor import ComputeOp, IterVar, Range
 from .bound import canonical_tensor, effective_bodies, infer_bound
 from .passes import leaf_values, pass_up_index
+from .relations import Split
 
 
 def schedule_ops(sch, arg_tensors=(), dom_map=None, bodies=None):
@@ -47,16 +48,23 @@ class _Builder:
     def build(self):
         roots = [st for st in self.sch.stages
                  if isinstance(st.op, ComputeOp) and st.attach_type == "root"]
-        return seq(*[self.pipeline(st) for st in roots])
+        return self.produce_then(roots, None)
 
     # ---------------------------------------------------------- one stage
-    def pipeline(self, st):
-        body = self.nest(st)
-        for t in reversed(st.op.outputs):
-            if t in self.args:
-                continue
-            bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
-            body = ProducerRealize(t, bounds, _op.const(True), body, st.scope)
+    def produce_then(self, stages, body):
+        """Each stage's loop nest, then ``body``; each realize encloses what follows it.
+
+        The storage of an intermediate tensor must outlive its consumers, so
+        ``realize B { B's loops; consumers }`` rather than a realize around B's
+        loops alone.
+        """
+        for st in reversed(stages):
+            body = seq(self.nest(st), body) if body is not None else self.nest(st)
+            for t in reversed(st.op.outputs):
+                if t in self.args:
+                    continue
+                bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
+                body = ProducerRealize(t, bounds, _op.const(True), body, st.scope)
         return body
 
     def _realize_range(self, r):
@@ -96,10 +104,17 @@ class _Builder:
         return any(v in red for v in collect_vars(cond))
 
     def _guards(self, st, values):
-        """Conditions ``root < min + extent`` that the leaf ranges cannot prove; with depths."""
+        """Conditions ``axis < min + extent`` that the leaf ranges cannot prove; with depths.
+
+        Every axis that is split is checked, not only the roots: splitting
+        ``k.inner`` (extent 2) by 16 must not run ``k.inner`` past 2.
+        """
         out = []
         pos = {iv.var: k for k, iv in enumerate(st.leaf_iter_vars)}
-        for iv in st.root_iter_vars:
+        split_parents = [r.parent for r in st.relations if isinstance(r, Split)]
+        checked = list(st.root_iter_vars) + [p for p in split_parents
+                                              if p not in st.root_iter_vars]
+        for iv in checked:
             v = values[iv]
             if v is iv.var:
                 continue
@@ -166,8 +181,7 @@ class _Builder:
                 if d == k:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
             iv = leaves[k]
-            pre = [self.pipeline(p) for p in self.attached.get(iv, [])]
-            body = seq(*pre, body)
+            body = self.produce_then(self.attached.get(iv, []), body)
             body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
         if start == 0:
             for c, d in guards:

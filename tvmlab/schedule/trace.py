@@ -10,7 +10,7 @@ import json
 import re
 
 from ..errors import ScheduleError
-from ..ir.tensor import IterVar, Tensor
+from ..ir.tensor import IterVar, Operation, Tensor
 
 VERSION = 1
 
@@ -46,6 +46,8 @@ def _encode(v, sch):
     from .stage import Stage
     if isinstance(v, Stage):
         return sch.stage_key(v)
+    if isinstance(v, Operation) and v in sch.stage_map:
+        return sch.stage_key(sch.stage_map[v])
     if isinstance(v, (list, tuple)):
         return [_encode(x, sch) for x in v]
     from ..ir.expr import IntImm
@@ -281,7 +283,7 @@ class _PythonWriter:
                 return f"{S}.bind({ax(a['axis'])}, te.thread_axis({a['thread']['thread']!r}))"
             if p == "compute_at":
                 return f"{S}.compute_at({self.stage(a['parent'])}, {self.axis(a['parent'], a['scope'])})"
-            if p in ("compute_inline", "compute_root"):
+            if p in ("compute_inline", "compute_root", "opengl"):
                 return f"{S}.{p}()"
             if p == "set_scope":
                 return f"{S}.set_scope({a['scope']!r})"
