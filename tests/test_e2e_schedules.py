@@ -107,9 +107,6 @@ def test_vectorize(n, f, check_build):
     check_build(s, [A, B, C], lambda a, b: a * 2 + b)
 
 
-@pytest.mark.xfail(reason="vector loads/stores of 3, 5, 6, 7 or 12 lanes get a non-power-of-two "
-                   "alignment (align 24): BuildError, or an LLVM abort that kills the process "
-                   "when the vector has a tail", strict=True)
 def test_vectorize_odd_lanes_isolated(isolated):
     """Lanes that are not a power of two, with and without a tail (n < f, n % f != 0)."""
     rc, out = isolated("""
@@ -155,8 +152,6 @@ def test_vectorize_with_transposed_read(check_build):
     check_build(s, [A, B], lambda a: a.T + 1)
 
 
-@pytest.mark.xfail(reason="LLVM's O3 pipeline (loop vectorize + unroll) never finishes on this "
-                   "function; build hangs", strict=True)
 def test_unroll_over_conditional_reduction_isolated(isolated):
     """Unrolling an outer axis around a reduction with a data-dependent where must build."""
     rc, out = isolated("""
@@ -657,4 +652,15 @@ def test_cache_read_readers_given_as_operations(check_build):
     s = te.create_schedule(B.op)
     AL = s.cache_read(A, "local", [B.op])
     assert [st.primitive for st in s.trace] == ["cache_read"]
+    check_build(s, [A, B], lambda a: a + 1)
+
+
+def test_pragma_auto_unroll_covers_its_own_loop(check_build):
+    """As in TVM, the pragma on an axis applies to that loop too (8 steps <= 16: unrolled)."""
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].pragma(B.op.axis[0], "auto_unroll_max_step", 16)
+    text = str(tvmlab.lower(s, [A, B]))
+    assert "for " not in text and "B[7] = A[7] + 1.0" in text
     check_build(s, [A, B], lambda a: a + 1)

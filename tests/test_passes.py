@@ -498,7 +498,7 @@ def test_unroll_not_explicit_keeps_unrolled_loop_for_backend():
     A, C = tensor("A", (3, 4)), tensor("C", (3, 4))
     i, j = Var("i"), Var("j")
     ast2 = loop(i, 0, 3, "serial", loop(j, 0, 4, "serial", ProducerStore(C, A[i, j], (i, j))),
-               (("pragma_auto_unroll_max_step", 16), ("pragma_unroll_explicit", False)))
+               (("pragma_auto_unroll_max_step", 8), ("pragma_unroll_explicit", False)))
     binds = binds_of(A, C)
     out = unroll(storage_flatten(ast2, binds))
     kinds = {f.loop_var.name: f.kind for f in nodes(out, For)}

@@ -85,8 +85,12 @@ class _Unroller(IRMutator):
         return seq(*out)
 
     def visit_For(self, s):
+        # A loop's own pragma covers the loop itself, as TVM's attribute around it does.
         hints = {_HINTS[k]: _hint_value(_HINTS[k], v) for k, v in s.annotations if k in _HINTS}
-        body = self._with_hints(hints, lambda: self.visit(s.body))
+        return self._with_hints(hints, lambda: self._visit_for(s)) if hints else self._visit_for(s)
+
+    def _visit_for(self, s):
+        body = self.visit(s.body)
         extent = _const_extent(s.extent)
         value = -1 if extent is None else extent
         auto = (s.kind == "serial" and value >= 0 and self.normal_depth == 0
