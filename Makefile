@@ -5,17 +5,18 @@ STAMP := $(VENV)/.stamp-$(shell sha256sum pyproject.toml | cut -c1-16)
 
 .PHONY: venv lab test fuzz bench clean
 
-# Internal: system graphviz (root only), .venv, and an editable install that
-# is redone only when pyproject.toml changes.
-venv:
-	@if ! command -v dot >/dev/null; then \
+# $(call need,COMMAND,DEBIAN_PACKAGE,WHAT_FOR): apt-get the package when the
+# command is missing and we are root; otherwise say what will not work.
+need = @command -v $(1) >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y graphviz; } \
-	      || echo "note: could not install graphviz; graph rendering is unavailable"; \
-	  else \
-	    echo "note: graphviz 'dot' not found; install it to render graphs"; \
-	  fi; \
-	fi
+	    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(2); } \
+	      || echo "note: could not install $(2); $(3) unavailable"; \
+	  else echo "note: '$(1)' not found; install $(2) for $(3)"; fi; }
+
+# Internal: graphviz, .venv, and an editable install that is redone only when
+# pyproject.toml changes.
+venv:
+	$(call need,dot,graphviz,graph rendering)
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	@if [ ! -f $(STAMP) ]; then \
 	  $(VENV)/bin/pip install -U pip && \
@@ -31,6 +32,7 @@ lab: venv
 	$(VENV)/bin/jupyter lab $$args
 
 test: venv
+	$(call need,chromium,chromium,the browser test)
 	PYOPENGL_PLATFORM=egl EGL_PLATFORM=surfaceless \
 	  $(PY) -m pytest -n 2 tests $(TVMLAB_TEST_ARGS)
 
