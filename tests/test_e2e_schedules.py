@@ -664,3 +664,18 @@ def test_pragma_auto_unroll_covers_its_own_loop(check_build):
     text = str(tvmlab.lower(s, [A, B]))
     assert "for " not in text and "B[7] = A[7] + 1.0" in text
     check_build(s, [A, B], lambda a: a + 1)
+
+
+def test_rfactor_after_nested_uneven_splits(check_build):
+    """rfactor keeps the guard of every uneven split, not only the root's (k < 8, k.ii < 2)."""
+    A = te.placeholder((31, 8), dtype="int32", name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((31,), lambda i: te.sum(A[i, k] * (i + k), axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=10)
+    kio, kii = s[B].split(ki, factor=2)
+    s[B].split(kii, factor=4)
+    s.rfactor(B, kio)
+    i = np.arange(31)[:, None]
+    kk = np.arange(8)[None, :]
+    check_build(s, [A, B], lambda a: (a * (i + kk)).sum(axis=1).astype("int32"))

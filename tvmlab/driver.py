@@ -60,11 +60,33 @@ def make_function(sch, args, name):
     return PrimFunc(name, params, buffer_map, body, {"global_symbol": name}), binds
 
 
-def lower(sch, args=None, name="main", simple_mode=False, binds=None):
+def uses_device_lowering(target):
+    """True when ``target`` (a Target) is built from host code plus GPU kernels.
+
+    A builder may decide by carrying ``builder.device_lowering(target) ->
+    bool``; otherwise targets with the key "gpu" use it.
+    """
+    from .codegen.registry import get_builder
+    pred = getattr(get_builder(target.kind), "device_lowering", None)
+    return bool(pred(target)) if pred is not None else "gpu" in target.keys
+
+
+def _device_module(split, history):
+    funcs = {split.host.name: split.host}
+    funcs.update((k.name, k) for k in split.kernels)
+    mod = IRModule(funcs, history)
+    mod.device_split = split
+    return mod
+
+
+def lower(sch, args=None, name="main", simple_mode=False, binds=None, target=None):
     """Lower a schedule to AST3; the result prints as readable IR.
 
     ``result.history`` holds the function after each step by name ("AST2",
-    "storage_flatten", ...), which the explorer shows.
+    "storage_flatten", ...), which the explorer shows.  With a GPU
+    ``target`` ("cuda", ...) the module holds the host function ``name`` and
+    its kernels (see ``tvmlab.lower.pipeline.lower_for_device``), and
+    ``result.device_split`` the split itself.
     """
     if isinstance(sch, IRModule):
         return sch
@@ -75,8 +97,35 @@ def lower(sch, args=None, name="main", simple_mode=False, binds=None):
         raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
     from .lower.pipeline import run_passes
     func, binds_map = make_function(sch, list(args), name)
+    if target is not None:
+        from .codegen.registry import Target
+        tgt = target if isinstance(target, Target) else Target(target)
+        if uses_device_lowering(tgt):
+            from .lower.pipeline import lower_for_device
+            split, history = lower_for_device(func, binds_map, tgt.kind, simple_mode=simple_mode,
+                                              config={"gpu_limits": _gpu_limits(tgt)})
+            return _device_module(split, history)
     out, history = run_passes(func, binds_map, simple_mode=simple_mode)
     return IRModule({name: out}, history)
+
+
+def _gpu_limits(tgt):
+    from .lower.verify_gpu import DEFAULT_LIMITS
+    return {k: v for k, v in tgt.options.items() if k in DEFAULT_LIMITS}
+
+
+def _for_device(mod, tgt):
+    """A module lowered without a target, split for GPU target ``tgt`` (its one function)."""
+    if getattr(mod, "device_split", None) is not None:
+        return mod
+    if len(mod.functions) != 1:
+        raise BuildError(f"building for {tgt} needs a module with one function, got "
+                         f"{list(mod.functions)}; lower with tvm.lower(s, args, target={str(tgt)!r})")
+    from .lower.pipeline import lower_for_device
+    func = next(iter(mod.functions.values()))
+    split, history = lower_for_device(func, {}, tgt.kind, already_lowered=True,
+                                      config={"gpu_limits": _gpu_limits(tgt)})
+    return _device_module(split, dict(mod.history) | history)
 
 
 def build(sch, args=None, target="llvm", name="default_function", target_host=None):
@@ -84,7 +133,11 @@ def build(sch, args=None, target="llvm", name="default_function", target_host=No
     from .codegen.registry import Target, get_builder
     tgt = target if isinstance(target, Target) else Target(target)
     builder = get_builder(tgt.kind)
-    mod = lower(sch, args, name=name) if not isinstance(sch, IRModule) else sch
+    device = uses_device_lowering(tgt)
+    if isinstance(sch, IRModule):
+        mod = _for_device(sch, tgt) if device else sch
+    else:
+        mod = lower(sch, args, name=name, target=tgt if device else None)
     try:
         return builder(mod, tgt)
     except TVMLabError:

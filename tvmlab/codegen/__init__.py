@@ -5,6 +5,7 @@
 """
 from .registry import Target, get_builder, list_targets, register_target  # noqa: F401
 from .llvm_build import build_llvm  # noqa: F401  (registers "llvm")
+from .cuda_build import build_cuda  # noqa: F401  (registers "cuda"; compiling needs no GPU)
 
 
 def build_module(mod, target="llvm"):

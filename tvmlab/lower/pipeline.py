@@ -17,6 +17,11 @@ from .remove_no_op import remove_no_op
 from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import vectorize
+from .inject_virtual_thread import inject_virtual_thread
+from .lower_thread_allreduce import lower_thread_allreduce
+from .split_host_device import split_host_device
+from .thread_sync import thread_sync
+from .verify_gpu import verify_gpu
 
 
 @dataclass
@@ -80,3 +85,56 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
         if keep_history:
             history[name] = current
     return current, history
+
+
+# ------------------------------------------------------------------ GPU targets
+# AST2 -> AST3 for a GPU kernel: no loop partitioning (guards on thread
+# indices stay guards), virtual threads become unrolled loops, cross-thread
+# reductions become shared-memory trees, barriers guard shared memory.
+DEVICE_PASSES = [
+    ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
+    ("lower_thread_allreduce", lambda stmt, ctx: lower_thread_allreduce(stmt)),
+    ("thread_sync", lambda stmt, ctx: thread_sync(stmt)),
+]
+
+GPU_PIPELINE = [
+    ("storage_flatten", PIPELINE[0][1]),
+    DEVICE_PASSES[0],
+    ("vectorize", lambda stmt, ctx: vectorize(stmt)),
+    ("unroll", _unroll),
+    DEVICE_PASSES[1],
+    ("simplify", _simplify),
+    ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+    DEVICE_PASSES[2],
+]
+
+
+def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=True, config=None,
+                     already_lowered=False):
+    """Lower ``func`` (AST2, from ``driver.make_function``) for a GPU target; the target-neutral entry.
+
+    Runs ``GPU_PIPELINE`` (or, with ``already_lowered``, only ``DEVICE_PASSES``
+    on an AST3 function the CPU pipeline produced), then
+    ``split_host_device`` and ``verify_gpu``.  ``target_kind`` ("cuda",
+    "opengl", ...) is recorded on the kernels; ``config["gpu_limits"]``
+    overrides ``verify_gpu.DEFAULT_LIMITS``.
+
+    Returns ``(split, history)``: ``split.host`` (PrimFunc launching the
+    kernels in order), ``split.kernels`` (PrimFuncs, target-neutral AST3; see
+    ``split_host_device`` for their attrs), ``split.launches``
+    (``KernelLaunch``: name, args, launch {tag: extent Expr}); history maps
+    "AST2" and each pass to the whole function after it, then
+    "split_host_device" to the host function.
+    """
+    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    history = {"AST2": func} if keep_history and not already_lowered else {}
+    current = func
+    for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):
+        current = current.with_body(fn(current.body, ctx))
+        if keep_history:
+            history[name] = current
+    split = split_host_device(current, target_kind)
+    verify_gpu(split.kernels, ctx.config.get("gpu_limits"))
+    if keep_history:
+        history["split_host_device"] = split.host
+    return split, history

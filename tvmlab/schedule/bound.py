@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer, IntervalSet
-from ..ir.expr import ProducerLoad, Reduce
+from ..ir.expr import IntImm, ProducerLoad, Reduce
 from ..ir.functor import IRMutator, IRVisitor, substitute
 from ..ir.tensor import ComputeOp, IterVar, Range
 from .passes import leaf_values, pass_down_domain, pass_up_index
@@ -75,14 +75,59 @@ def scope_vars(stage):
     return out
 
 
-def _relax_map(dom_map, keep, shared_scope):
-    """Intervals for loop variables outside ``keep`` (each over its own range)."""
+_SCOPE_RANK = {"": 0, "global": 0, "shared": 1, "warp": 2, "local": 3}
+
+
+def _thread_rank(tag):
+    return 0 if tag.startswith("blockIdx") else 1
+
+
+def storage_scope(stage):
+    """The stage's scope, or TVM's default from where it is attached.
+
+    An intermediate computed inside a thread ("threadIdx.*") is per-thread
+    ("local"); inside a block only, per-block ("shared"); else "global".
+    """
+    if stage.scope:
+        return stage.scope
+    ranks = [_thread_rank(t.thread_tag) for t in _attach_threads(stage)]
+    if not ranks:
+        return ""
+    return "local" if max(ranks) >= 1 else "shared"
+
+
+def _attach_threads(stage):
+    out = []
+    st = stage
+    while st.attach_type == "scope":
+        parent, at = st.attach_stage, st.attach_ivar
+        for iv in parent.leaf_iter_vars:
+            a = parent.attr(iv)
+            if a.bind_thread is not None and a.bind_thread.thread_tag not in ("vthread", "cthread"):
+                out.append(a.bind_thread)
+            if iv is at:
+                break
+        st = parent
+    return out
+
+
+def _relax_map(dom_map, keep, scope, bound_tags):
+    """Intervals for loop variables outside ``keep`` (each over its own range).
+
+    A kept loop of extent 1 is its single value (its min, which may hold
+    thread indices).  A kept loop bound to a thread is relaxed when the
+    storage is shared by those threads (TVM's rule: storage rank <= thread
+    rank; global is shared by blocks and threads, shared by the threads of a
+    block and vthreads, local by none).
+    """
     relax = {}
+    rank = _SCOPE_RANK.get(scope, 0)
     for iv, rng in dom_map.items():
         v = iv.var
         if v in keep:
-            if not (shared_scope and iv.iter_type == IterVar.THREAD and
-                    iv.thread_tag.startswith("threadIdx")):
+            tag = bound_tags.get(v)
+            one = isinstance(rng.extent, IntImm) and rng.extent.value == 1
+            if not one and (tag is None or rank > _thread_rank(tag)):
                 continue
         relax[v] = rng
     return relax
@@ -122,10 +167,11 @@ def infer_bound(sch, bodies=None):
                 dom_map[iv] = iv.dom
         else:
             keep = scope_vars(st)
-            shared = st.scope == "shared"
+            bound_tags = {iv.var: a.bind_thread.thread_tag for q in order
+                          for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
             req = [None] * len(op.axis)
             for q in consumers:
-                relax = _relax_map(dom_map, keep, shared)
+                relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags)
                 qroot = _root_sets(ana, q, dom_map, relax)
                 for t, idx_list in reads[q].items():
                     if t.op is not op:

@@ -54,12 +54,9 @@ def rfactor(sch, tensor, axis, factor_axis=0):
         vmap[r.var] = vals[r]
     r0 = op.body[0]
     cond = substitute(r0.condition, vmap)
-    for r in red_roots:
-        v = vals[r]
-        if v is r.var:
-            continue
-        if not _divides(st, r, dom):
-            cond = _op.logical_and(cond, _op.lt(v, _op.add(r.dom.min, r.dom.extent)))
+    for parent in _uneven_reduce_splits(st, dom):
+        cond = _op.logical_and(cond, _op.lt(vals[parent], _op.add(dom[parent].min,
+                                                                   dom[parent].extent)))
     axes = tuple(new_red[iv] for iv in red_leaves if iv is not ax)
     srcs = tuple(substitute(s, vmap) for s in r0.source)
     if not axes:
@@ -87,32 +84,19 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     return outs[0] if len(outs) == 1 else outs
 
 
-def _divides(st, root, dom):
-    """True if every split below ``root`` divides its parent's constant extent."""
+def _uneven_reduce_splits(st, dom):
+    """Reduction axes split by a factor that may not divide them: each needs a guard.
+
+    Every such split is checked, not only those of the roots: after
+    ``split(k, 10)`` and ``split(k.inner.inner, 4)`` both ``k < 8`` and
+    ``k.inner.inner < 2`` must hold.
+    """
     from .relations import Split
+    out = []
     for rel in st.relations:
-        if isinstance(rel, Split):
+        if isinstance(rel, Split) and rel.parent.iter_type == IterVar.REDUCE:
             ext = dom[rel.parent].extent
             f = rel.factor if rel.factor is not None else rel.nparts
             if not (isinstance(ext, IntImm) and isinstance(f, IntImm) and ext.value % f.value == 0):
-                if _derives_from(st, rel.parent, root):
-                    return False
-    return True
-
-
-def _derives_from(st, iv, root):
-    if iv is root:
-        return True
-    from .relations import Fuse, Rebase, Split
-    for rel in st.relations:
-        kids = ()
-        if isinstance(rel, Split):
-            kids, par = (rel.outer, rel.inner), (rel.parent,)
-        elif isinstance(rel, Fuse):
-            kids, par = (rel.fused,), (rel.outer, rel.inner)
-        elif isinstance(rel, Rebase):
-            kids, par = (rel.rebased,), (rel.parent,)
-        if iv in kids:
-            return any(_derives_from(st, p, root) for p in par)
-    return False
-
+                out.append(rel.parent)
+    return out

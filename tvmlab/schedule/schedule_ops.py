@@ -15,7 +15,7 @@ from ..ir.expr import Call, IntImm, Reduce, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import ComputeOp, IterVar, Range
-from .bound import canonical_tensor, effective_bodies, infer_bound
+from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Split
 
@@ -64,7 +64,7 @@ class _Builder:
                 if t in self.args:
                     continue
                 bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
-                body = ProducerRealize(t, bounds, _op.const(True), body, st.scope)
+                body = ProducerRealize(t, bounds, _op.const(True), body, storage_scope(st))
         return body
 
     def _realize_range(self, r):

@@ -1,0 +1,276 @@
+"""build_cuda: a GPU-lowered IRModule -> CUDA C -> PTX (NVRTC, nvcc as fallback) -> runtime Module.
+
+The IRModule comes from ``lower(..., target="cuda")`` (host function plus
+kernels).  Compilation needs no GPU, so every codegen error surfaces at build
+time on any machine.  The returned host Module runs the host function: it
+checks the arguments (CUDA NDArrays, dtypes, shapes binding the shape
+variables), evaluates each launch's grid and block from them, and launches
+the kernels in order.  ``mod.imported_modules[0].get_source()`` is the CUDA C,
+``get_source("ptx")`` the PTX.
+
+Target options: ``-arch=sm_80`` (default: the GPU's, else sm_75), the GPU
+limits of ``tvmlab.lower.verify_gpu`` (``-max_threads_per_block=512``, ...).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+from ..errors import BuildError, DeviceError, RuntimeArgError
+from ..ir import expr as E
+from ..ir.function import IRModule
+from ..ir.functor import IRVisitor
+from ..ir.printer import astext
+from ..lower.verify_gpu import DEFAULT_LIMITS
+from ..runtime import cuda_driver
+from ..runtime.module import Module
+from .cuda_codegen import ctype, generate_cuda
+from .llvm_build import _py_fn
+from .registry import Target, register_target
+
+_OPTIONS = ("arch",) + tuple(DEFAULT_LIMITS)
+_IGNORED = ("keys", "model", "tag")
+DEFAULT_ARCH = 75
+
+
+def _arch(target):
+    a = target.options.get("arch")
+    if a:
+        digits = "".join(c for c in str(a) if c.isdigit())
+        if not digits:
+            raise BuildError(f"-arch must look like sm_80, got {a!r}")
+        return int(digits)
+    if cuda_driver.backend() is not None:
+        major, minor = cuda_driver.backend().compute_capability(0)
+        return major * 10 + minor
+    return DEFAULT_ARCH
+
+
+def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
+    """PTX (text) and, when possible, a cubin for sm_<arch> compiled from ``src`` by NVRTC."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise BuildError(f"NVRTC is not available ({e}); install cuda-python and nvidia-cuda-nvrtc") from None
+
+    def check(res, what):
+        err = res[0]
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise BuildError(f"NVRTC {what} failed: {err}")
+        return res[1] if len(res) > 1 else None
+
+    prog = check(nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        supported = check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
+        virt = arch if arch in supported else max([a for a in supported if a <= arch] or [min(supported)])
+        opts = [f"--gpu-architecture=compute_{virt}".encode(), b"-default-device", b"--std=c++14"]
+        res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+            log = b" " * size
+            check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+            raise BuildError("NVRTC could not compile the generated CUDA C:\n"
+                             f"{log.decode(errors='replace').strip()}\n--- source ---\n{src}")
+        size = check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+        ptx = b" " * size
+        check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return ptx.rstrip(b"\x00").decode()
+
+
+def compile_nvcc(src, arch):
+    """PTX from ``src`` with the nvcc command (the fallback when NVRTC is missing)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise BuildError("neither NVRTC (cuda-python + nvidia-cuda-nvrtc) nor nvcc is available to compile CUDA")
+    with tempfile.TemporaryDirectory() as d:
+        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        with open(cu, "w") as f:
+            f.write(src)
+        r = subprocess.run([nvcc, "--ptx", f"-arch=compute_{arch}", cu, "-o", out],
+                           capture_output=True, text=True, check=False)
+        if r.returncode:
+            raise BuildError(f"nvcc could not compile the generated CUDA C:\n{r.stderr}\n--- source ---\n{src}")
+        with open(out) as f:
+            return f.read()
+
+
+def compile_cuda(src, arch):
+    try:
+        from cuda.bindings import nvrtc  # noqa: F401
+    except ImportError:
+        return compile_nvcc(src, arch)
+    return compile_nvrtc(src, arch)
+
+
+class _Temps(IRVisitor):
+    def __init__(self):
+        super().__init__()
+        self.temps = []
+
+    def visit_Allocate(self, s):
+        self.temps.append((s.buffer_var, s.dtype, s.extents[0]))
+        self.generic_visit(s)
+
+
+class CUDAFunction:
+    """The host function: checks arguments, computes launch dims, launches the kernels in order."""
+
+    def __init__(self, host, launches, kernel_module):
+        self.name = host.name
+        self.host = host
+        self.launches = launches
+        self.kmod = kernel_module
+        self._loaded = None
+        t = _Temps()
+        t.visit(host.body)
+        self.temps = t.temps
+        self.keys = {}
+        for p in host.params:
+            self.keys.setdefault(p, p.name)
+        for buf in host.buffer_map.values():
+            for d in buf.shape:
+                if isinstance(d, E.Var):
+                    self.keys.setdefault(d, d.name)
+        self.buffers = [p for p in host.params if p in host.buffer_map]
+        self.scalars = [p for p in host.params if p not in host.buffer_map]
+
+    def __repr__(self):
+        return f"<CUDAFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
+
+    def _eval(self, e, env):
+        fn = _py_fn(e, lambda v: self.keys.get(v, v.name))
+        if fn is None:
+            raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(e)} on the host")
+        try:
+            return int(fn(env))
+        except KeyError as k:
+            raise RuntimeArgError(f"{self.name}: {astext(e)} uses {k.args[0]}, which no argument determines") from None
+
+    def _bind(self, args):
+        params = self.host.params
+        nb = len(self.buffers)
+        if len(args) not in (len(params), nb):
+            raise RuntimeArgError(f"{self.name}: expected {nb} arrays ({', '.join(p.name for p in self.buffers)})"
+                                  f" or all {len(params)} arguments, got {len(args)}")
+        env, values = {}, {}
+        it = iter(args)
+        for p in params:
+            if p in self.host.buffer_map:
+                a = next(it)
+                buf = self.host.buffer_map[p]
+                where = f"{self.name}: argument '{buf.name}'"
+                if not isinstance(a, cuda_driver.CUDANDArray):
+                    dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
+                    raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
+                                          "tvmlab.nd.array(x, tvmlab.cuda(0)))")
+                if a.dtype != buf.dtype:
+                    raise RuntimeArgError(f"{where}: expected dtype {buf.dtype}, got {a.dtype}")
+                if a.ndim != len(buf.shape):
+                    raise RuntimeArgError(f"{where}: expected {len(buf.shape)} dims, got shape {a.shape}")
+                for k, (d, g) in enumerate(zip(buf.shape, a.shape)):
+                    if isinstance(d, E.IntImm) and d.value != g:
+                        raise RuntimeArgError(f"{where}: expected shape[{k}] = {d.value}, got {g}")
+                    if isinstance(d, E.Var):
+                        key = self.keys[d]
+                        if env.setdefault(key, g) != g:
+                            raise RuntimeArgError(f"{where}: shape[{k}] is {g} but {key} = {env[key]}")
+                values[p] = a
+            elif len(args) == len(params):
+                values[p] = next(it)
+        for p in self.scalars:
+            key = self.keys[p]
+            if p in values:
+                v = int(values[p])
+                if env.setdefault(key, v) != v:
+                    raise RuntimeArgError(f"{self.name}: {p.name} = {v} but the shapes give {env[key]}")
+            if key not in env:
+                raise RuntimeArgError(f"{self.name}: no argument determines {p.name}; pass all arguments")
+            values[p] = env[key]
+        for p, a in values.items():
+            if p in self.host.buffer_map:
+                for k, d in enumerate(self.host.buffer_map[p].shape):
+                    if not isinstance(d, (E.IntImm, E.Var)) and self._eval(d, env) != a.shape[k]:
+                        raise RuntimeArgError(f"{self.name}: argument '{p.name}' shape[{k}] is {a.shape[k]}, "
+                                              f"expected {astext(d)} = {self._eval(d, env)}")
+        return env, values
+
+    def __call__(self, *args):
+        dev = next((a.device for a in args if isinstance(a, cuda_driver.CUDANDArray)), None)
+        if cuda_driver.backend() is None:
+            raise DeviceError(f"{self.name}: there is no CUDA device on this machine "
+                              f"({cuda_driver.no_device_reason()})")
+        env, values = self._bind(args)
+        b = cuda_driver.require(dev)
+        if self._loaded is None:
+            image = self.kmod.get_source("ptx").encode() + b"\x00"
+            module = b.load(image)
+            self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
+        for var, dtype, count in self.temps:
+            values[var] = cuda_driver.CUDANDArray((self._eval(count, env),), dtype, dev)
+        for ln in self.launches:
+            grid = tuple(self._eval(x, env) for x in ln.grid())
+            block = tuple(self._eval(x, env) for x in ln.block())
+            if any(g <= 0 for g in grid):
+                continue          # an empty launch: nothing to compute
+            if np.prod(block) > DEFAULT_LIMITS["max_threads_per_block"]:
+                raise RuntimeArgError(f"{self.name}: {ln.name} needs {np.prod(block)} threads per block, more "
+                                      f"than {DEFAULT_LIMITS['max_threads_per_block']}")
+            kargs = []
+            for a in ln.args:
+                if a.dtype == "handle":
+                    kargs.append((values[a]._ptr, _ct("handle")))
+                else:
+                    kargs.append((values[a], _ct(a.dtype)))
+            b.launch(self._loaded[1][ln.name], grid, block, 0, kargs)   # shared memory is static
+
+    def prepare(self, *args):
+        return lambda: self(*args)
+
+
+def _ct(dtype):
+    import ctypes
+    return {"handle": ctypes.c_void_p, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+            "float32": ctypes.c_float, "float64": ctypes.c_double, "uint32": ctypes.c_uint32,
+            "int8": ctypes.c_int8, "int16": ctypes.c_int16, "uint8": ctypes.c_uint8,
+            "bool": ctypes.c_bool}[dtype]
+
+
+class CUDAModule(Module):
+    """The device code: CUDA C and PTX (``get_source()`` / ``get_source("ptx")``)."""
+
+    def __init__(self, kernels, cuda_src, ptx):
+        super().__init__("cuda", {}, None, {"cu": cuda_src, "ptx": ptx}, aliases={"": "cu", "cuda": "cu"})
+        self.kernels = kernels
+
+
+def build_cuda(mod, target="cuda"):
+    """Compile a GPU-lowered IRModule for CUDA; returns the host Module (device code imported)."""
+    target = Target(target)
+    unknown = [k for k in target.options if k not in _OPTIONS and k not in _IGNORED]
+    if unknown:
+        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
+                         f"the cuda target knows {', '.join('-' + k for k in _OPTIONS)}")
+    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
+    if split is None:
+        raise BuildError("build_cuda needs a module lowered for a GPU: tvm.lower(s, args, target='cuda') "
+                         "or tvm.build(s, args, 'cuda')")
+    for k in split.kernels:
+        for p in k.params:
+            ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    src = generate_cuda(split.kernels)
+    ptx = compile_cuda(src, _arch(target))
+    kmod = CUDAModule(split.kernels, src, ptx)
+    fn = CUDAFunction(split.host, split.launches, kmod)
+    host = Module("cuda_host", {fn.name: fn}, fn.name, {"host": split.host.script()},
+                  aliases={"": "host"})
+    host.imported_modules.append(kmod)
+    return host
+
+
+register_target("cuda", build_cuda, keys=("cuda", "gpu"))
