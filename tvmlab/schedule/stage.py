@@ -406,6 +406,44 @@ class Stage:
             self.scope = scope
             self._record("set_scope", scope=scope)
 
+    def opengl(self):
+        """The default OpenGL schedule: one output pixel per element.
+
+        Fuses the stage's data-parallel axes (in their original order, so the
+        fused index is the output's flat index) and marks the fused axis with
+        pragma "opengl"; the "opengl" target runs each such stage as one
+        fragment-shader pass, with reduction loops inside each pixel.  Other
+        targets see an ordinary serial loop.  Returns the fused axis.
+        """
+        with self._txn():
+            self._check_compute("opengl")
+            self._check_not_inlined("opengl")
+            if self.attach_type == "scope":
+                raise ScheduleError(f"opengl of {self.name}: it is computed at "
+                                    f"{self.attach_stage.name}.{self.attach_ivar.var.name}; each "
+                                    "OpenGL stage is its own pass, call compute_root() first")
+            leaves = self.leaf_iter_vars
+            data = [iv for iv in leaves if iv.iter_type == IterVar.DATA_PAR]
+            if any(a.pragmas and dict(a.pragmas).get("opengl") for a in self.iter_var_attrs.values()):
+                raise ScheduleError(f"opengl of {self.name}: the stage is already scheduled for OpenGL")
+            if data != list(self.op.axis):
+                raise ScheduleError(
+                    f"opengl of {self.name}: its data-parallel axes were split, fused or reordered "
+                    f"(leaf axes {self._leaf_names()}); opengl() fuses the original axes "
+                    f"{[iv.var.name for iv in self.op.axis]} and must come before such primitives")
+            if data and leaves.index(data[-1]) != len(data) - 1:
+                raise ScheduleError(f"opengl of {self.name}: reduction axes must come after the "
+                                    f"data-parallel axes (leaf axes {self._leaf_names()})")
+            for iv in data:
+                if self.attr(iv).kind != "serial":
+                    raise ScheduleError(f"opengl of {self.name}: axis {iv.var.name} is already "
+                                        f"{self.attr(iv).kind}")
+            fused = self.fuse(*data) if data else self.fuse()
+            cur = self.attr(fused)
+            self.iter_var_attrs[fused] = replace(cur, pragmas=cur.pragmas + (("opengl", 1),))
+            self._record("opengl")
+            return fused
+
 
 def _positive(v, what):
     if isinstance(v, bool):
