@@ -16,3 +16,15 @@ from . import testing  # noqa: F401
 target = codegen.registry
 
 __version__ = "0.1.0"
+
+
+def explore(s, args, targets=None, **options):
+    """Open the explorer widget on schedule ``s`` of ``args`` (needs the ``lab`` extra)."""
+    from .widgets import explore as _explore
+    return _explore(s, args, targets=targets, **options)
+
+
+def load_ipython_extension(ip):
+    """``%load_ext tvmlab``: register the ``%tvmlab`` magics."""
+    from .widgets.magics import load_ipython_extension as _load
+    _load(ip)

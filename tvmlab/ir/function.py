@@ -70,6 +70,11 @@ class PrimFunc:
         import html
         return f"<pre>{html.escape(self.script())}</pre>"
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
+        from ..widgets.repr import mimebundle
+        return mimebundle(self)
+
 
 class IRModule:
     """Named PrimFuncs (usually one) plus, when kept, the IR after every lowering step."""
@@ -104,6 +109,11 @@ class IRModule:
     def _repr_html_(self):
         import html
         return f"<pre>{html.escape(self.script())}</pre>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
+        from ..widgets.repr import mimebundle
+        return mimebundle(self)
 
 
 def const_int(x):

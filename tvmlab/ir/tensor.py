@@ -203,6 +203,11 @@ class Tensor(ExprOp):
             return self is not other
         return ExprOp.__ne__(self, other)
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
+        from ..widgets.repr import mimebundle
+        return mimebundle(self)
+
 
 def builtins_any(it):
     for x in it:

@@ -335,3 +335,8 @@ class Module:
 
     def __repr__(self):
         return f"Module({self.type_key}, functions=[{', '.join(self._functions)}])"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
+        from ..widgets.repr import mimebundle
+        return mimebundle(self)

@@ -204,6 +204,11 @@ class Schedule:
     def __repr__(self):
         return f"Schedule(stages=[{', '.join(self.stage_key(s) for s in self.stages)}])"
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
+        from ..widgets.repr import mimebundle
+        return mimebundle(self)
+
 
 def _as_list(x):
     return x if isinstance(x, (list, tuple)) else [x]

@@ -1,0 +1,576 @@
+"""The Explorer widget: schedule primitives as controls, every compiler stage as a view.
+
+Layout: a status line; the stages with their leaf axes and a form for one
+primitive (offering only valid choices, see ``choices``); the trace with
+undo / redo / reset / copy-as-code; tabs AST1 | AST2 | AST3 (graph and text,
+with the change from the previous step highlighted) | Code (one pane per
+target format, side by side) | Benchmark (live plot against numpy).
+
+The widget holds no compiler logic: ``Session`` applies trace steps and
+lowers, the views draw what the session's current state holds.  Graphs of
+hidden tabs are drawn when the tab is opened.
+"""
+from __future__ import annotations
+
+import html
+import threading
+import time
+
+import ipywidgets as W
+
+from ..errors import TVMLabError
+from . import choices as C
+from .bench import Benchmarker, Workload, machine_peak_gflops, plot_png
+from .code import pane_html
+from .colors import KIND_COLORS, legend_html
+from .diff import diff_html
+from .graph import to_svg
+from .session import LEVELS, Session, steps_key, target_kind
+
+_TAB_TITLES = LEVELS + ("Code", "Benchmark")
+_SOURCE_TITLES = {"cuda": ("CUDA C", "cuda"), "opengl": ("GLSL", "glsl")}
+_GRAPH_BOX = ("overflow:auto;max-height:520px;border:1px solid #dee2e6;background:white;"
+              "padding:2px")
+
+
+def _flex(**kw):
+    return W.Layout(flex="1 1 0", min_width="0", **kw)
+
+
+class Explorer(W.VBox):
+    """An interactive explorer of one schedule of ``args``.
+
+    Python API (also what the controls call): ``apply``, ``undo``, ``redo``,
+    ``reset``, ``as_python``, ``source``, ``graph``, ``schedule``, ``trace``,
+    ``benchmarks``.  ``last_latency_ms`` is the time from the start of the last
+    apply/undo/redo/reset to refreshed views and code; ``latencies`` keeps all.
+    Options: ``benchmark=False`` turns the live benchmark off; ``sizes`` gives
+    symbolic shape variables their benchmark values (default 1024).
+    """
+
+    def __init__(self, s, args, targets=None, benchmark=True, sizes=None):
+        self._session = Session(s, args, targets)
+        self.targets = list(self._session.targets)
+        self.last_latency_ms = None
+        self.last_timings = {}
+        self.latencies = []
+        self.error = None
+        self._lock = threading.RLock()
+        self._updating = False
+        self._graph_of = {}          # level -> state key its graph was drawn for
+        self._peak = machine_peak_gflops()
+        self._bench = None
+        self._sizes = sizes
+        self._build_widgets()
+        super().__init__(children=[self._header, self._status, W.HBox(
+            [self._controls_box, self._trace_box], layout=W.Layout(width="100%")), self._tabs])
+        self.live_benchmark.value = bool(benchmark)
+        if benchmark:
+            self._start_benchmarker(sizes)
+        self._refresh(time.perf_counter(), "opened")
+
+    # ================================================================ Python API
+    @property
+    def schedule(self):
+        """The current Schedule (rebuilt from the tensors by replaying the trace)."""
+        return self._session.schedule
+
+    @property
+    def trace(self):
+        """The current Trace: the steps applied, as plain data."""
+        return self._session.trace
+
+    @property
+    def session(self):
+        return self._session
+
+    def apply(self, primitive, stage=None, axis=None, **params):
+        """Apply one primitive by printed names: ``apply("split", stage="C", axis="i", factor=64)``.
+
+        On failure the TVMLabError is shown in the widget and raised; nothing changes.
+        """
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                self._session.apply(primitive, stage=stage, axis=axis, **params)
+            except TVMLabError as e:
+                self._show_error(e)
+                raise
+            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
+            self._refresh(t0, f"applied {self._session.steps[-1]!r}")
+        return self
+
+    def undo(self):
+        return self._move(self._session.undo, "undid the last step")
+
+    def redo(self):
+        return self._move(self._session.redo, "redid a step")
+
+    def reset(self):
+        return self._move(self._session.reset, "reset to the schedule the explorer opened with")
+
+    def _move(self, fn, what):
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                fn()
+            except TVMLabError as e:
+                self._show_error(e)
+                raise
+            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
+            self._refresh(t0, what)
+        return self
+
+    def as_python(self, schedule_var="s"):
+        """Python that rebuilds the current schedule from the tensors, bound to ``s``."""
+        return self._session.as_python(schedule_var)
+
+    def source(self, target, fmt=None):
+        """Generated source for ``target`` (LLVM IR for "llvm"; ``fmt="asm"`` for assembly)."""
+        return self._session.source(target, fmt)
+
+    def graph(self, level):
+        """A graphviz.Digraph of "AST1", "AST2" or "AST3" (new nodes outlined)."""
+        return self._session.graph(level)
+
+    def text(self, level):
+        """The text of "AST1", "AST2" or "AST3"."""
+        return self._session.text(level)
+
+    @property
+    def benchmarks(self):
+        """One record per step of the trace and runnable target (waits for pending measurements)."""
+        self.wait()
+        return self._records()
+
+    def wait(self, timeout=300):
+        """Block until the queued benchmark measurements are done; False on timeout."""
+        return True if self._bench is None else self._bench.wait(timeout)
+
+    @property
+    def controls(self):
+        """The widgets, by name, for driving the explorer from code (tests, demos)."""
+        return {"stage": self.stage_select, "primitive": self.primitive_select,
+                "params": dict(self._params), "apply": self.apply_button,
+                "undo": self.undo_button, "redo": self.redo_button, "reset": self.reset_button,
+                "copy": self.copy_button, "tabs": self._tabs, "live": self.live_benchmark,
+                "measure": self.measure_button}
+
+    # ================================================================ widgets
+    def _build_widgets(self):
+        names = ", ".join(a.name for a in self._session.args)
+        self._header = W.HTML(f'<div style="font-size:14px"><b>tvmlab explorer</b> — '
+                              f'{html.escape(names)} on {html.escape(", ".join(self.targets))}'
+                              f'</div>{legend_html()}')
+        self._status = W.HTML()
+        self.stages_view = W.HTML()
+        self.stage_select = W.Dropdown(description="stage", layout=W.Layout(width="260px"))
+        self.primitive_select = W.Dropdown(description="primitive", layout=W.Layout(width="260px"))
+        self._form = W.VBox()
+        self._params = {}
+        self.apply_button = W.Button(description="apply", button_style="primary", icon="play")
+        self.stage_select.observe(self._on_stage, names="value")
+        self.primitive_select.observe(self._on_primitive, names="value")
+        self.apply_button.on_click(self._on_apply)
+        self._controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
+                                     self._form, self.apply_button], layout=_flex())
+        self.trace_view = W.HTML()
+        self.undo_button = W.Button(description="undo", icon="undo")
+        self.redo_button = W.Button(description="redo", icon="repeat")
+        self.reset_button = W.Button(description="reset", icon="refresh")
+        self.copy_button = W.Button(description="copy as code", icon="clipboard")
+        self.code_box = W.Textarea(layout=W.Layout(width="100%", height="140px", display="none"))
+        for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
+                      (self.reset_button, self.reset)):
+            b.on_click(self._button(fn))
+        self.copy_button.on_click(self._on_copy)
+        self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
+            [self.undo_button, self.redo_button, self.reset_button, self.copy_button]),
+            self.code_box], layout=_flex())
+        self.graph_views = {lv: W.HTML(layout=_flex()) for lv in LEVELS}
+        self.text_views = {lv: W.HTML(layout=_flex()) for lv in LEVELS}
+        pages = [W.HBox([self.graph_views[lv], self.text_views[lv]]) for lv in LEVELS]
+        self.code_views = W.HBox(layout=W.Layout(width="100%"))
+        self.bench_progress = W.IntProgress(min=0, max=1, value=0, description="benchmark")
+        self.bench_label = W.Label()
+        self.bench_plot = W.Image(format="png")
+        self.bench_table = W.HTML()
+        self.live_benchmark = W.Checkbox(description="live benchmark of every step", value=True)
+        self.measure_button = W.Button(description="measure this step", icon="clock-o")
+        self.live_benchmark.observe(self._on_live, names="value")
+        self.measure_button.on_click(self._on_measure)
+        bench_page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),
+                             W.HBox([self.bench_progress, self.bench_label]),
+                             self.bench_plot, self.bench_table])
+        self._tabs = W.Tab(children=pages + [self.code_views, bench_page])
+        for k, t in enumerate(_TAB_TITLES):
+            self._tabs.set_title(k, t)
+        self._tabs.selected_index = 1
+        self._tabs.observe(self._on_tab, names="selected_index")
+
+    def _button(self, fn):
+        def click(_):
+            try:
+                fn()
+            except TVMLabError:
+                pass        # already shown in the status line
+        return click
+
+    # ================================================================ refresh
+    def _refresh(self, t0, what):
+        s = self._session
+        st, prev = s.current, s.previous
+        self.error = None
+        self._updating = True
+        try:
+            self._refresh_stages()
+        finally:
+            self._updating = False
+        self._rebuild_form()
+        self._refresh_trace()
+        t1 = time.perf_counter()
+        for lv in LEVELS:
+            old = prev.text(lv) if prev is not None else None
+            self.text_views[lv].value = diff_html(old, st.text(lv), f"{lv} text")
+        self._graph_of.clear()
+        sel = self._tabs.selected_index
+        if sel is not None and sel < len(LEVELS):
+            self._draw_graph(LEVELS[sel])
+        t2 = time.perf_counter()
+        self._refresh_code()
+        t3 = time.perf_counter()
+        self._submit_benchmark()
+        self._refresh_bench_view()
+        done = time.perf_counter()
+        self.last_latency_ms = (done - t0) * 1e3
+        self.last_timings.update({"text views": (t2 - t1) * 1e3, "code": (t3 - t2) * 1e3,
+                                  "total": self.last_latency_ms})
+        self.latencies.append(self.last_latency_ms)
+        self._status.value = (f'<div style="color:#2b8a3e;font-size:12px">{html.escape(what)} · '
+                              f'views and code refreshed in {self.last_latency_ms:.0f} ms</div>')
+
+    def _show_error(self, e):
+        self.error = str(e)
+        self._status.value = (f'<div class="tvmlab-error" style="color:#c92a2a;background:#fff5f5;'
+                              f'border:1px solid #ffc9c9;padding:4px;font-size:12px;'
+                              f'white-space:pre-wrap"><b>{type(e).__name__}:</b> '
+                              f'{html.escape(str(e))}<br><i>nothing was changed</i></div>')
+
+    def _refresh_stages(self):
+        sch = self._session.schedule
+        rows = []
+        for stg in sch.stages:
+            key = sch.stage_key(stg)
+            if stg.is_placeholder:
+                rows.append(f"<tr><td><b>{html.escape(key)}</b></td><td colspan=2>"
+                            f"<i>input</i></td></tr>")
+                continue
+            chips = []
+            for iv in stg.leaf_iter_vars:
+                a = stg.attr(iv)
+                kind = a.kind
+                tag = f" → {a.bind_thread.thread_tag}" if a.bind_thread is not None else ""
+                border = "1px dashed #495057" if iv.iter_type == "reduce" else "1px solid #ced4da"
+                chips.append(f'<span title="{kind}" style="background:{KIND_COLORS[kind]};'
+                             f'border:{border};padding:0 4px;margin:1px;border-radius:3px;'
+                             f'font-family:monospace">{html.escape(iv.var.name + tag)}</span>')
+            where = {"root": "root", "inline": "inlined"}.get(stg.attach_type)
+            if where is None:
+                where = f"at {stg.attach_stage.name}.{stg.attach_ivar.var.name}"
+            if stg.scope:
+                where += f", {stg.scope}"
+            rows.append(f"<tr><td><b>{html.escape(key)}</b></td><td>{''.join(chips)}</td>"
+                        f"<td style='color:#868e96'>{html.escape(where)}</td></tr>")
+        self.stages_view.value = ('<table style="font-size:12px"><tr><th>stage</th>'
+                                  '<th>leaf axes (outer → inner)</th><th>computed</th></tr>'
+                                  + "".join(rows) + "</table>")
+        keys = [sch.stage_key(x) for x in sch.stages]
+        cur = self.stage_select.value
+        default = next((sch.stage_key(x) for x in reversed(sch.stages) if not x.is_placeholder),
+                       keys[-1])
+        self.stage_select.options = keys
+        self.stage_select.value = cur if cur in keys else default
+        self._refresh_primitives()
+
+    def _refresh_primitives(self):
+        sch = self._session.schedule
+        prims = C.valid_primitives(sch, self.stage_select.value) if self.stage_select.value else []
+        cur = self.primitive_select.value
+        self.primitive_select.options = prims
+        if prims:
+            self.primitive_select.value = cur if cur in prims else prims[0]
+        self.primitive_select.disabled = not prims
+        self.apply_button.disabled = not prims
+
+    def _on_stage(self, change):
+        if self._updating:
+            return
+        self._updating = True
+        try:
+            self._refresh_primitives()
+        finally:
+            self._updating = False
+        self._rebuild_form()
+
+    def _on_primitive(self, change):
+        if not self._updating:
+            self._rebuild_form()
+
+    def _rebuild_form(self):
+        sch = self._session.schedule
+        stage, prim = self.stage_select.value, self.primitive_select.value
+        self._params = {}
+        if not stage or not prim:
+            self._form.children = [W.HTML("<i>no primitive applies to this stage</i>")]
+            return
+        ch = C.axis_choices(sch, stage, prim)
+        P = self._params
+        wide = W.Layout(width="260px")
+
+        def dd(name, opts, value=None, desc=None):
+            w = W.Dropdown(options=opts, description=desc or name, layout=wide)
+            if value is not None and value in [o[1] if isinstance(o, tuple) else o for o in opts]:
+                w.value = value
+            P[name] = w
+            return w
+
+        def num(name, value, lo=1, desc=None):
+            w = W.BoundedIntText(value=value, min=lo, max=2**30, description=desc or name,
+                                 layout=wide)
+            P[name] = w
+            return w
+
+        if prim == "split":
+            dd("axis", ch["axis"])
+            P["mode"] = W.ToggleButtons(options=["factor", "nparts"], value="factor",
+                                        style={"button_width": "60px"})
+            num("amount", 8)
+        elif prim == "tile":
+            ax = ch["x_parent"]
+            dd("x_parent", ax, desc="x axis")
+            dd("y_parent", ax, ax[1] if len(ax) > 1 else None, desc="y axis")
+            num("x_factor", 8, desc="x factor")
+            num("y_factor", 8, desc="y factor")
+        elif prim == "fuse":
+            dd("axes", [(", ".join(r), r) for r in ch["axes"]])
+        elif prim == "reorder":
+            leaf = ch["axis"]
+            dd("axis", leaf, leaf[-1] if leaf else None, desc="move")
+            dd("position", [(f"{k}: where {n} is", k) for k, n in enumerate(leaf)], 0, desc="to")
+        elif prim in ("vectorize", "unroll", "parallel", "rfactor"):
+            dd("axis", ch["axis"])
+            if prim == "rfactor":
+                num("factor_axis", 0, lo=0, desc="factor_axis")
+        elif prim == "bind":
+            dd("axis", ch["axis"])
+            dd("thread", ch["thread"])
+        elif prim == "pragma":
+            dd("axis", ch["axis"])
+            dd("pragma_type", ch["pragma_type"], desc="pragma")
+            num("pragma_value", 16, lo=0, desc="value")
+        elif prim == "compute_at":
+            parent = dd("parent", ch["parent"])
+            dd("scope", C.scope_choices(sch, parent.value) if parent.value else [])
+
+            def on_parent(change):
+                P["scope"].options = C.scope_choices(self._session.schedule, change["new"]) \
+                    if change["new"] else []
+            parent.observe(on_parent, names="value")
+        elif prim in ("set_scope", "cache_write"):
+            dd("scope", ch["scope"], "local" if prim == "cache_write" else None)
+        elif prim == "cache_read":
+            dd("scope", ch["scope"], "local")
+            P["readers"] = W.SelectMultiple(options=ch["readers"], value=tuple(ch["readers"]),
+                                            description="readers", layout=wide)
+        widgets = list(P.values())
+        self._form.children = widgets or [W.HTML("<i>no parameters</i>")]
+
+    def form_kwargs(self):
+        """The ``apply`` keyword arguments the controls currently describe."""
+        P = {k: w.value for k, w in self._params.items()}
+        prim, stage = self.primitive_select.value, self.stage_select.value
+        if prim == "split":
+            return {"stage": stage, "axis": P["axis"], P["mode"]: P["amount"]}
+        if prim == "reorder":
+            leaf = [iv.var.name for iv in self._session.schedule[stage].leaf_iter_vars]
+            order = [n for n in leaf if n != P["axis"]]
+            order.insert(P["position"], P["axis"])
+            return {"stage": stage, "axes": order}
+        if prim in ("cache_read", "cache_write", "rfactor"):
+            kw = {"tensor": stage, **P}
+            if prim == "cache_read":
+                kw["readers"] = list(P["readers"])
+            return kw
+        if prim == "normalize":
+            return {}
+        return {"stage": stage, **P}
+
+    def _on_apply(self, _):
+        prim = self.primitive_select.value
+        if not prim:
+            return
+        try:
+            kw = self.form_kwargs()
+            self.apply(prim, **kw)
+        except TVMLabError:
+            pass            # shown in the status line
+        except (KeyError, TypeError, ValueError) as e:
+            self._show_error(TVMLabError(f"{prim}: incomplete choice ({e})"))
+
+    def _refresh_trace(self):
+        s = self._session
+        items = []
+        for k, step in enumerate(s.steps):
+            weight = "bold" if k == len(s.steps) - 1 else "normal"
+            items.append(f'<li style="font-weight:{weight}">{html.escape(repr(step))}</li>')
+        for step in reversed(s.redo_steps):
+            items.append(f'<li style="color:#adb5bd">(undone) {html.escape(repr(step))}</li>')
+        body = "".join(items) or "<i>no steps yet: the default schedule</i>"
+        self.trace_view.value = (f'<ol style="font-family:monospace;font-size:12px;margin:0;'
+                                 f'padding-left:22px">{body}</ol>')
+        self.undo_button.disabled = not s.steps
+        self.redo_button.disabled = not s.redo_steps
+        if self.code_box.layout.display != "none":
+            self.code_box.value = self.as_python()
+
+    def _on_copy(self, _):
+        self.code_box.value = self.as_python()
+        self.code_box.layout.display = None if self.code_box.layout.display == "none" else "none"
+
+    def _on_tab(self, change):
+        k = change["new"]
+        if k is not None and k < len(LEVELS):
+            self._draw_graph(LEVELS[k])
+
+    def _draw_graph(self, level):
+        st = self._session.current
+        if self._graph_of.get(level) == st.key:
+            return
+        svg, why = to_svg(self._session.graph(level))
+        if svg is None:
+            self.graph_views[level].value = (f'<div style="color:#868e96;font-size:12px">graph not '
+                                             f'drawn: {html.escape(why)}; the text is on the right'
+                                             f'</div>')
+        else:
+            self.graph_views[level].value = (f'<div style="font-size:12px"><b>{level} graph</b> '
+                                             f'(nodes new in this step outlined)</div>'
+                                             f'<div style="{_GRAPH_BOX}">{svg}</div>')
+        self._graph_of[level] = st.key
+
+    def _refresh_code(self):
+        panes = []
+        st = self._session.current
+        for t in self.targets:
+            kind = target_kind(t)
+            fmts = [("LLVM IR", "ll", "llvm"), ("assembly", "asm", "asm")] if kind == "llvm" else \
+                [(_SOURCE_TITLES.get(kind, (f"{kind} source", "c"))[0], None,
+                  _SOURCE_TITLES.get(kind, ("", "c"))[1])]
+            for title, fmt, lang in fmts:
+                label = f"{title} ({t})"
+                try:
+                    text = st.source(t, fmt)
+                    panes.append(W.HTML(pane_html(label, text, lang), layout=_flex()))
+                except TVMLabError as e:
+                    panes.append(W.HTML(pane_html(label, None, note=f"no code: {e}"),
+                                        layout=_flex()))
+        self.code_views.children = panes
+
+    # ================================================================ benchmark
+    def _start_benchmarker(self, sizes):
+        wl = Workload(self._session.args, self._session.ops, sizes)
+        self._bench = Benchmarker(wl, on_update=self._refresh_bench_view)
+
+    def _runnable(self):
+        import tvmlab
+        out, skipped = [], []
+        for t in self.targets:
+            kind = target_kind(t)
+            try:
+                dev = tvmlab.device(kind)
+                ok = dev.exist
+            except TVMLabError:
+                ok = False
+            (out if ok else skipped).append(t)
+        return out, skipped
+
+    def _submit_benchmark(self, force=False):
+        if self._bench is None or not (self.live_benchmark.value or force):
+            return
+        st = self._session.current
+        mods = {}
+        for t in self._runnable()[0]:
+            try:
+                mods[t] = st.module(t)
+            except TVMLabError as e:
+                mods[t] = f"build failed: {e}"
+        label = str(len(self._session.steps))
+        self._bench.submit(st.key, label, mods)
+
+    def _on_live(self, change):
+        if change["new"]:
+            if self._bench is None:
+                self._start_benchmarker(self._sizes)
+            self._submit_benchmark()
+            self._refresh_bench_view()
+
+    def _on_measure(self, _):
+        if self._bench is None:
+            self._start_benchmarker(self._sizes)
+        self._submit_benchmark(force=True)
+        self._refresh_bench_view()
+
+    def _records(self):
+        if self._bench is None:
+            return []
+        steps = self._session.steps
+        out = []
+        runnable = self._runnable()[0]
+        for k in range(len(steps) + 1):
+            key = steps_key(steps[:k])
+            for t in runnable:
+                rec = self._bench.records.get((key, t))
+                if rec is not None:
+                    out.append({"step": k, "label": repr(steps[k - 1]) if k else "initial schedule",
+                                **rec})
+        return out
+
+    def _refresh_bench_view(self):
+        b = self._bench
+        skipped = self._runnable()[1]
+        note = f" · not run (no device): {', '.join(skipped)}" if skipped else ""
+        if b is None:
+            self.bench_label.value = "benchmark off" + note
+            return
+        pending = b.pending
+        total = len(b.records) + pending
+        self.bench_progress.max = max(1, total)
+        self.bench_progress.value = len(b.records)
+        cur = b.current
+        self.bench_label.value = (f"measuring {cur}…" if cur else
+                                  (f"{pending} queued" if pending else "idle")) + \
+            f" · sizes: {b.workload.size_text() or 'fixed'}" + note
+        if pending and cur is None:
+            return
+        recs = self._records()
+        peak, how = self._peak
+        if recs:
+            try:
+                self.bench_plot.value = plot_png(recs, peak, how)
+            except Exception as e:   # a plotting failure is shown, never raised into the kernel
+                self.bench_label.value += f" · plot failed: {e}"
+        self.bench_table.value = _records_html(recs, how)
+
+
+def _records_html(recs, how):
+    def f(x, fmt):
+        return "" if x is None else format(x, fmt)
+    rows = "".join(
+        f"<tr><td>{r['step']}</td><td style='font-family:monospace'>{html.escape(r['label'])}</td>"
+        f"<td>{html.escape(r['target'])}</td><td>{html.escape(r['status'])}</td>"
+        f"<td>{f(r['time_ms'], '.3f')}</td><td>{f(r['gflops'], '.2f')}</td>"
+        f"<td>{f(r.get('numpy_ms'), '.3f')}</td><td>{html.escape(r.get('message') or '')}</td></tr>"
+        for r in recs)
+    return (f'<div style="font-size:11px;color:#868e96">{html.escape(how)}</div>'
+            '<table style="font-size:12px"><tr><th>step</th><th>last primitive</th><th>target</th>'
+            '<th>check</th><th>ms</th><th>GFLOP/s</th><th>numpy ms</th><th></th></tr>'
+            f"{rows}</table>")
