@@ -234,13 +234,10 @@ def test_tuple_reducer_argmax(check_build):
         rhs = tvm.tir.Select(x[1] >= y[1], x[1], y[1])
         return lhs, rhs
 
-    def fcombine_flat(x0, x1, y0, y1):
-        return fcombine((x0, x1), (y0, y1))
-
     def fidentity(t0, t1):
         return te.const(-1, t0), tvm.tir.min_value(t1)
 
-    argmax = te.comm_reducer(fcombine_flat, fidentity, name="argmax")
+    argmax = te.comm_reducer(fcombine, fidentity, name="argmax")
     A = te.placeholder((7, 15), name="A")
     k = te.reduce_axis((0, 15), name="k")
     idx, val = te.compute((7,), lambda i: argmax((k, A[i, k]), axis=k), name="T")

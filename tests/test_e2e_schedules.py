@@ -679,3 +679,19 @@ def test_rfactor_after_nested_uneven_splits(check_build):
     i = np.arange(31)[:, None]
     kk = np.arange(8)[None, :]
     check_build(s, [A, B], lambda a: (a * (i + kk)).sum(axis=1).astype("int32"))
+
+
+def test_fuse_symbolic_consumer_of_a_stage(check_build):
+    """Fusing a consumer's symbolic axes: the producer's bounds stay the tensor's shape."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    f = s[C].fuse(*C.op.axis)
+    fo, fi = s[C].split(f, factor=4)
+    s[C].vectorize(fi)
+    text = str(tvmlab.lower(s, [A, C]))
+    assert "inf" not in text
+    for shape in [(5, 7), (1, 3), (8, 4)]:
+        check_build(s, [A, C], lambda a: a * 2 + 1, env={"n": shape[0], "m": shape[1]})

@@ -132,3 +132,19 @@ def test_cpu_path_unchanged():
     assert list(mod.functions) == ["main"] and getattr(mod, "device_split", None) is None
     thread_attrs = [a for a in nodes(mod["main"].body, S.AttrStmt) if a.attr_key == "thread_extent"]
     assert len(thread_attrs) == 2 and any(isinstance(a.value, IntImm) for a in thread_attrs)
+
+
+def test_barriers_stay_out_of_thread_dependent_guards():
+    """With sizes the tiles do not divide, loads of shared tiles are not under the output's
+    guard, and no barrier sits inside an `if` (some threads of a block would skip it)."""
+    s, args, _ = P.tiled_matmul(N=50, M=45, K=37, tile=8, kt=8)
+    mod = tvm.lower(s, args, target="cuda")
+    kernel = mod.device_split.kernels[0]
+    inside_if = []
+
+    def visit(n):
+        if isinstance(n, S.IfThenElse):
+            post_order_visit(n.then_case, lambda x: inside_if.append(x) if is_barrier(x) else None)
+    post_order_visit(kernel.body, visit)
+    assert not inside_if
+    assert "__syncthreads" in tvm.build(s, args, "cuda").imported_modules[0].get_source()

@@ -187,9 +187,9 @@ def test_symbolic_multi_stage_intermediate_texture(narrow):
 
 
 def test_multi_output_stage_renders_to_several_targets():
-    def fcombine(x0, x1, y0, y1):
-        keep = x1 >= y1
-        return tvm.tir.Select(keep, x0, y0), tvm.tir.Select(keep, x1, y1)
+    def fcombine(x, y):
+        keep = x[1] >= y[1]
+        return tvm.tir.Select(keep, x[0], y[0]), tvm.tir.Select(keep, x[1], y[1])
 
     def fidentity(t0, t1):
         return tvm.tir.const(-1, t0), te.min_value(t1)
@@ -443,8 +443,9 @@ def _tiled_matmul(N, T):
     return s, [A, B, C]
 
 
-@pytest.mark.parametrize("N", [64, 40])
+@pytest.mark.parametrize("N", [64, 40, 50, 13])
 def test_compute_shared_memory_tiled_matmul(N):
+    """Tiles of 8 that need not divide N: every thread still loads its part of the shared tiles."""
     s, args = _tiled_matmul(N, 8)
     f = tvm.build(s, args, "opengl -compute")
     src = f.get_source()

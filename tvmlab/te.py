@@ -159,8 +159,8 @@ def thread_axis(dom=None, tag="", name=""):
 def comm_reducer(fcombine, fidentity, name="comm_reduce"):
     """Make a reducer like ``te.sum`` from a combine function and an identity.
 
-    ``fcombine(x, y)`` returns the combined value(s); ``fidentity(dtype)`` the
-    identity element(s).  The result is called as ``reducer(expr, axis=k)``.
+    ``fcombine(x, y)`` returns the combined value(s) (for a tuple reducer, x
+    and y are tuples); ``fidentity(dtype, ...)`` the identity element(s).  The result is called as ``reducer(expr, axis=k)``.
     """
     def reducer(expr, axis, where=None, init=None):
         exprs = tuple(expr) if isinstance(expr, (list, tuple)) else (expr,)
@@ -171,7 +171,8 @@ def comm_reducer(fcombine, fidentity, name="comm_reduce"):
                 raise DSLError(f"{name}: axis must be te.reduce_axis(...) iter vars, got {a!r}")
         lhs = tuple(E.Var(f"x{k}" if len(exprs) > 1 else "x", e.dtype) for k, e in enumerate(exprs))
         rhs = tuple(E.Var(f"y{k}" if len(exprs) > 1 else "y", e.dtype) for k, e in enumerate(exprs))
-        res = fcombine(*lhs, *rhs) if len(exprs) > 1 else fcombine(lhs[0], rhs[0])
+        # As in TVM: a tuple reducer's fcombine takes two tuples, (x0, x1) and (y0, y1).
+        res = fcombine(lhs, rhs) if len(exprs) > 1 else fcombine(lhs[0], rhs[0])
         res = tuple(res) if isinstance(res, (list, tuple)) else (res,)
         ident = fidentity(*[e.dtype for e in exprs]) if len(exprs) > 1 else fidentity(exprs[0].dtype)
         ident = tuple(ident) if isinstance(ident, (list, tuple)) else (ident,)

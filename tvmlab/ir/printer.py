@@ -57,7 +57,7 @@ class Printer:
         if isinstance(e, E.FloatImm):
             v = repr(e.value) if e.value == e.value else "nan"
             if v in ("inf", "-inf", "nan"):
-                v = f'"{v}"'
+                return f'T.{e.dtype}("{v}")', _ATOM
             if e.dtype == "float32":
                 return v, (_ATOM if not v.startswith("-") else 7)
             return f"T.{e.dtype}({v})", _ATOM

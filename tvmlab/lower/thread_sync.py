@@ -95,6 +95,12 @@ class _Sync:
                 return seq(barrier(), self._loop(s, st))
             return self._loop(s, st)
         if isinstance(s, IfThenElse):
+            if st.conflicts(reads, writes):
+                # before the if: its condition may differ between threads, and a
+                # barrier that some threads of a block skip is undefined behaviour
+                st.reads.clear()
+                st.writes.clear()
+                return seq(barrier(), self.run(s, st))
             a = st.copy()
             then = self.run(s.then_case, a)
             if s.else_case is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
-from ..ir.arith import Analyzer, IntervalSet
+from ..ir.arith import NEG_INF, POS_INF, Analyzer, IntervalSet, union
 from ..ir.expr import IntImm, ProducerLoad, Reduce
 from ..ir.functor import IRMutator, IRVisitor, substitute
 from ..ir.tensor import ComputeOp, IterVar, Range
@@ -213,18 +213,32 @@ def _root_sets(ana, q, dom_map, relax):
 
 
 def _union(ana, a, b):
-    return IntervalSet(ana.simplify(_op.min(a.min, b.min)), ana.simplify(_op.max(a.max, b.max)))
+    return union(a, b, ana)
 
 
 def _clip(ana, s, dom):
-    lo, hi = s.min, s.max
+    """``s`` within ``dom``; an unbounded side (an index the analysis cannot bound) is the domain's.
+
+    A tile of constant size stays constant when clipping would make its size
+    symbolic (``min(8, n - 8*bi)``): its loops can then be vectorised or bound
+    to threads of a fixed extent, and ScheduleOps guards each root index
+    against the tensor's shape, as TVM does.
+    """
     dlo = dom.min
     dhi = _op.sub(_op.add(dom.min, dom.extent), 1)
-    if not ana.can_prove(_op.ge(lo, dlo)):
-        lo = ana.simplify(_op.max(lo, dlo))
-    if not ana.can_prove(_op.le(hi, dhi)):
-        hi = ana.simplify(_op.min(hi, dhi))
-    return Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
+    lo, hi = s.min, s.max
+    raw = None
+    if lo is not NEG_INF and hi is not POS_INF:
+        raw = Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
+    if lo is NEG_INF or not ana.can_prove(_op.ge(lo, dlo)):
+        lo = dlo if lo is NEG_INF else ana.simplify(_op.max(lo, dlo))
+    if hi is POS_INF or not ana.can_prove(_op.le(hi, dhi)):
+        hi = dhi if hi is POS_INF else ana.simplify(_op.min(hi, dhi))
+    clipped = Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
+    if (raw is not None and isinstance(raw.extent, IntImm)
+            and not isinstance(clipped.extent, IntImm)):
+        return raw
+    return clipped
 
 
 __all__ = ["infer_bound", "effective_bodies", "canonical_tensor", "Reduce"]

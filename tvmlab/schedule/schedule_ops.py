@@ -17,7 +17,7 @@ from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, Produ
 from ..ir.tensor import ComputeOp, IterVar, Range
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
-from .relations import Split
+from .relations import Fuse, Split
 
 
 def schedule_ops(sch, arg_tensors=(), dom_map=None, bodies=None):
@@ -83,6 +83,11 @@ class _Builder:
         vmap = {iv.var: values[iv] for iv in st.root_iter_vars}
         body = self.bodies[st]
         guards = self._guards(st, values)
+        # A guard covers the stage's own stores, never the producers attached
+        # inside its loops: those fill whole tiles (threads of a block load a
+        # shared tile together), so it goes below the deepest attach point.
+        last_attach = max((k for k, iv in enumerate(leaves) if iv in self.attached), default=-1)
+        guards = [(c, max(d, last_attach)) for c, d in guards]
         pos = {iv.var: k for k, iv in enumerate(leaves)}
         is_red = op.is_reduction
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE),
@@ -112,19 +117,22 @@ class _Builder:
         out = []
         pos = {iv.var: k for k, iv in enumerate(st.leaf_iter_vars)}
         split_parents = [r.parent for r in st.relations if isinstance(r, Split)]
-        checked = list(st.root_iter_vars) + [p for p in split_parents
-                                              if p not in st.root_iter_vars]
+        # The parts of a fused axis are in range whenever the fused axis is.
+        fused_parts = {x for r in st.relations if isinstance(r, Fuse) for x in (r.outer, r.inner)}
+        checked = [iv for iv in list(st.root_iter_vars) + [p for p in split_parents
+                                                          if p not in st.root_iter_vars]
+                   if iv not in fused_parts]
         for iv in checked:
             v = values[iv]
-            if v is iv.var:
-                continue
             dom = self.dom_map[iv]
-            hi = _op.add(dom.min, dom.extent)
-            cond = _op.lt(v, hi)
-            if self.ana.can_prove(cond):
-                continue
+            conds = [] if v is iv.var else [_op.lt(v, _op.add(dom.min, dom.extent))]
+            if iv in st.op.axis and iv.dom is not None and iv.dom is not dom:
+                # a tile may run past the tensor's shape (see bound._clip)
+                conds += [_op.ge(v, iv.dom.min), _op.lt(v, _op.add(iv.dom.min, iv.dom.extent))]
             depth = max((pos[x] for x in collect_vars(v) if x in pos), default=-1)
-            out.append((self.ana.simplify(cond), depth))
+            for cond in conds:
+                if not self.ana.can_prove(cond):
+                    out.append((self.ana.simplify(cond), depth))
         return out
 
     def _update(self, st, body, vmap):
