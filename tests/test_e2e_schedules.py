@@ -695,3 +695,22 @@ def test_fuse_symbolic_consumer_of_a_stage(check_build):
     assert "inf" not in text
     for shape in [(5, 7), (1, 3), (8, 4)]:
         check_build(s, [A, C], lambda a: a * 2 + 1, env={"n": shape[0], "m": shape[1]})
+
+
+def test_rfactor_guard_precedes_a_where_that_reads_memory(check_build):
+    """The range guard of an uneven split is tested before a `where` that loads: a load
+    past the end of a cached copy must never decide a branch."""
+    A = te.placeholder((8, 12), dtype="int32", name="A")
+    V = te.placeholder((11,), name="V")
+    r = te.reduce_axis((0, 8), name="r")
+    T = te.compute((8,), lambda i: te.sum(V[r + 3], axis=r, where=A[r, r + 3] >= i - 4), name="T")
+    s = te.create_schedule(T.op)
+    ro, ri = s[T].split(r, factor=13)
+    Trf = s.rfactor(T, ri)
+    s.cache_read(A, "global", [Trf])
+
+    def ref(a, v):
+        rr = np.arange(8)
+        mask = a[rr, rr + 3][None, :] >= (np.arange(8)[:, None] - 4)
+        return (v[rr + 3][None, :] * mask).sum(axis=1)
+    check_build(s, [A, V, T], ref, ranges={"A": (-8, 8)}, rtol=1e-5, atol=1e-5)

@@ -7,11 +7,15 @@ still be kept in lists and dicts.
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Any
 
 from ..errors import DSLError
 from . import dtype as dt
 from .node import Node, node
+
+_VAR_SERIAL = itertools.count()
 
 
 class ExprOp:
@@ -83,9 +87,14 @@ class Expr(Node, ExprOp):
 # ---------------------------------------------------------------- leaves
 @node
 class Var(Expr):
-    """A variable: loop index, shape parameter, or (dtype "handle") a buffer pointer."""
+    """A variable: loop index, shape parameter, or (dtype "handle") a buffer pointer.
+
+    ``serial`` numbers variables in creation order, so that two variables with
+    one name sort the same way in every run (the simplifier orders terms).
+    """
     name: str
     dtype: str = "int32"
+    serial: int = dataclasses.field(default_factory=lambda: next(_VAR_SERIAL), repr=False)
 
 
 @node

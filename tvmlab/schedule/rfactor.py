@@ -53,10 +53,14 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     for r in red_roots:
         vmap[r.var] = vals[r]
     r0 = op.body[0]
-    cond = substitute(r0.condition, vmap)
+    # The range guards come first: the ``where`` condition may read memory
+    # that is only in bounds once they hold (ScheduleOps nests the parts).
+    cond = None
     for parent in _uneven_reduce_splits(st, dom):
-        cond = _op.logical_and(cond, _op.lt(vals[parent], _op.add(dom[parent].min,
-                                                                   dom[parent].extent)))
+        g = _op.lt(vals[parent], _op.add(dom[parent].min, dom[parent].extent))
+        cond = g if cond is None else _op.logical_and(cond, g)
+    where = substitute(r0.condition, vmap)
+    cond = where if cond is None else _op.logical_and(cond, where)
     axes = tuple(new_red[iv] for iv in red_leaves if iv is not ax)
     srcs = tuple(substitute(s, vmap) for s in r0.source)
     if not axes:

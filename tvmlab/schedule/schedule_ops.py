@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
-from ..ir.expr import Call, IntImm, Reduce, Var
+from ..ir.expr import And, Call, IntImm, Reduce, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import ComputeOp, IterVar, Range
@@ -153,8 +153,11 @@ class _Builder:
             stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, tmps)])
             for tv, nv in reversed(list(zip(tmps, news))):
                 stmt = LetStmt(tv, nv, stmt)
-        if not (isinstance(cond, IntImm) and cond.value):
-            stmt = IfThenElse(cond, stmt)
+        # One if per conjunct, first outermost: a later part may load memory
+        # that is only in bounds when an earlier one holds.
+        for c in reversed(_conjuncts(cond)):
+            if not (isinstance(c, IntImm) and c.value):
+                stmt = IfThenElse(c, stmt)
         return stmt
 
     def _init(self, st, body, values, first_red, guards, pos):
@@ -208,6 +211,12 @@ class _Builder:
         kind = a.kind
         ann = tuple(("pragma_" + k, v) for k, v in a.pragmas)
         return For(var, rng.min, rng.extent, kind, body, ann)
+
+
+def _conjuncts(e):
+    if isinstance(e, And):
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
 
 
 def _is_zero(e):

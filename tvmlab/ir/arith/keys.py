@@ -4,8 +4,8 @@ Two expressions with equal keys compute the same value (variables compare by
 identity, other nodes by class and fields).  The order of keys is what makes
 the simplifier canonical: like terms are collected by key and the terms of a
 sum, the operands of ``min``/``max`` and the factors of a product are sorted
-by it.  Variables sort by name first so that results read naturally and do not
-depend on allocation order unless two distinct variables share a name.
+by it.  Variables sort by name first so that results read naturally, then by
+creation order (``Var.serial``), so the order is the same in every run.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class KeyCache:
         if t is E.IntImm:
             return ("IntImm", e.dtype, e.value)
         if isinstance(e, E.Var):
-            return ("Var", e.name, e.dtype, id(e))
+            return ("Var", e.name, e.dtype, e.serial, id(e))
         if t is E.FloatImm:
             return ("FloatImm", e.dtype, e.value)
         return (t.__name__,) + tuple(self._field(getattr(e, f)) for f in t.field_names())
