@@ -157,10 +157,13 @@ class Schedule:
     def cache_read(self, tensor, scope, readers):
         """A copy of ``tensor`` in ``scope`` that ``readers`` read instead."""
         from .cache import cache_read
+        from .trace import _encode
         with self._transaction():
+            # readers are named before the copy exists: it may take one of their names
+            names = [_encode(r, self) for r in _as_list(readers)]
             out = cache_read(self, tensor, scope, readers)
             self.trace._add("cache_read", None, {"tensor": tensor, "scope": scope,
-                                                  "readers": list(_as_list(readers))})
+                                                  "readers": names})
             return out
 
     def cache_write(self, tensor, scope):
