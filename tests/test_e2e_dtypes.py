@@ -130,8 +130,6 @@ def test_cast(src, dst, rng, check_build):
                 rtol=tol, atol=tol)
 
 
-@pytest.mark.xfail(reason="fptrunc double->half becomes a call to __truncdfhf2, which the JIT "
-                   "does not resolve: calling the function segfaults", strict=True)
 def test_cast_float64_to_float16_isolated(isolated):
     rc, out = isolated("""
         import numpy as np

@@ -20,11 +20,6 @@ PER_CHUNK = 75
 
 # (phase, regex over the failure report, bug)
 KNOWN_BUGS = [
-    ("build", r"alignment is not a power of two",
-     "vector access of 3/5/6/7/12 lanes gets a non-power-of-two alignment"),
-    ("crash", r"\.vectorize\(",
-     "non-power-of-two vector alignment aborts LLVM when the vector has a tail"),
-    ("hang", r"\.unroll\(", "LLVM O3 (loop vectorize + unroll) never finishes"),
 ]
 
 

@@ -245,8 +245,29 @@ class ExprMixin:
         if sk == "float" and dk in ("int", "uint"):
             return bl.cast("fptosi" if dk == "int" else "fptoui", v, to)
         if sk == "float" and dk == "float":
+            if sb == 64 and db == 16:
+                return bl.cast("fptrunc", self._double_to_float_odd(v), to)
             return bl.cast("fpext" if db > sb else "fptrunc", v, to)
         raise BuildError(f"{self.func_name}: cannot cast {src} to {dst}")
+
+    def _double_to_float_odd(self, v):
+        """float64 -> float32 rounded to odd, so that a further rounding to float16 is correctly rounded.
+
+        x86 has no float64 -> float16 instruction (LLVM calls __truncdfhf2, which the JIT does not
+        have); rounding to odd first makes the two-step conversion equal to the direct one.
+        """
+        bl = self.b
+        n = L.lanes(v.ty)
+        f = bl.cast("fptrunc", v, L.vec("float", n), hint="f32")
+        back = bl.cast("fpext", f, v.ty)
+        inexact = bl.fcmp("one", back, v, hint="inexact")
+        away = bl.fcmp("ogt", self.intrinsic("llvm.fabs", v.ty, [back], [v.ty]),
+                       self.intrinsic("llvm.fabs", v.ty, [v], [v.ty]), hint="away")
+        it = L.vec("i32", n)
+        bits = bl.cast("bitcast", f, it, hint="bits")
+        bits = bl.binop("sub", bits, bl.cast("zext", away, it))          # toward zero when rounded away
+        bits = bl.binop("or", bits, bl.cast("zext", inexact, it))        # sticky bit: make it odd
+        return bl.cast("bitcast", bits, L.vec("float", n), hint="f32odd")
 
     # ------------------------------------------------------------ vectors
     def _e_Ramp(self, e):
@@ -286,7 +307,8 @@ class ExprMixin:
             return size
         m = known_multiple(base)
         align = math.gcd(self.aligned[var], m * size) if m else self.aligned[var]
-        return max(size, min(align, size * n))
+        align = min(align, size * n)
+        return max(size, 1 << (align.bit_length() - 1))  # LLVM needs a power of two
 
     def active_mask(self, n, predicate):
         """The lanes a vector access may touch: the load/store predicate and enclosing vector conditions."""

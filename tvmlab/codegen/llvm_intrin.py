@@ -10,6 +10,8 @@ TVM); ``nearbyint`` rounds halfway cases to even (numpy's ``np.round``).
 """
 from __future__ import annotations
 
+import struct
+
 from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir import expr as E
@@ -27,6 +29,11 @@ _LIBM_UNARY = ("tan", "sinh", "cosh", "asin", "acos", "atan", "tanh", "erf", "er
                "cbrt", "asinh", "acosh", "atanh")
 _LIBM_BINARY = ("atan2", "hypot", "nextafter")
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor", "shift_left": "shl"}
+
+
+def _f32(v):
+    """``v`` rounded to the nearest float32 (LLVM float constants must be exact)."""
+    return struct.unpack("<f", struct.pack("<f", v))[0] if abs(v) != float("inf") else v
 
 
 class IntrinMixin:
@@ -67,7 +74,9 @@ class IntrinMixin:
         args, half = self._promote(args)
         t = args[0].ty
         bl = self.b
-        if op in _LLVM_UNARY:
+        if op == "exp" and L.elem(t) == "float" and L.lanes(t) > 1:
+            r = self.vector_expf(args[0])
+        elif op in _LLVM_UNARY:
             r = self.intrinsic("llvm." + _LLVM_UNARY[op], t, args[:1], [t])
         elif op in _LLVM_BINARY:
             r = self.intrinsic("llvm." + _LLVM_BINARY[op], t, args[:2], [t])
@@ -85,6 +94,46 @@ class IntrinMixin:
         else:
             raise BuildError(f"{self.func_name}: unknown float intrinsic {op!r}")
         return bl.cast("fptrunc", r, half) if half else r
+
+    def vector_expf(self, x):
+        """exp of a float32 vector, inline: LLVM would call expf once per lane.
+
+        Cephes' expf: n = round(x / ln 2), r = x - n ln 2 (in two parts), a degree-7
+        polynomial for exp(r), scaled by 2^n as two factors so that results down to the
+        smallest subnormal and up to FLT_MAX are exact powers (error about 1 ulp).
+        Above ln(FLT_MAX) gives inf, below ln(smallest subnormal) 0, NaN stays NaN.
+        """
+        bl = self.b
+        t = x.ty
+        n = L.lanes(t)
+        it = L.vec("i32", n)
+
+        def c(v):
+            return L.splat_const(L.const("float", _f32(v)), n)
+
+        def ci(v):
+            return L.splat_const(L.const("i32", v), n)
+
+        hi, lo = 88.72283935546875, -103.97207708
+        xc = bl.select(bl.fcmp("olt", x, c(lo)), c(lo), x)
+        xc = bl.select(bl.fcmp("ogt", xc, c(hi)), c(hi), xc, hint="xc")
+        k = self.intrinsic("llvm.rint", t, [bl.binop("fmul", xc, c(1.44269504088896341))], [t])
+        r = self.intrinsic("llvm.fma", t, [k, c(-0.693359375), xc], [t])
+        r = self.intrinsic("llvm.fma", t, [k, c(2.12194440e-4), r], [t])
+        p = c(1.9875691500e-4)
+        for coef in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
+            p = self.intrinsic("llvm.fma", t, [p, r, c(coef)], [t])
+        p = self.intrinsic("llvm.fma", t, [p, bl.binop("fmul", r, r), r], [t])
+        p = bl.binop("fadd", p, c(1.0), hint="poly")
+        ki = bl.cast("fptosi", k, it)
+        k1 = bl.binop("ashr", ki, ci(1))
+        k2 = bl.binop("sub", ki, k1)
+        for part in (k1, k2):
+            scale = bl.cast("bitcast", bl.binop("shl", bl.binop("add", part, ci(127)), ci(23)), t)
+            p = bl.binop("fmul", p, scale)
+        p = bl.select(bl.fcmp("ogt", x, c(hi)), c(float("inf")), p)
+        p = bl.select(bl.fcmp("olt", x, c(lo)), c(0.0), p)
+        return bl.select(bl.fcmp("uno", x, x), x, p, hint="exp")
 
     # ------------------------------------------------------------ Call nodes
     def _e_Call(self, e):

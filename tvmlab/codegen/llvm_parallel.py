@@ -6,8 +6,11 @@ A ``parallel`` For becomes three pieces:
   buffers arrive as ``noalias`` arguments so the body optimises as well as a
   serial loop would;
 * ``void @f_par<k>(ptr %closure)``: run by every OpenMP thread; it unpacks the
-  closure, takes the thread's contiguous chunk of the iteration range and
-  calls the body, recording the first error code in the closure;
+  closure, then claims chunks of the iteration range from a shared counter
+  (an atomic add) and calls the body on each, recording the first error code
+  in the closure.  Claiming chunks instead of taking a fixed share balances the
+  load when a core is busy with other work; each thread's chunks are about an
+  eighth of its share, so the atomics cost nothing measurable;
 * in ``f``: the live-in values packed into a stack struct and
   ``GOMP_parallel(@f_par<k>, closure, 0, 0)`` (0 threads: OpenMP's default).
 
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 from ..ir.functor import IRVisitor
 from . import llvm_ir as L
+
+CHUNKS_PER_THREAD = 8
 
 
 def free_vars(stmt):
@@ -60,12 +65,14 @@ class ParallelMixin:
         self.parallel_count += 1
         name = f"{self.func_name}_par{k}"
         body_fn = self._parallel_body(s, name, live, values, begin.ty)
-        fields = [v.ty for v in values] + [begin.ty, begin.ty, "ptr"]
+        fields = [v.ty for v in values] + [begin.ty, begin.ty, "ptr", "ptr"]
         struct_ty = "{ " + ", ".join(fields) + " }"
         closure = bl.alloca(struct_ty, 16, hint=f"closure{k}")
         err = bl.alloca("i32", 4, hint=f"err{k}")
         bl.store(L.const("i32", 0), err, 4)
-        for i, v in enumerate(values + [begin, extent, err]):
+        counter = bl.alloca("i64", 8, hint=f"next{k}")
+        bl.store(L.const("i64", 0), counter, 8)
+        for i, v in enumerate(values + [begin, extent, err, counter]):
             bl.store(v, bl.struct_gep(struct_ty, closure, i), _align(v.ty))
         self._parallel_launcher(name, struct_ty, fields, body_fn, len(values))
         self.module.declare("GOMP_parallel", "void", ["ptr", "ptr", "i32", "i32"], "nounwind")
@@ -90,7 +97,7 @@ class ParallelMixin:
             for var, arg in zip(live, fn.args):
                 self.st.vars[var] = arg
             lo, hi = fn.args[-2], fn.args[-1]
-            self.loop(s.loop_var, lo, hi, lambda: self.stmt(s.body))
+            self.loop(s.loop_var, lo, hi, lambda: self.stmt(s.body), self.no_vectorize_metadata(s))
             self.b.ret(L.const("i32", 0))
             self.finish_function()
         finally:
@@ -98,29 +105,39 @@ class ParallelMixin:
         return fn
 
     def _parallel_launcher(self, name, struct_ty, fields, body_fn, nlive):
-        """``void @<name>(ptr closure)``: this thread's chunk of the range, then the body."""
+        """``void @<name>(ptr closure)``: claim chunks of the range from the shared counter, run the body."""
         fn = self.module.add_function(L.Function(name, "void", [("ptr", "", "closure")], linkage="internal"))
         bl = L.Builder(fn)
         start = fn.new_block("start")
         bl.position(start)
         closure = fn.args[0]
         vals = [bl.load(t, bl.struct_gep(struct_ty, closure, i), _align(t), hint="arg") for i, t in enumerate(fields)]
-        begin, extent, err = vals[nlive], vals[nlive + 1], vals[nlive + 2]
+        begin, extent, err, counter = vals[nlive], vals[nlive + 1], vals[nlive + 2], vals[nlive + 3]
         ity = begin.ty
-        self.module.declare("omp_get_thread_num", "i32", [], "nounwind")
         self.module.declare("omp_get_num_threads", "i32", [], "nounwind")
-        tid = bl.call("i32", "omp_get_thread_num", [], hint="tid")
         nt = bl.call("i32", "omp_get_num_threads", [], hint="nthreads")
         if ity != "i32":
-            tid, nt = bl.cast("sext", tid, ity), bl.cast("sext", nt, ity)
+            nt = bl.cast("sext", nt, ity)
         one = L.const(ity, 1)
-        chunk = bl.binop("sdiv", bl.binop("sub", bl.binop("add", extent, nt), one), nt, hint="chunk")
-        lo = _smin(bl, bl.binop("mul", tid, chunk), extent)
+        # chunk = ceil(extent / (8 * threads)), at least 1
+        parts = bl.binop("mul", nt, L.const(ity, CHUNKS_PER_THREAD), hint="parts")
+        chunk = bl.binop("sdiv", bl.binop("sub", bl.binop("add", extent, parts), one), parts, hint="chunk")
+        chunk = bl.select(bl.icmp("sgt", chunk, one), chunk, one, hint="chunk")
+        claim, run, failed, done = (fn.new_block(h) for h in ("claim", "run", "failed", "done"))
+        bl.br(claim)
+        bl.position(claim)
+        c = bl.emit(f"atomicrmw add ptr {counter.ref}, i64 1 monotonic", "i64", "c")
+        if ity != "i64":
+            c = bl.cast("trunc", c, ity)
+        lo = bl.binop("mul", c, chunk, hint="off")
+        more = bl.icmp("slt", lo, extent)
+        # a counter past the end stops the thread (lo >= extent; the multiply cannot overflow: c <= parts)
+        bl.cbr(more, run, done)
+        bl.position(run)
         hi = _smin(bl, bl.binop("add", lo, chunk), extent)
         lo, hi = bl.binop("add", begin, lo, hint="lo"), bl.binop("add", begin, hi, hint="hi")
         rc = bl.call("i32", body_fn.name, vals[:nlive] + [lo, hi], hint="rc")
-        failed, done = fn.new_block("failed"), fn.new_block("done")
-        bl.cbr(bl.icmp("ne", rc, L.const("i32", 0)), failed, done)
+        bl.cbr(bl.icmp("ne", rc, L.const("i32", 0)), failed, claim)
         bl.position(failed)
         bl.emit(f"cmpxchg ptr {err.ref}, i32 0, {rc} monotonic monotonic", "{ i32, i1 }", "xchg")
         bl.br(done)

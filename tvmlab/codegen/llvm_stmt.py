@@ -16,6 +16,7 @@ import contextlib
 from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.printer import astext
 from . import llvm_ir as L
 from .llvm_expr import _is_one
@@ -23,6 +24,44 @@ from .llvm_types import memory_type
 
 STACK_LIMIT = 64 * 1024
 ALIGN = 64
+
+
+# LLVM 20's loop vectorizer takes time exponential in the length of a chain of conditional updates
+# that are uniform across the loop (VPlan's narrowToSingleScalarRecipes walks each if-converted blend
+# ``select(c, acc + x, acc)`` once per use of ``acc``).  Such chains appear when LLVM fully unrolls an
+# inner loop of constant extent around an IfThenElse, e.g. a reduction with a data-dependent ``where``
+# whose value does not depend on the outer loop; 20 links already take seconds.  The outer loop of such
+# a nest is kept from the loop vectorizer (the inner loops are still vectorized as usual).
+CONDITIONAL_CHAIN_LIMIT = 16
+
+
+def unrolled_conditionals(body):
+    """The longest chain of conditionals that full unrolling of ``body``'s constant-extent loops could
+    make: over every IfThenElse (or predicated store) in ``body``, the product of the extents of its
+    enclosing loops inside ``body``; loops of symbolic extent are never fully unrolled (0)."""
+    best = 0
+
+    def walk(n, factor):
+        nonlocal best
+        if isinstance(n, S.For):
+            ext = n.extent
+            if not isinstance(ext, E.IntImm):
+                return
+            walk(n.body, factor * max(ext.value, 1))
+            return
+        if isinstance(n, S.IfThenElse) or (isinstance(n, S.Store) and n.predicate is not None):
+            best = max(best, factor)
+        for child in _stmt_children(n):
+            walk(child, factor)
+
+    walk(body, 1)
+    return best
+
+
+def _stmt_children(n):
+    if isinstance(n, S.SeqStmt):
+        return n.seq
+    return [getattr(n, k) for k in ("body", "then_case", "else_case") if getattr(n, k, None) is not None]
 
 
 class StmtMixin:
@@ -136,7 +175,15 @@ class StmtMixin:
             md = self.loop_metadata('!"llvm.loop.vectorize.enable", i1 true')
         elif s.kind != "serial":
             raise BuildError(f"{self.func_name}: unknown loop kind {s.kind!r} for loop {s.loop_var.name!r}")
+        else:
+            md = self.no_vectorize_metadata(s)
         self.serial_for(s, md)
+
+    def no_vectorize_metadata(self, s):
+        """Loop metadata keeping loop ``s`` from LLVM's loop vectorizer when it could hang it, else None."""
+        if unrolled_conditionals(s.body) >= CONDITIONAL_CHAIN_LIMIT:
+            return self.loop_metadata('!"llvm.loop.vectorize.enable", i1 false')
+        return None
 
     def loop_bounds(self, s):
         """(min, extent) of loop ``s`` as values of the loop variable's type."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import struct
 
 import llvmlite.binding as llvm
 
@@ -68,16 +69,48 @@ def create_target_machine(cpu, features, opt=3, jit=False):
                                         reloc="default", codemodel="jitdefault")
 
 
+def undefined_symbols(obj):
+    """Names of the symbols an ELF object file uses but does not define (from .symtab and .strtab)."""
+    sections = {}
+    for sec in llvm.ObjectFileRef.from_data(obj).sections():
+        name = sec.name()
+        name = name.decode() if isinstance(name, bytes) else name
+        if name in (".symtab", ".strtab"):
+            sections[name] = sec.data()
+    symtab, strtab = sections.get(".symtab", b""), sections.get(".strtab", b"")
+    names = []
+    for off in range(24, len(symtab) - 23, 24):   # entry 0 is the null symbol
+        st_name, _info, _other, shndx = struct.unpack_from("<IBBH", symtab, off)
+        if shndx == 0 and st_name:
+            names.append(strtab[st_name:strtab.index(b"\0", st_name)].decode())
+    return names
+
+
 class JitEngine:
-    """One optimised LLVM module compiled to machine code in this process."""
+    """One optimised LLVM module compiled to machine code in this process.
+
+    MCJIT links a call to a symbol it cannot find (a compiler-rt helper such as
+    ``__truncdfhf2`` that LLVM's backend may emit) to address 0, so calling it
+    would crash the process; every symbol the object needs is checked here and a
+    missing one fails the build instead.
+    """
 
     def __init__(self, module_ref, cpu, features, opt=3):
         initialize()
+        objects = []
         try:
             self._engine = llvm.create_mcjit_compiler(module_ref, create_target_machine(cpu, features, opt, jit=True))
+            self._engine.set_object_cache(lambda _module, buf: objects.append(buf))
             self._engine.finalize_object()
         except RuntimeError as e:
             raise BuildError(f"JIT compilation failed: {e}") from None
+        missing = sorted({n for obj in objects for n in undefined_symbols(obj)
+                          if not llvm.address_of_symbol(n)})
+        if missing:
+            self._engine = None
+            raise BuildError(f"JIT compilation failed: the machine code calls {', '.join(missing)}, which this "
+                             "process does not provide (a compiler runtime helper LLVM emitted for an operation "
+                             "this CPU lacks)")
 
     def address(self, name):
         """Native address of function ``name`` (0 when absent)."""
