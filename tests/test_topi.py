@@ -1,0 +1,173 @@
+"""The topi operators, built with their CPU schedules, against numpy on random data.
+
+Shapes include ones the schedules' tiles do not divide (register tiles, row
+blocks, reduction chunks, vector widths) and degenerate ones; outputs are
+poisoned with NaN before each call by ``check_build``.
+"""
+import numpy as np
+import pytest
+
+import tvmlab
+from tvmlab import te, topi
+from tvmlab.errors import ScheduleError
+from tvmlab.ir.functor import IRVisitor
+from tvmlab.ir.stmt import Allocate
+
+
+def _ref_matmul(a, b):
+    return (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 64, 64), (37, 53, 41), (1, 1, 1), (130, 300, 70), (8, 513, 33),
+                                   (3, 7, 100)])
+def test_matmul(m, k, n, check_build):
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    C = topi.matmul(A, B)
+    s = topi.schedule_matmul(C)
+    check_build(s, [A, B, C], _ref_matmul, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_matmul_float64_small_tiles(check_build):
+    A = te.placeholder((45, 29), dtype="float64", name="A")
+    B = te.placeholder((29, 50), dtype="float64", name="B")
+    C = topi.matmul(A, B, block=16)
+    s = topi.schedule_matmul(C, rows=4, row_block=12, k_chunk=8)
+    check_build(s, [A, B, C], lambda a, b: a @ b)
+
+
+def test_matmul_int32(check_build):
+    A = te.placeholder((19, 23), dtype="int32", name="A")
+    B = te.placeholder((23, 35), dtype="int32", name="B")
+    C = topi.matmul(A, B)
+    check_build(topi.schedule_matmul(C), [A, B, C], lambda a, b: a @ b, ranges={"A": (-9, 9), "B": (-9, 9)})
+
+
+def _allocations(stmt):
+    found = []
+
+    class Walk(IRVisitor):
+        def visit_Allocate(self, s):
+            n = 1
+            for x in s.extents:
+                n *= x.value
+            found.append((s.buffer_var.name, n))
+            self.generic_visit(s)
+
+    Walk().visit(stmt)
+    return found
+
+
+@pytest.mark.parametrize("k,n", [(64, 64), (50, 70)])
+def test_matmul_packing_memory_is_the_packed_operand(k, n):
+    """The kernel allocates only the packed operands: B in 32-column panels, A in 8-row panels."""
+    A = te.placeholder((16, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    C = topi.matmul(A, B)
+    mod = tvmlab.lower(topi.schedule_matmul(C), [A, B, C])
+    allocs = _allocations(next(iter(mod.functions.values())).body)
+    assert allocs[0] == ("C_packB", k * -(-n // 32) * 32)
+    assert [a for a, _ in allocs[1:]] == ["C_packA"] and allocs[1][1] <= 16 * k   # A: 16 rows
+
+
+def test_matmul_errors():
+    A = te.placeholder((4, 5), name="A")
+    with pytest.raises(ScheduleError, match="5 columns but B has 6 rows"):
+        topi.matmul(A, te.placeholder((6, 3), name="B"))
+    with pytest.raises(ScheduleError, match="2-D"):
+        topi.matmul(A, te.placeholder((5,), name="B"))
+    with pytest.raises(ScheduleError, match="output of topi.matmul"):
+        topi.schedule_matmul(topi.add(A, A))
+    with pytest.raises(ScheduleError, match="target 'llvm'"):
+        topi.schedule_matmul(topi.matmul(A, te.placeholder((5, 3), name="B")), target="cuda")
+
+
+@pytest.mark.parametrize("shape", [(1000,), (1,), (65536 + 37,), (37, 23), (3, 4, 5)])
+def test_add(shape, check_build):
+    A = te.placeholder(shape, name="A")
+    B = te.placeholder(shape, name="B")
+    C = topi.add(A, B)
+    check_build(topi.schedule_elementwise(C), [A, B, C], lambda a, b: a + b)
+
+
+def test_add_errors():
+    with pytest.raises(ScheduleError, match="one shape and dtype"):
+        topi.add(te.placeholder((3,), name="A"), te.placeholder((3,), dtype="int32", name="B"))
+
+
+def _ref_softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("m,n", [(4, 37), (3, 5), (2, 1000), (5, 1), (7, 16), (64, 256)])
+def test_softmax(m, n, check_build):
+    x = te.placeholder((m, n), name="x")
+    out = topi.softmax(x)
+    check_build(topi.schedule_softmax(out), [x, out], _ref_softmax, ranges={"x": (-30, 30)},
+                rtol=2e-6, atol=1e-7)
+
+
+def test_softmax_extreme_rows(check_build):
+    """Rows with huge spreads (underflowing exponentials) and equal values."""
+    x = te.placeholder((3, 40), name="x")
+    out = topi.softmax(x)
+    data = np.random.default_rng(1).uniform(-200, 200, (3, 40)).astype(np.float32)
+    data[1] = 7.0
+    data[2, :20] = -1e30
+    check_build(topi.schedule_softmax(out), [x, out], _ref_softmax, inputs={"x": data}, rtol=2e-6, atol=1e-7)
+
+
+def _ref_conv(a, w, stride, padding):
+    n, c, h, wd = a.shape
+    o, _, kh, kw = w.shape
+    p = np.pad(a.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - kh) // stride + 1
+    ow = (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for y in range(kh):
+        for x in range(kw):
+            win = p[:, :, y:y + stride * oh:stride, x:x + stride * ow:stride]
+            out += np.einsum("nchw,oc->nohw", win, w[:, :, y, x].astype(np.float64))
+    return out.astype(a.dtype)
+
+
+@pytest.mark.parametrize("n,c,h,o,k,stride,padding", [
+    (1, 3, 7, 5, 3, 1, 1),       # 5 output channels: not a multiple of the channel block
+    (2, 4, 16, 8, 3, 1, 1),      # rows of 16: one full vector
+    (1, 2, 9, 4, 3, 2, 1),       # stride 2
+    (1, 3, 8, 6, 1, 1, 0),       # 1x1, no padding
+    (1, 2, 10, 3, 5, 1, 2),      # 5x5 window
+])
+def test_conv2d_nchw(n, c, h, o, k, stride, padding, check_build):
+    d = te.placeholder((n, c, h, h), name="data")
+    w = te.placeholder((o, c, k, k), name="kernel")
+    out = topi.conv2d_nchw(d, w, stride=stride, padding=padding)
+    check_build(topi.schedule_conv2d_nchw(out), [d, w, out],
+                lambda a, b: _ref_conv(a, b, stride, padding), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_errors():
+    d = te.placeholder((1, 3, 8, 8), name="data")
+    with pytest.raises(ScheduleError, match="3 channels but the kernel expects 4"):
+        topi.conv2d_nchw(d, te.placeholder((2, 4, 3, 3), name="w"))
+    with pytest.raises(ScheduleError, match="stride"):
+        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), stride=0)
+
+
+@pytest.mark.parametrize("k_chunk", [None, 8])
+def test_matmul_schedule_variants(k_chunk, check_build):
+    """Register write cache over the whole reduction, and small reduction chunks with packed A per task."""
+    A = te.placeholder((70, 45), name="A")
+    B = te.placeholder((45, 40), name="B")
+    C = topi.matmul(A, B)
+    s = topi.schedule_matmul(C, row_block=16, k_chunk=k_chunk)
+    check_build(s, [A, B, C], _ref_matmul, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_unpacked_a(check_build):
+    A = te.placeholder((21, 30), name="A")
+    B = te.placeholder((30, 33), name="B")
+    C = topi.matmul(A, B, rows=0)
+    check_build(topi.schedule_matmul(C), [A, B, C], _ref_matmul, rtol=1e-4, atol=1e-3)

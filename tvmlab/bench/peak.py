@@ -1,0 +1,87 @@
+"""The CPU's float32 FMA peak: measured with a register-only FMA loop on every core.
+
+``peak_gflops()`` returns (GFLOP/s, how it was obtained).  The measurement runs
+an LLVM kernel of 12 independent chains of 16-lane FMAs (no memory traffic) on
+as many threads as the OpenMP runtime uses, timed together.  Setting
+``TVMLAB_PEAK_GFLOPS`` replaces the measurement (e.g. with the nominal peak:
+cores x FMA units x lanes x 2 x clock).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+
+import llvmlite.binding as llvm
+
+from ..runtime import llvm_jit
+
+LANES, CHAINS, STEPS = 16, 12, 4_000_000
+
+
+def _kernel_ir():
+    vt = f"<{LANES} x float>"
+    mul = "<" + ", ".join(["float 0x3FEFF7CEE0000000"] * LANES) + ">"
+    add = "<" + ", ".join(["float 0x3F50624DE0000000"] * LANES) + ">"
+    one = "<" + ", ".join(["float 1.0"] * LANES) + ">"
+    out = ["define void @fma_peak(i64 %n, ptr %out) {", "entry:", "  br label %loop", "loop:",
+           "  %i = phi i64 [0, %entry], [%i1, %loop]"]
+    out += [f"  %a{k} = phi {vt} [{one}, %entry], [%b{k}, %loop]" for k in range(CHAINS)]
+    out += [f"  %b{k} = call {vt} @llvm.fma.v{LANES}f32({vt} %a{k}, {vt} {mul}, {vt} {add})" for k in range(CHAINS)]
+    out += ["  %i1 = add i64 %i, 1", "  %c = icmp ult i64 %i1, %n", "  br i1 %c, label %loop, label %done", "done:"]
+    acc = "%b0"
+    for k in range(1, CHAINS):
+        out.append(f"  %s{k} = fadd {vt} {acc}, %b{k}")
+        acc = f"%s{k}"
+    out += [f"  store {vt} {acc}, ptr %out, align 4", "  ret void", "}",
+            f"declare {vt} @llvm.fma.v{LANES}f32({vt}, {vt}, {vt})"]
+    return "\n".join(out)
+
+
+def threads():
+    """Threads a parallel loop uses (OMP_NUM_THREADS, else the CPUs this process may run on)."""
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def measure(nthreads=None, rounds=5, settle=0.1):
+    """Measured FMA GFLOP/s of ``nthreads`` threads running together (best of ``rounds``)."""
+    nthreads = nthreads or threads()
+    cpu, features = llvm_jit.host_cpu()
+    engine = llvm_jit.JitEngine(llvm.parse_assembly(_kernel_ir()), cpu, features)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(engine.address("fma_peak"))
+    sinks = [ctypes.create_string_buffer(LANES * 4) for _ in range(nthreads)]
+    best = 0.0
+    for _ in range(rounds):
+        time.sleep(settle)           # let other thread pools stop spinning
+        barrier = threading.Barrier(nthreads + 1)
+
+        def work(k):
+            barrier.wait()
+            fn(STEPS, ctypes.addressof(sinks[k]))   # ctypes releases the GIL during the call
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(nthreads)]
+        for t in ts:
+            t.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        elapsed = time.perf_counter() - t0
+        best = max(best, nthreads * STEPS * CHAINS * LANES * 2 / elapsed / 1e9)
+    return best
+
+
+def peak_gflops():
+    """(float32 FMA peak in GFLOP/s, a note saying where it comes from)."""
+    env = os.environ.get("TVMLAB_PEAK_GFLOPS")
+    if env:
+        try:
+            return float(env), "TVMLAB_PEAK_GFLOPS"
+        except ValueError:
+            pass
+    n = threads()
+    return measure(n), f"measured: {n} threads x {LANES}-lane FMA chains"
