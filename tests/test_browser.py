@@ -1,0 +1,213 @@
+"""The tour notebook in a real browser: JupyterLab driven by Playwright on Debian's chromium.
+
+Starts JupyterLab on a temporary copy of notebooks/, opens 01_tour.ipynb, runs
+all cells, then uses the explorer widget as a student would: picks a primitive,
+applies it, and checks that the AST2 view changed.  A screenshot is saved to a
+temporary folder whose path is printed.  Skipped, with the reason, when
+chromium or the playwright package is missing (``make test`` installs both).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
+TOUR = "01_tour.ipynb"
+
+if CHROMIUM is None:
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)",
+                allow_module_level=True)
+playwright = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+pytest.importorskip("jupyterlab", reason="jupyterlab is not installed")
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_http(url, proc, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"JupyterLab did not answer {url} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of the notebooks; yields (base url, token)."""
+    work = tmp_path_factory.mktemp("lab")
+    nbdir = work / "notebooks"
+    shutil.copytree(ROOT / "notebooks", nbdir)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, PYOPENGL_PLATFORM="egl", EGL_PLATFORM="surfaceless",
+               JUPYTERLAB_SETTINGS_DIR=str(work / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(work / "runtime"))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
+           f"--notebook-dir={nbdir}", "--ServerApp.port_retries=0",
+           "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    # every cell stays in the page (no windowing), so all prompts and outputs can be inspected
+    tracker = work / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    notes = work / "settings" / "@jupyterlab" / "apputils-extension"
+    notes.mkdir(parents=True)
+    (notes / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    log = open(work / "jupyter.log", "w")
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{base}/api/status?token={token}", proc, timeout=40)
+        yield base, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _kernel_idle(page, timeout_ms):
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           state="attached", timeout=timeout_ms)
+
+
+PROMPTS = "[...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent)"
+
+
+def _run_all(page, timeout_s):
+    """Run -> Run All Cells, then wait until no cell is queued or running."""
+    started = f"() => {PROMPTS}.some(t => /\\[(\\*|\\d+)\\]/.test(t))"
+    for _ in range(3):
+        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(started, timeout=5_000)
+            break
+        except playwright.TimeoutError:
+            page.keyboard.press("Escape")
+    else:
+        raise AssertionError("Run All Cells did not start the notebook")
+    deadline, quiet = time.monotonic() + timeout_s, 0
+    while quiet < 3:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the notebook was still running after {timeout_s} s")
+        busy = page.evaluate(f"() => {PROMPTS}.some(t => t.includes('*'))")
+        quiet = 0 if busy else quiet + 1
+        time.sleep(0.3)
+    _kernel_idle(page, 10_000)
+
+
+def _unexecuted(page):
+    return page.evaluate(f"() => {PROMPTS}.filter(t => !/\\[\\d+\\]/.test(t)).length")
+
+
+def _errors(page):
+    """The text of every output that shows a Python exception."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".map(o => o.innerText).filter(t => t.includes('Traceback')"
+        " || (/\\w+Error: /.test(t) && t.includes('Cell In[')))")
+
+
+@pytest.mark.timeout(240)
+def test_tour_runs_and_explorer_responds(lab, browser):
+    base, token = lab
+    shots = pathlib.Path(tempfile.mkdtemp(prefix="tvmlab-browser-"))
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(f"{base}/lab/tree/{TOUR}?token={token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=40_000)
+        _kernel_idle(page, 40_000)
+        _run_all(page, timeout_s=60)
+        assert _errors(page) == []
+        assert _unexecuted(page) == 0, "some cells of the tour did not run"
+
+        explorer = _explorer(page)
+        explorer.scroll_into_view_if_needed()
+        text, graph = _ast2_views(page, explorer)
+        text_before, graph_before = text.inner_text(), graph.inner_html()
+        assert "T.parallel" not in text_before
+
+        # a student picks the parallel primitive (offered only for the serial axis i.outer,
+        # since i.inner is vectorized) and presses apply
+        _dropdown(page, explorer, "primitive").select_option("parallel")
+        expect = playwright.expect
+        expect(_dropdown(page, explorer, "axis").locator("option")).to_have_count(1, timeout=10_000)
+        expect(_dropdown(page, explorer, "axis")).to_have_value("i.outer")
+        explorer.locator("button[title='apply']").click()
+
+        expect(text).to_contain_text("T.parallel(16)", timeout=15_000)
+        assert text.inner_text() != text_before
+        expect(explorer.locator(".widget-html-content", has_text="applied")).to_have_count(
+            1, timeout=10_000)
+        assert graph.inner_html() != graph_before, "the AST2 graph did not change"
+        status = explorer.locator(".widget-html-content", has_text="refreshed in").inner_text()
+        explorer.screenshot(path=str(shots / "tour_explorer.png"))
+        page.screenshot(path=str(shots / "tour_page.png"))
+        print(f"\n{status.strip()}\nscreenshots saved in {shots}")
+    finally:
+        page.close()
+
+
+def _explorer(page):
+    """The first explorer widget of the page: the VBox whose header says "tvmlab explorer"."""
+    header = page.locator(".widget-html-content", has_text="tvmlab explorer").first
+    return header.locator("xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbox ')][1]")
+
+
+def _dropdown(page, explorer, label):
+    """The <select> of the explorer's dropdown labelled exactly ``label``."""
+    box = explorer.locator(".widget-dropdown").filter(
+        has=page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
+    return box.locator("select").first
+
+
+def _ast2_views(page, explorer):
+    """The AST2 text (a diff against the previous step) and the AST2 graph (SVG) panes."""
+    def pane(title):
+        return explorer.locator(".widget-html-content").filter(
+            has=page.locator("b", has_text=re.compile(f"^{title}$"))).first
+    return pane("AST2 text"), pane("AST2 graph")

@@ -1,0 +1,77 @@
+"""Every teaching notebook executes cleanly, and is stored without outputs.
+
+Each notebook runs in a fresh kernel of this interpreter (nbclient maps the
+"python3" kernel to ``sys.executable``), with the OpenGL backend pointed at a
+headless EGL context, and any cell error fails the test with the cell shown.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+EXPECTED = [
+    "01_tour.ipynb",
+    "02_schedule_primitives.ipynb",
+    "03_matmul_cpu.ipynb",
+    "04_gpu_cuda.ipynb",
+    "05_opengl.ipynb",
+    "06_reductions_rfactor.ipynb",
+]
+CELL_TIMEOUT_S = 180
+
+
+def test_all_notebooks_present():
+    found = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    assert found == EXPECTED
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_is_stored_clean(name):
+    """Outputs are cleared in git: no outputs, no execution counts, valid format."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbformat.validate(nb)
+    assert nb.cells[0].cell_type == "markdown", "a notebook starts with its title"
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{name} cell {k} has stored outputs"
+            assert cell.execution_count is None, f"{name} cell {k} has an execution count"
+
+
+def _cell_failure(nb, err):
+    """The source of the failing cell and the tail of its error, for the failure message."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return (f"cell:\n{cell.source}\n\n{out.ename}: {out.evalue}")
+    return str(err)[-3000:]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", EXPECTED)
+def test_notebook_executes(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYOPENGL_PLATFORM", "egl")
+    monkeypatch.setenv("EGL_PLATFORM", "surfaceless")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}})
+    start = time.perf_counter()
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as err:
+        pytest.fail(f"{name} failed in {_cell_failure(nb, err)}", pytrace=False)
+    elapsed = time.perf_counter() - start
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    print(f"{name}: {elapsed:.1f} s")
+    if os.environ.get("TVMLAB_KEEP_NOTEBOOKS"):
+        nbformat.write(nb, pathlib.Path(os.environ["TVMLAB_KEEP_NOTEBOOKS"]) / name)
