@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+import tvmlab
 from tvmlab import te
 from tvmlab.errors import ScheduleError, TVMLabError
 from tvmlab.schedule import Trace
@@ -187,3 +188,19 @@ def test_rfactor_structure():
     assert [st.name for st in s.stages] == ["A", "S.rf", "S"]
     assert [iv.var.name for iv in s[S].leaf_iter_vars] == ["i", "ki.v"] or \
         [iv.var.name for iv in s[S].leaf_iter_vars][-1].endswith(".v")
+
+
+def test_second_cache_of_a_tensor_gets_its_own_name_and_replays():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    c1 = s.cache_read(A, "global", [B])
+    c2 = s.cache_read(A, "global", [c1])
+    s.cache_write(c2, "local")
+    assert [c1.name, c2.name] == ["A.global", "A.global.1"]
+    s2 = te.create_schedule(B.op)
+    Trace.from_json(s.trace.to_json()).replay(s2)
+    assert str(tvmlab.lower(s2, [A, B])) == str(tvmlab.lower(s, [A, B]))
+    ns = {"te": te, "A": A, "B": B, "s": te.create_schedule(B.op)}
+    exec(s.trace.as_python(header=False), ns)
+    assert str(tvmlab.lower(ns["s"], [A, B])) == str(tvmlab.lower(s, [A, B]))

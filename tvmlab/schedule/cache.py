@@ -45,7 +45,7 @@ def cache_read(sch, tensor, scope, readers):
                                 f"{tensor.name}")
         if st not in reader_stages:
             reader_stages.append(st)
-    name = f"{tensor.name}.{scope}"
+    name = sch.fresh_name(f"{tensor.name}.{scope}")
     from .. import te
     cache = te.compute(src.shape, lambda *i: src(*i), name=name)
     for st in reader_stages:
@@ -79,7 +79,7 @@ def cache_write(sch, tensor, scope):
     axis_map = {iv: copy_axis(iv) for iv in list(op.axis) + list(op.reduce_axis)}
     vmap = {iv.var: c.var for iv, c in axis_map.items()}
     body = [rebase_reduce(b, vmap, axis_map) for b in op.body]
-    cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, op.attrs,
+    cache_op = ComputeOp(sch.fresh_name(f"{op.name}.{scope}"), op.tag, op.attrs,
                          [axis_map[iv] for iv in op.axis], body)
     from ..ir.expr import ProducerLoad
     idx = tuple(iv.var for iv in op.axis)

@@ -68,7 +68,7 @@ def rfactor(sch, tensor, axis, factor_axis=0):
                             "split it first (e.g. ko, ki = s[C].split(k, factor=16)) and rfactor "
                             "one part")
     cf_body = [Reduce(r0.combiner, srcs, axes, cond, k, r0.init) for k in range(len(srcs))]
-    cf_op = ComputeOp(f"{op.name}.rf", op.tag, op.attrs, cf_axis, cf_body)
+    cf_op = ComputeOp(sch.fresh_name(f"{op.name}.rf"), op.tag, op.attrs, cf_axis, cf_body)
     kf = IterVar(Range(_op.const(0), dom[ax].extent), Var(ax.var.name + ".v", ax.var.dtype),
                  IterVar.REDUCE)
     idx = [iv.var for iv in op.axis]

@@ -106,6 +106,19 @@ class Schedule:
                         return t
         raise ScheduleError(f"no tensor named {name!r} in this schedule")
 
+    def fresh_name(self, base):
+        """``base``, or ``base.1``, ``base.2``... if a stage already has that name.
+
+        A second cache of one tensor in one scope gets its own name, so the
+        trace, the printed IR and ``as_python`` never confuse the two.
+        """
+        names = {st.name for st in self.stages}
+        name, k = base, 0
+        while name in names:
+            k += 1
+            name = f"{base}.{k}"
+        return name
+
     def _owner_of(self, iv):
         for st in self.stages:
             if iv in st.all_iter_vars:

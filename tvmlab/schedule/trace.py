@@ -309,7 +309,12 @@ class _PythonWriter:
             return f"{self.s}.normalize()"
         return f"# unknown step {st!r}"
 
-    def new_tensor(self, name):
+    def new_tensor(self, base):
+        """A variable for a new stage's tensor, named as Schedule.fresh_name names it."""
+        name, k = base, 0
+        while name in self.tensor_vars:
+            k += 1
+            name = f"{base}.{k}"
         v = _ident(name)
         self.tensor_vars[name] = v
         return v
