@@ -154,15 +154,21 @@ def test_flatten_symbolic_realize_extent_and_offset():
 
 
 def test_flatten_realize_covers_the_consumer_that_follows_it():
-    """ScheduleOps puts an attached producer's realize just before the consumer code."""
-    A, B, C = tensor("A", (6,)), tensor("B", (6,)), tensor("C", (6,))
-    i, bi = Var("i"), Var("bi")
-    produce = loop(bi, i, 1, "serial", ProducerStore(B, A[bi] * A[bi], (bi,)))
-    realize = ProducerRealize(B, (Range(i, op.const(1)),), op.const(True), produce, "")
-    consume = ProducerStore(C, B[i] - 1.0, (i,))
-    ast2 = loop(i, 0, 6, "serial", seq(realize, consume))
-    binds = binds_of(A, C)
-    ast3 = storage_flatten(ast2, binds)
+    """ScheduleOps realizes an attached producer around the consumer code that reads it,
+    so flattening gives one allocation holding both the producer's and the consumer's stores."""
+    import tvmlab
+    from tvmlab import te
+    from tvmlab.schedule.bound import canonical_tensor
+    A = te.placeholder((6,), name="A")
+    B = te.compute((6,), lambda i: A[i] * A[i], name="B")
+    C = te.compute((6,), lambda i: B[i] - 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    ast2 = tvmlab.lower(s, [A, C], simple_mode=True).history["AST2"]
+    (realize,) = nodes(ast2.body, ProducerRealize)
+    assert len(nodes(realize.body, ProducerStore)) == 2
+    binds = {canonical_tensor(s, t): buf for t, buf in zip((A, C), ast2.buffer_map.values())}
+    ast3 = storage_flatten(ast2.body, binds)
     (alloc,) = nodes(ast3, Allocate)
     assert len(nodes(alloc.body, Store)) == 2
     arrays = random_arrays([A, C], {})

@@ -14,7 +14,6 @@ import math
 from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.functor import substitute
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",

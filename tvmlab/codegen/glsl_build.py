@@ -17,26 +17,16 @@ a device the build still succeeds and calling raises DeviceError.
 from __future__ import annotations
 
 from ..errors import BuildError, LoweringError
-from ..ir.function import IRModule, PrimFunc
 from ..lower.glsl_passes import split_passes
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime.opengl_module import FragmentStep, GLFunction, GLModule, TempSpec
 from .glsl_fragment import VERTEX_SHADER, FragmentWriter, check_dtypes
+from .common import functions_of
 from .glsl_params import params_of, size_fn
 from .registry import Target, register_target
 
 _OPTIONS = ("compute",)
 _IGNORED = ("keys", "tag", "model")
-
-
-def _functions(mod):
-    if isinstance(mod, PrimFunc):
-        return {mod.name: mod}
-    if isinstance(mod, IRModule):
-        if not mod.functions:
-            raise BuildError("cannot build an empty IRModule")
-        return mod.functions
-    raise BuildError(f"build_opengl expects an IRModule or a PrimFunc, got {type(mod).__name__}")
 
 
 def fragment_function(func):
@@ -111,7 +101,7 @@ def build_opengl(mod, target="opengl"):
         fn, texts, host, name = compute_module(mod)
         functions[name], hosts = fn, [host]
     else:
-        for name, f in _functions(mod).items():
+        for name, f in functions_of(mod, "build_opengl").items():
             fn, srcs, host = fragment_function(f)
             functions[name] = fn
             texts += srcs

@@ -19,28 +19,18 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.arith import Analyzer
 from ..ir.arith.interval import POS_INF, IntervalSet
-from ..ir.functor import IRVisitor
 from ..ir.stmt import Allocate, AttrStmt, Evaluate, LetStmt, SeqStmt, is_no_op
 from ..ir.tensor import Range
 from ..lower.thread_sync import is_barrier
 from ..runtime import opengl_context as glc
 from ..runtime.opengl_module import ComputeStep, GLFunction, TempSpec
+from .common import written_buffers
 from .glsl_params import params_of, size_fn
 from .glsl_expr import Names, glsl_type, helper_source
 from .glsl_fragment import check_dtypes
 from .glsl_stmt import StmtWriter
 
 _AXES = "xyz"
-
-
-class _Stores(IRVisitor):
-    def __init__(self):
-        super().__init__()
-        self.vars = set()
-
-    def visit_Store(self, s):
-        self.vars.add(s.buffer_var)
-        self.generic_visit(s)
 
 
 class ComputeWriter(StmtWriter):
@@ -105,8 +95,7 @@ class ComputeWriter(StmtWriter):
         k = self.k
         head = [f"layout(local_size_x = {local_size[0]}, local_size_y = {local_size[1]}, "
                 f"local_size_z = {local_size[2]}) in;"]
-        writes = _Stores()
-        writes.visit(k.body)
+        writes = written_buffers(k.body)
         bindings, scalars = [], []
         for p in k.params:
             if p.dtype == "handle":
@@ -114,10 +103,10 @@ class ComputeWriter(StmtWriter):
                 name = self.names.of(p, p.name)
                 block = self.names.fresh(f"{name}_block")
                 binding = len(bindings)
-                access = "" if p in writes.vars else "readonly "
+                access = "" if p in writes else "readonly "
                 head.append(f"layout(std430, binding = {binding}) {access}buffer {block} {{ {t} {name}[]; }};")
                 self.buffers[p] = name
-                bindings.append((p, binding, p in writes.vars))
+                bindings.append((p, binding, p in writes))
             else:
                 t = glsl_type(p.dtype, f"{self.where}: scalar {p.name}")
                 if p not in scalar_keys:

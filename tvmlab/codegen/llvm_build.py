@@ -18,11 +18,10 @@ import llvmlite.binding as llvm
 
 from ..errors import BuildError
 from ..ir import expr as E
-from ..ir.function import IRModule, PrimFunc
-from ..ir.functor import IRVisitor
 from ..ir.printer import astext
 from ..runtime import llvm_jit
 from ..runtime.module import DimExpr, FuncSpec, Function, Module, ParamSpec
+from .common import functions_of, written_buffers
 from .llvm_codegen import CodeGenLLVM, signature
 from .registry import Target, register_target
 
@@ -77,23 +76,6 @@ def optimize(module_ref, tm, opt):
 
 
 # ------------------------------------------------------------------ runtime description
-class _Writes(IRVisitor):
-    """Buffer variables a function may write: stored to, or handed to an external call."""
-
-    def __init__(self):
-        super().__init__()
-        self.vars = set()
-
-    def visit_Store(self, s):
-        self.vars.add(s.buffer_var)
-        self.generic_visit(s)
-
-    def visit_Call(self, c):
-        if c.op in ("call_extern", "call_pure_extern"):
-            self.vars.update(a for a in c.args if isinstance(a, E.Var) and a.dtype == "handle")
-        self.generic_visit(c)
-
-
 _PY_OPS = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul, E.FloorDiv: operator.floordiv,
            E.FloorMod: operator.mod, E.Min: min, E.Max: max}
 
@@ -139,33 +121,22 @@ def func_spec(name, func, errors):
         fn = _py_fn(x, key)
         return None if fn is None else DimExpr(astext(x), fn)
 
-    w = _Writes()
-    w.visit(func.body)
+    written = written_buffers(func.body)
     params = []
     for p in signature(func):
         buf = func.buffer_map.get(p)
         if buf is not None:
             strides = None if buf.strides is None else [dim(s) for s in buf.strides]
             params.append(ParamSpec(buf.name, "buffer", buf.dtype, [dim(s) for s in buf.shape], strides,
-                                    written=p in w.vars or buf.data in w.vars))
+                                    written=p in written or buf.data in written))
         elif p.dtype == "handle":
-            params.append(ParamSpec(p.name, "buffer", None, written=p in w.vars))
+            params.append(ParamSpec(p.name, "buffer", None, written=p in written))
         else:
             params.append(ParamSpec(p.name, "scalar", p.dtype, var=key(p)))
     return FuncSpec(name, params, errors)
 
 
 # ------------------------------------------------------------------ build
-def _functions(mod):
-    if isinstance(mod, PrimFunc):
-        return {mod.name: mod}
-    if isinstance(mod, IRModule):
-        if not mod.functions:
-            raise BuildError("cannot build an empty IRModule")
-        return mod.functions
-    raise BuildError(f"build_llvm expects an IRModule or a PrimFunc, got {type(mod).__name__}")
-
-
 def _generate(funcs, tm):
     cg = CodeGenLLVM(llvm.get_process_triple(), str(tm.target_data), openmp=llvm_jit.has_openmp())
     errors = {name: cg.add_function(name, f) for name, f in funcs.items()}
@@ -175,7 +146,7 @@ def _generate(funcs, tm):
 def generate(mod, target="llvm"):
     """Unoptimised LLVM assembly for ``mod`` (IRModule or PrimFunc) and each function's error codes."""
     cpu, features, opt, _ = target_config(Target(target))
-    return _generate(_functions(mod), llvm_jit.create_target_machine(cpu, features, opt))
+    return _generate(functions_of(mod, "build_llvm"), llvm_jit.create_target_machine(cpu, features, opt))
 
 
 def build_llvm(mod, target="llvm"):
@@ -184,7 +155,7 @@ def build_llvm(mod, target="llvm"):
     if target.kind != "llvm":
         raise BuildError(f"build_llvm builds for target 'llvm', got {str(target)!r}")
     cpu, features, opt, reason = target_config(target)
-    funcs = _functions(mod)
+    funcs = functions_of(mod, "build_llvm")
     tm = llvm_jit.create_target_machine(cpu, features, opt)
     text, errors = _generate(funcs, tm)
     try:

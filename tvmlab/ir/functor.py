@@ -140,7 +140,6 @@ def collect_vars(n):
 
 def uses_var(n, pred):
     """True if some Var in ``n`` satisfies ``pred``."""
-    from .expr import Var
     found = []
 
     class V(IRVisitor):

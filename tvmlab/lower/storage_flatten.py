@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
-from ..ir.expr import IntImm, Load, ProducerLoad, Var
-from ..ir.functor import IRMutator, post_order_visit
-from ..ir.stmt import Allocate, ProducerRealize, ProducerStore, Store, seq
+from ..ir.expr import IntImm, Load, Var
+from ..ir.functor import IRMutator
+from ..ir.stmt import Allocate, Store
 
 
 class _Layout:
@@ -71,20 +71,6 @@ class _Flattener(IRMutator):
                                 "pass it in the argument list or let the schedule compute it")
         return lay
 
-    def visit_SeqStmt(self, s):
-        """A realize covers the statements after it in its sequence that use its tensor.
-
-        ScheduleOps places an attached producer (with its realize) just before
-        the consumer code at the attach point; the storage must outlive both.
-        """
-        items = list(s.seq)
-        for k, x in enumerate(items):
-            if (isinstance(x, ProducerRealize) and x.producer not in self.bound
-                    and k + 1 < len(items) and _uses_tensor(items[k + 1:], x.producer)):
-                x = x.replace(body=seq(x.body, *items[k + 1:]))
-                return seq(*[self.visit(y) for y in items[:k]], self.visit(x))
-        return seq(*[self.visit(y) for y in items])
-
     def visit_ProducerRealize(self, s):
         t = s.producer
         if t in self.bound:
@@ -117,19 +103,6 @@ class _Flattener(IRMutator):
         lay = self.layout(t, "read")
         indices = tuple(self.visit(i) for i in e.indices)
         return Load(t.dtype, lay.data, lay.flat_index(t, indices))
-
-
-def _uses_tensor(stmts, tensor):
-    found = []
-
-    def f(n):
-        if isinstance(n, (ProducerLoad, ProducerStore)) and n.producer is tensor:
-            found.append(n)
-    for x in stmts:
-        post_order_visit(x, f)
-        if found:
-            return True
-    return False
 
 
 def storage_flatten(stmt, binds):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..ir.expr import Call, StringImm
 from ..ir.functor import IRVisitor
-from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Store,
+from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt,
                        seq)
 
 

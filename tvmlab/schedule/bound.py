@@ -13,7 +13,7 @@ from ..ir import op as _op
 from ..ir.arith import NEG_INF, POS_INF, Analyzer, IntervalSet, union
 from ..ir.expr import IntImm, ProducerLoad, Reduce
 from ..ir.functor import IRMutator, IRVisitor, substitute
-from ..ir.tensor import ComputeOp, IterVar, Range
+from ..ir.tensor import ComputeOp, Range
 from .passes import leaf_values, pass_down_domain, pass_up_index
 from .rewrite import canonical_tensor
 

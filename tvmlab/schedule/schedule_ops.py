@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
-from ..ir.expr import And, Call, IntImm, Reduce, Var
+from ..ir.expr import And, Call, IntImm, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import ComputeOp, IterVar, Range

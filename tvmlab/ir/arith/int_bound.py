@@ -12,6 +12,7 @@ import math
 
 from .. import dtype as dt
 from .. import expr as E
+from .memo import NodeMemo
 
 INF = math.inf
 EVERYTHING = (-INF, INF)
@@ -134,26 +135,15 @@ def dtype_bound(dtype, is_size_var=False):
 # ------------------------------------------------------------ the analysis
 
 
-class ConstIntBound:
+class ConstIntBound(NodeMemo):
     """Bounds of expressions given bounds of variables (``var_bound(v) -> (lo, hi) or None``).
 
     Results are memoised per node; ``clear()`` forgets them when bindings change.
     """
 
     def __init__(self, var_bound):
+        super().__init__()
         self.var_bound = var_bound
-        self._memo = {}
-
-    def clear(self):
-        self._memo.clear()
-
-    def __call__(self, e):
-        hit = self._memo.get(id(e))
-        if hit is not None:
-            return hit[1]
-        r = self._eval(e)
-        self._memo[id(e)] = (e, r)
-        return r
 
     def _eval(self, e):
         t = type(e)

@@ -13,6 +13,7 @@ from .. import expr as E
 from .. import op as _op
 from ..functor import collect_vars, substitute, uses_var
 from ..tensor import Range
+from .memo import NodeMemo
 
 POS_INF = E.Var("pos_inf", "int32")
 NEG_INF = E.Var("neg_inf", "int32")
@@ -129,7 +130,7 @@ def _neg(x):
     return POS_INF if x is NEG_INF else NEG_INF if x is POS_INF else _op.neg(x)
 
 
-class IntervalEval:
+class IntervalEval(NodeMemo):
     """Interval of an expression when the vars in ``dom`` ({Var: (lo, hi)}) range.
 
     Everything else is a point.  Where no symbolic rule applies, the
@@ -137,17 +138,9 @@ class IntervalEval:
     """
 
     def __init__(self, analyzer, dom):
+        super().__init__()
         self.ana = analyzer
         self.dom = dom
-        self._memo = {}
-
-    def __call__(self, e):
-        hit = self._memo.get(id(e))
-        if hit is not None:
-            return hit[1]
-        r = self._eval(e)
-        self._memo[id(e)] = (e, r)
-        return r
 
     # ------------------------------------------------------------ helpers
     def _const(self, e):

@@ -10,28 +10,17 @@ creation order (``Var.serial``), so the order is the same in every run.
 from __future__ import annotations
 
 from .. import expr as E
+from .memo import NodeMemo
 from ..node import Node
 
 
-class KeyCache:
+class KeyCache(NodeMemo):
     """Memoised keys for one analyzer; holds the nodes so their ids stay unique."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ()
+    limit = 200_000
 
-    def __init__(self):
-        self._memo = {}
-
-    def __call__(self, e):
-        hit = self._memo.get(id(e))
-        if hit is not None:
-            return hit[1]
-        k = self._make(e)
-        if len(self._memo) > 200_000:
-            self._memo.clear()
-        self._memo[id(e)] = (e, k)
-        return k
-
-    def _make(self, e):
+    def _eval(self, e):
         t = type(e)
         if t is E.IntImm:
             return ("IntImm", e.dtype, e.value)
