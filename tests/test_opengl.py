@@ -17,6 +17,8 @@ from tvmlab.errors import BuildError, LoweringError, RuntimeArgError, ScheduleEr
 from tvmlab.runtime import opengl_context as glc  # noqa: E402
 from tvmlab.runtime.opengl_ndarray import GLArray, set_texture_width  # noqa: E402
 
+import gpu_programs as P  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not glc.available(), reason=f"no OpenGL context: {glc.reason()}")
 
 RNG = np.random.default_rng(7)
@@ -417,36 +419,10 @@ def test_call_argument_errors():
 
 
 # ------------------------------------------------------------------ compute-shader mode
-def _tiled_matmul(N, T):
-    A = te.placeholder((N, N), name="A")
-    B = te.placeholder((N, N), name="B")
-    k = te.reduce_axis((0, N), name="k")
-    C = te.compute((N, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA = s.cache_read(A, "shared", [C])
-    BB = s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    bi, ti = s[C].split(C.op.axis[0], factor=T)
-    bj, tj = s[C].split(C.op.axis[1], factor=T)
-    s[C].reorder(bi, bj, ti, tj)
-    s[C].bind(bi, te.thread_axis("blockIdx.y"))
-    s[C].bind(bj, te.thread_axis("blockIdx.x"))
-    s[C].bind(ti, te.thread_axis("threadIdx.y"))
-    s[C].bind(tj, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], tj)
-    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=T)
-    for X in (AA, BB):
-        s[X].compute_at(s[CL], ko)
-        x, y = s[X].op.axis
-        s[X].bind(x, te.thread_axis("threadIdx.y"))
-        s[X].bind(y, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
-
-
 @pytest.mark.parametrize("N", [64, 40, 50, 13])
 def test_compute_shared_memory_tiled_matmul(N):
     """Tiles of 8 that need not divide N: every thread still loads its part of the shared tiles."""
-    s, args = _tiled_matmul(N, 8)
+    s, args, _ = P.tiled_matmul(N=N, M=N, K=N, tile=8, kt=8)
     f = tvm.build(s, args, "opengl -compute")
     src = f.get_source()
     assert src.startswith("#version 430") and "local_size_x = 8, local_size_y = 8" in src

@@ -280,3 +280,38 @@ def test_time_evaluator(vadd):
         vadd.time_evaluator("vadd", rt.cpu(0), number=0)
     with pytest.raises(RuntimeArgError, match="no function"):
         vadd.time_evaluator("other", rt.cpu(0))
+
+
+def test_device_ndarray_base_moves_data_only_through_read_and_write():
+    """A device array (CUDA memory, GL textures) implements _read/_write; the rest is shared."""
+    from tvmlab.runtime.ndarray import DeviceNDArray
+
+    class HostBacked(DeviceNDArray):
+        __slots__ = ("_store",)
+
+        def __init__(self, shape, dtype):
+            self._shape, self._dtype, self._device, self._ptr = tuple(shape), dtype, rt.cpu(0), 0
+            self._store = np.full(shape, -1, dtype)
+
+        def _read(self):
+            return self._store.copy()
+
+        def _write(self, src):
+            self._store[...] = src
+
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    d = HostBacked((3, 4), "float32").copyfrom(x)
+    assert d.shape == (3, 4) and d.ndim == 2 and d.size == 12 and d.nbytes == 48
+    np.testing.assert_array_equal(d.numpy(), x)
+    np.testing.assert_array_equal(np.asarray(d), x)
+    back = d.copyto(rt.cpu(0))
+    np.testing.assert_array_equal(back.numpy(), x)
+    host = nd.empty((3, 4), "float32")
+    host.copyfrom(d)
+    np.testing.assert_array_equal(host.numpy(), x)
+    with pytest.raises(RuntimeArgError, match="shape mismatch"):
+        d.copyfrom(np.zeros((4, 3), "float32"))
+    with pytest.raises(RuntimeArgError, match="dtype mismatch"):
+        d.copyfrom(np.zeros((3, 4), "float64"))
+    np.testing.assert_array_equal(d.numpy(), x)
+    assert "shape=(3, 4)" in repr(d)

@@ -26,7 +26,7 @@ from ..runtime import opengl_context as glc
 from ..runtime.opengl_module import ComputeStep, GLFunction, TempSpec
 from .common import written_buffers
 from .glsl_params import params_of, size_fn
-from .glsl_expr import Names, glsl_type, helper_source
+from .glsl_expr import Names, glsl_type, shader_source
 from .glsl_fragment import check_dtypes
 from .glsl_stmt import StmtWriter
 
@@ -134,15 +134,8 @@ class ComputeWriter(StmtWriter):
             if ext is not None:
                 self.ana.bind(var, Range(E.IntImm("int32", 0), ext))
         self.stmt(k.body)
-        helpers = helper_source(self.helpers)
-        src = ["#version 430", f"// kernel {k.name}: one work group per block, one invocation per thread"]
-        src += head
-        if helpers:
-            src.append(helpers)
-        src.append("void main() {")
-        src += self.lines
-        src.append("}")
-        return "\n".join(src) + "\n", bindings, scalars
+        preamble = ["#version 430", f"// kernel {k.name}: one work group per block, one invocation per thread"]
+        return shader_source(preamble, head, self.helpers, self.lines), bindings, scalars
 
 
 def _const_count(s, where):

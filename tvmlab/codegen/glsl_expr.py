@@ -294,3 +294,13 @@ def helper_source(helpers):
     """The GLSL text of the helper functions used, in dependency order."""
     order = [h for h in HELPERS if h in helpers]
     return "\n".join(HELPERS[h] for h in order)
+
+
+def shader_source(preamble, declarations, helpers, body):
+    """One shader's GLSL: version and comment lines, declarations, the helpers used, ``main()``."""
+    src = list(preamble) + list(declarations)
+    text = helper_source(helpers)
+    if text:
+        src.append(text)
+    src += ["void main() {", *body, "}"]
+    return "\n".join(src) + "\n"

@@ -21,7 +21,7 @@ from ..ir.arith.interval import POS_INF, IntervalSet
 from ..ir.functor import IRVisitor
 from ..ir.tensor import Range
 from ..lower.glsl_passes import is_pixel_index
-from .glsl_expr import Names, glsl_type, helper_source
+from .glsl_expr import Names, glsl_type, shader_source
 from .glsl_stmt import StmtWriter
 
 VERTEX_SHADER = """#version 330 core
@@ -187,17 +187,10 @@ class FragmentWriter(StmtWriter):
         self.stmt(p.body)
         for _, local, target in outs:
             self.emit(f"{target} = {local};")
-        helpers = helper_source(self.helpers)
-        src = ["#version 330 core", f"// pass {p.name}: one fragment per element of "
-               f"{', '.join(b.name for b in p.outputs)}", "precision highp float;", "precision highp int;",
-               "uniform int tl_out_width;"]
-        src += head
-        if helpers:
-            src.append(helpers)
-        src.append("void main() {")
-        src += self.lines
-        src.append("}")
-        info.source = "\n".join(src) + "\n"
+        preamble = ["#version 330 core", f"// pass {p.name}: one fragment per element of "
+                    f"{', '.join(b.name for b in p.outputs)}", "precision highp float;",
+                    "precision highp int;", "uniform int tl_out_width;"]
+        info.source = shader_source(preamble, head, self.helpers, self.lines)
         return info
 
 

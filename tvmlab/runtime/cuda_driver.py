@@ -12,9 +12,9 @@ import ctypes
 
 import numpy as np
 
-from ..errors import DeviceError, RuntimeArgError
+from ..errors import DeviceError
 from .device import Device, register_device_type
-from .ndarray import NDArray, _dtype_of, register_allocator
+from .ndarray import DeviceNDArray, _dtype_of, register_allocator
 
 _STATE = {"backend": None, "reason": None}
 
@@ -172,9 +172,9 @@ def _sync(dev_id):
     require(Device("cuda", dev_id)).sync()
 
 
-class CUDANDArray(NDArray):
+class CUDANDArray(DeviceNDArray):
     """An array in CUDA device memory; ``numpy()`` copies it back to the host."""
-    __slots__ = ("_mem", "_shape")
+    __slots__ = ("_mem",)
 
     def __init__(self, shape, dtype, device):
         b = require(device)
@@ -182,52 +182,17 @@ class CUDANDArray(NDArray):
         nbytes = int(np.prod(self._shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         self._mem = b.alloc(nbytes)
         self._ptr = b.ptr(self._mem)
-        self._arr = None
 
-    @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def ndim(self):
-        return len(self._shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self._shape, dtype=np.int64))
-
-    @property
-    def nbytes(self):
-        return self.size * np.dtype(self._dtype).itemsize
-
-    def numpy(self):
+    def _read(self):
         out = np.empty(self._shape, dtype=self._dtype)
         if out.size:
             require(self._device).dtoh(out, self._mem)
         return out
 
-    asnumpy = numpy
-
-    def __array__(self, dtype=None, copy=None):
-        out = self.numpy()
-        return out if dtype is None else out.astype(dtype)
-
-    def copyfrom(self, source):
-        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source, dtype=self._dtype)
-        if src.dtype != np.dtype(self._dtype) or src.shape != self._shape:
-            raise RuntimeArgError(f"copyfrom: expected {self._dtype} {self._shape}, got {src.dtype} {src.shape}")
+    def _write(self, src):
         if src.size:
-            require(self._device).htod(self._mem, src)
-        return self
+            require(self._device).htod(self._mem, np.ascontiguousarray(src))
 
-    def copyto(self, target):
-        if isinstance(target, Device):
-            from .ndarray import array
-            return array(self.numpy(), device=target)
-        return target.copyfrom(self.numpy())
-
-    def __repr__(self):
-        return f"<tvmlab.nd.NDArray shape={self._shape}, {self._device!r}>\n{self.numpy()!r}"
 
 
 def _from_numpy(arr, device):

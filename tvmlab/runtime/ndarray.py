@@ -117,22 +117,26 @@ class NDArray:
         NDArrays and numpy arrays must match shape and dtype exactly; Python
         lists and scalars are converted to this array's dtype.
         """
+        self._arr[...] = self._checked_source(source)
+        return self
+
+    def _checked_source(self, source):
+        """``source`` as a host numpy array of exactly this array's dtype and shape."""
         if isinstance(source, NDArray):
             src = source._arr
         elif isinstance(source, np.ndarray):
             src = source
         else:
             try:
-                src = np.asarray(source, dtype=self._arr.dtype)
+                src = np.asarray(source, dtype=dt.to_numpy(self.dtype))
             except (TypeError, ValueError) as e:
                 raise RuntimeArgError(
                     f"copyfrom: cannot convert {type(source).__name__} to {self.dtype}: {e}") from None
-        if src.dtype != self._arr.dtype:
+        if src.dtype != np.dtype(dt.to_numpy(self.dtype)):
             raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, source is {src.dtype.name}")
-        if src.shape != self._arr.shape:
+        if src.shape != tuple(self.shape):
             raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self.shape}, source is {src.shape}")
-        self._arr[...] = src
-        return self
+        return src
 
     def copyto(self, target):
         """Copy into ``target``: a Device (returns a new array there) or an NDArray."""
@@ -144,6 +148,51 @@ class NDArray:
 
     def __repr__(self):
         return f"<tvmlab.nd.NDArray shape={self.shape}, {self._device!r}>\n{self._arr!r}"
+
+
+class DeviceNDArray(NDArray):
+    """Base of arrays whose data a device API holds (CUDA memory, OpenGL textures).
+
+    Shape and dtype live here; a subclass moves the data with ``_read()`` (a
+    host numpy copy) and ``_write(src)``.  Generic NDArray code reads ``_arr``,
+    which is that host copy.
+    """
+    __slots__ = ("_shape",)
+
+    @property
+    def _arr(self):
+        return self._read()
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def nbytes(self):
+        return self.size * np.dtype(dt.to_numpy(self._dtype)).itemsize
+
+    def numpy(self):
+        return self._read()
+
+    asnumpy = numpy
+
+    def copyfrom(self, source):
+        self._write(self._checked_source(source))
+        return self
+
+    def _read(self):
+        raise NotImplementedError
+
+    def _write(self, src):
+        raise NotImplementedError
 
 
 def array(arr, device=None, dtype=None):

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import DeviceError, RuntimeArgError
 from . import opengl_context as glc
 from .device import register_device_type
-from .ndarray import NDArray, _dtype_of, _shape_of, register_allocator
+from .ndarray import DeviceNDArray, _dtype_of, _shape_of, register_allocator
 
 _LIMIT = {"width": None}
 
@@ -64,9 +64,9 @@ def _enums(GL, dtype):
     return tuple(getattr(GL, n) for n in FORMATS[dtype])
 
 
-class GLArray(NDArray):
+class GLArray(DeviceNDArray):
     """An NDArray whose data lives on the OpenGL device; ``numpy()`` reads it back."""
-    __slots__ = ("_shape", "_count", "_width", "_height", "_tex", "_buf", "_valid", "_fin")
+    __slots__ = ("_count", "_width", "_height", "_tex", "_buf", "_valid", "_fin")
 
     def __init__(self, shape, dtype, device):
         _check_dtype(dtype)
@@ -98,56 +98,10 @@ class GLArray(NDArray):
 
     # ------------------------------------------------------------ NDArray face
     @property
-    def _arr(self):
-        return self._read()
-
-    @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def ndim(self):
-        return len(self._shape)
-
-    @property
-    def size(self):
-        return self._count
-
-    @property
-    def nbytes(self):
-        return self._count * 4
-
-    @property
     def layout(self):
         """(texture width, texture height)."""
         return self._width, self._height
 
-    def numpy(self):
-        return self._read()
-
-    asnumpy = numpy
-
-    def copyfrom(self, source):
-        if isinstance(source, NDArray):
-            src = source.numpy()
-        elif isinstance(source, np.ndarray):
-            src = source
-        else:
-            try:
-                src = np.asarray(source, dtype=self._dtype)
-            except (TypeError, ValueError) as e:
-                raise RuntimeArgError(f"copyfrom: cannot convert {type(source).__name__} to {self._dtype}: "
-                                      f"{e}") from None
-        if src.dtype.name != self._dtype:
-            raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self._dtype}, source is "
-                                  f"{src.dtype.name}")
-        if src.shape != self._shape:
-            raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self._shape}, source is {src.shape}")
-        self._write(src)
-        return self
-
-    def __repr__(self):
-        return f"<tvmlab.nd.NDArray shape={self._shape}, {self._device!r}>\n{self._read()!r}"
 
     # ------------------------------------------------------------ device side
     def _padded(self, src):
