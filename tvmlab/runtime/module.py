@@ -85,7 +85,145 @@ class FuncSpec:
         return f"{self.name}({', '.join(repr(p) for p in self.params)})"
 
 
-class Function:
+class ArgBinder:
+    """Checks call arguments against a FuncSpec before any native or device code runs.
+
+    Shared by every backend's callable: a subclass names its device
+    (``_device_type``, ``_device_text``, ``_wrap``) and what the native call
+    receives for an array (``_native``); it sets ``spec``, ``name``,
+    ``_written`` (indices of written buffers) and ``_all``.
+    """
+    _device_type = "cpu"
+    _device_text = "cpu"
+    _wrap = "tvmlab.nd.array"
+
+    def _native(self, a):
+        return a._ptr
+
+    def _expected(self):
+        spec = self.spec
+        names = ", ".join(spec.params[i].name for i in spec.required)
+        text = f"{len(spec.required)} arguments ({names})"
+        if spec.inferred:
+            text += f" or all {len(spec.params)} ({', '.join(p.name for p in spec.params)})"
+        return text
+
+    def _where(self, argno, p):
+        return f"{self.name}: argument {argno} '{p.name}'"
+
+    def _bind(self, args, full_env=False):
+        """``(native arguments by parameter, env)`` after checking every argument.
+
+        ``env`` maps each symbolic dimension and scalar to its value; it is
+        built only when needed unless ``full_env``.
+        """
+        spec = self.spec
+        params = spec.params
+        if len(args) == len(params):
+            positions = self._all
+        elif len(args) == len(spec.required):
+            positions = spec.required
+        else:
+            raise RuntimeArgError(
+                f"{self.name}: expected {self._expected()}, got {len(args)}; "
+                f"signature: {spec.signature()}")
+        cargs = [None] * len(params)
+        env = origin = deferred = scalars = None
+        if full_env:
+            env, origin, deferred = {}, {}, []
+        for argno, (i, a) in enumerate(zip(positions, args), 1):
+            p = params[i]
+            if p.kind != "buffer":
+                if scalars is None:
+                    scalars = []
+                scalars.append((argno, p, a, i))
+                continue
+            if not isinstance(a, NDArray):
+                hint = f" (wrap numpy arrays with {self._wrap})" if hasattr(a, "__array__") else ""
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected an NDArray, got {type(a).__name__}{hint}")
+            if a._dtype != p.dtype and p.dtype is not None:
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected dtype {p.dtype}, got {a._dtype}")
+            if a._device.device_type != self._device_type:
+                raise RuntimeArgError(f"{self._where(argno, p)}: expected an array on {self._device_text}, got "
+                                      f"one on {a._device!r} (copy it with {self._wrap})")
+            shape = a.shape
+            if p.shape is not None and shape != p.shape:      # equal tuples: every dim a matching int
+                if len(shape) != len(p.shape):
+                    raise RuntimeArgError(
+                        f"{self._where(argno, p)}: expected a {len(p.shape)}-d array of shape "
+                        f"{_shape_text(p.shape)}, got a {len(shape)}-d array of shape {shape}")
+                if env is None:
+                    env, origin, deferred = {}, {}, []
+                self._match(p.shape, shape, "shape", argno, p, env, origin, deferred)
+                if p.strides is not None:
+                    arr = a._arr
+                    strides = tuple(x // arr.itemsize for x in arr.strides)
+                    self._match(p.strides, strides, "strides", argno, p, env, origin, deferred)
+            cargs[i] = self._native(a)
+        if scalars is not None:
+            for argno, p, a, i in scalars:
+                v = _scalar(self, argno, p, a)
+                if p.var is not None and env is not None:
+                    bound = env.get(p.var)
+                    if bound is not None and bound != v:
+                        raise RuntimeArgError(f"{self._where(argno, p)} is {v} but the shapes give "
+                                              f"{p.var} = {bound} ({origin[p.var]})")
+                    env[p.var] = v
+                cargs[i] = v
+        if env is not None:
+            for i in spec.inferred:
+                if cargs[i] is None:
+                    if params[i].var not in env:
+                        raise RuntimeArgError(f"{self.name}: no argument determines {params[i].name}")
+                    cargs[i] = env[params[i].var]
+            for d, got, what, argno, p, k in deferred:
+                try:
+                    want = d.fn(env)
+                except KeyError as e:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] = {d} uses {e.args[0]}, "
+                                          "which no argument determines") from None
+                if want != got:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {got}, expected {d} = {want}")
+        if self._written:
+            self._check_alias(args, positions, cargs)
+        return cargs, env
+
+    def _match(self, dims, got, what, argno, p, env, origin, deferred):
+        for k, d in enumerate(dims):
+            g = got[k]
+            if type(d) is int:
+                if g != d:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: expected {what}[{k}] = {d}, got {g} "
+                                          f"({what} {got})")
+            elif d is None:
+                continue
+            elif type(d) is str:
+                bound = env.get(d)
+                if bound is None:
+                    env[d] = g
+                    origin[d] = f"bound by argument {argno} '{p.name}' {what}[{k}]"
+                elif bound != g:
+                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {g} but {d} = {bound} "
+                                          f"({origin[d]})")
+            else:
+                deferred.append((d, g, what, argno, p, k))
+
+    def _check_alias(self, args, positions, cargs):
+        params = self.spec.params
+        for w in self._written:
+            ptr = cargs[w]
+            for i, p in enumerate(params):
+                if i != w and p.kind == "buffer" and cargs[i] == ptr and ptr is not None:
+                    arr = args[list(positions).index(w)]
+                    if arr.size == 0:
+                        continue
+                    first, second = sorted((i, w))
+                    raise RuntimeArgError(
+                        f"{self.name}: arguments '{params[first].name}' and '{params[second].name}' are the "
+                        f"same array, but '{params[w].name}' is written by the function; pass a separate array")
+
+
+class Function(ArgBinder):
     """A callable compiled function; arguments are checked before the native call."""
 
     def __init__(self, spec, address, owner, not_runnable=None):
@@ -130,17 +268,6 @@ class Function:
         raise cls(f"{self.name}: {msg}")
 
     # ------------------------------------------------------------ argument checks
-    def _expected(self):
-        spec = self.spec
-        names = ", ".join(spec.params[i].name for i in spec.required)
-        text = f"{len(spec.required)} arguments ({names})"
-        if spec.inferred:
-            text += f" or all {len(spec.params)} ({', '.join(p.name for p in spec.params)})"
-        return text
-
-    def _where(self, argno, p):
-        return f"{self.name}: argument {argno} '{p.name}'"
-
     def _static_pack(self, args):
         """The native arguments when every check passes, else None (``_pack`` then explains why)."""
         if len(args) != len(self._static) or self._not_runnable:
@@ -160,104 +287,7 @@ class Function:
         """Check ``args`` against the spec; return the native argument list."""
         if self._not_runnable:
             raise DeviceError(f"{self.name}: {self._not_runnable}")
-        spec = self.spec
-        params = spec.params
-        if len(args) == len(params):
-            positions = self._all
-        elif len(args) == len(spec.required):
-            positions = spec.required
-        else:
-            raise RuntimeArgError(
-                f"{self.name}: expected {self._expected()}, got {len(args)}; "
-                f"signature: {spec.signature()}")
-        cargs = [None] * len(params)
-        env = origin = deferred = scalars = None
-        for argno, (i, a) in enumerate(zip(positions, args), 1):
-            p = params[i]
-            if p.kind != "buffer":
-                if scalars is None:
-                    scalars = []
-                scalars.append((argno, p, a, i))
-                continue
-            if not isinstance(a, NDArray):
-                hint = " (wrap numpy arrays with tvmlab.nd.array)" if hasattr(a, "__array__") else ""
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected an NDArray, got {type(a).__name__}{hint}")
-            if a._dtype != p.dtype and p.dtype is not None:
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected dtype {p.dtype}, got {a._dtype}")
-            if a._device.device_type != "cpu":
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected an array on cpu, got one on {a._device!r}")
-            if p.shape is not None and a._arr.shape != p.shape:      # equal tuples: every dim a matching int
-                arr = a._arr
-                if arr.ndim != len(p.shape):
-                    raise RuntimeArgError(
-                        f"{self._where(argno, p)}: expected a {len(p.shape)}-d array of shape "
-                        f"{_shape_text(p.shape)}, got a {arr.ndim}-d array of shape {arr.shape}")
-                if env is None:
-                    env, origin, deferred = {}, {}, []
-                self._match(p.shape, arr.shape, "shape", argno, p, env, origin, deferred)
-                if p.strides is not None:
-                    strides = tuple(x // arr.itemsize for x in arr.strides)
-                    self._match(p.strides, strides, "strides", argno, p, env, origin, deferred)
-            cargs[i] = a._ptr
-        if scalars is not None:
-            for argno, p, a, i in scalars:
-                v = _scalar(self, argno, p, a)
-                if p.var is not None and env is not None:
-                    bound = env.get(p.var)
-                    if bound is not None and bound != v:
-                        raise RuntimeArgError(f"{self._where(argno, p)} is {v} but the shapes give "
-                                              f"{p.var} = {bound} ({origin[p.var]})")
-                    env[p.var] = v
-                cargs[i] = v
-        if env is not None:
-            for i in spec.inferred:
-                if cargs[i] is None:
-                    cargs[i] = env[params[i].var]
-            for d, got, what, argno, p, k in deferred:
-                try:
-                    want = d.fn(env)
-                except KeyError as e:
-                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] = {d} uses {e.args[0]}, "
-                                          "which no argument determines") from None
-                if want != got:
-                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {got}, expected {d} = {want}")
-        if self._written:
-            self._check_alias(args, positions, cargs)
-        return cargs
-
-    def _match(self, dims, got, what, argno, p, env, origin, deferred):
-        for k, d in enumerate(dims):
-            g = got[k]
-            if type(d) is int:
-                if g != d:
-                    raise RuntimeArgError(f"{self._where(argno, p)}: expected {what}[{k}] = {d}, got {g} "
-                                          f"({what} {got})")
-            elif d is None:
-                continue
-            elif type(d) is str:
-                bound = env.get(d)
-                if bound is None:
-                    env[d] = g
-                    origin[d] = f"bound by argument {argno} '{p.name}' {what}[{k}]"
-                elif bound != g:
-                    raise RuntimeArgError(f"{self._where(argno, p)}: {what}[{k}] is {g} but {d} = {bound} "
-                                          f"({origin[d]})")
-            else:
-                deferred.append((d, g, what, argno, p, k))
-
-    def _check_alias(self, args, positions, cargs):
-        params = self.spec.params
-        for w in self._written:
-            ptr = cargs[w]
-            for i, p in enumerate(params):
-                if i != w and p.kind == "buffer" and cargs[i] == ptr and ptr is not None:
-                    arr = args[list(positions).index(w)]
-                    if arr.size == 0:
-                        continue
-                    first, second = sorted((i, w))
-                    raise RuntimeArgError(
-                        f"{self.name}: arguments '{params[first].name}' and '{params[second].name}' are the "
-                        f"same array, but '{params[w].name}' is written by the function; pass a separate array")
+        return self._bind(args)[0]
 
 
 def _shape_text(dims):

@@ -18,8 +18,7 @@ import numpy as np
 from ..errors import BuildError, DeviceError, RuntimeArgError
 from . import opengl_context as glc
 from .device import Device
-from .module import Module, _scalar, _shape_text
-from .ndarray import NDArray
+from .module import ArgBinder, Module
 from .opengl_ndarray import GLArray
 
 
@@ -89,8 +88,11 @@ def _compile(GL, sources, what):
     return int(prog)
 
 
-class GLFunction:
+class GLFunction(ArgBinder):
     """A compiled OpenGL function; call it with NDArrays on ``tvmlab.opengl(0)``."""
+    _device_type = "opengl"
+    _device_text = "opengl(0)"
+    _wrap = "tvmlab.nd.array(x, tvmlab.opengl(0))"
 
     def __init__(self, spec, steps, temps, written):
         self.spec = spec
@@ -98,6 +100,8 @@ class GLFunction:
         self.steps = list(steps)
         self.temps = list(temps)
         self.written = set(written)        # indices of parameters the function writes
+        self._written = sorted(self.written)
+        self._all = list(range(len(spec.params)))
         self._temp_cache = {}
         self._compiled = False
         self.device = Device("opengl", 0)
@@ -135,82 +139,14 @@ class GLFunction:
         self._compiled = True
 
     # ------------------------------------------------------------ arguments
-    def _where(self, argno, p):
-        return f"{self.name}: argument {argno} '{p.name}'"
+    def _native(self, a):
+        return a
 
     def _check(self, args):
-        """(buffers by parameter index, env {var key: int}) after checking every argument."""
-        spec = self.spec
-        params = spec.params
-        if len(args) == len(params):
-            positions = list(range(len(params)))
-        elif len(args) == len(spec.required):
-            positions = spec.required
-        else:
-            names = ", ".join(params[i].name for i in spec.required)
-            raise RuntimeArgError(f"{self.name}: expected {len(spec.required)} arguments ({names}), got "
-                                  f"{len(args)}; signature: {spec.signature()}")
-        bufs, env, origin, deferred, scalars = {}, {}, {}, [], []
-        for argno, (i, a) in enumerate(zip(positions, args), 1):
-            p = params[i]
-            if p.kind != "buffer":
-                scalars.append((argno, p, a))
-                continue
-            if not isinstance(a, NDArray):
-                hint = " (wrap numpy arrays with tvmlab.nd.array(x, tvmlab.opengl(0)))" \
-                    if hasattr(a, "__array__") else ""
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected an NDArray, got {type(a).__name__}{hint}")
-            if not isinstance(a, GLArray):
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected an array on opengl(0), got one on "
-                                      f"{a.device!r} (copy it with tvmlab.nd.array(x, tvmlab.opengl(0)))")
-            if p.dtype is not None and a.dtype != p.dtype:
-                raise RuntimeArgError(f"{self._where(argno, p)}: expected dtype {p.dtype}, got {a.dtype}")
-            shape = a.shape
-            if p.shape is not None:
-                if len(shape) != len(p.shape):
-                    raise RuntimeArgError(f"{self._where(argno, p)}: expected a {len(p.shape)}-d array of shape "
-                                          f"{_shape_text(p.shape)}, got a {len(shape)}-d array of shape {shape}")
-                for k, (d, g) in enumerate(zip(p.shape, shape)):
-                    if type(d) is int:
-                        if d != g:
-                            raise RuntimeArgError(f"{self._where(argno, p)}: expected shape[{k}] = {d}, got {g} "
-                                                  f"(shape {shape})")
-                    elif type(d) is str:
-                        if d in env and env[d] != g:
-                            raise RuntimeArgError(f"{self._where(argno, p)}: shape[{k}] is {g} but {d} = "
-                                                  f"{env[d]} ({origin[d]})")
-                        if d not in env:
-                            env[d] = g
-                            origin[d] = f"bound by argument {argno} '{p.name}' shape[{k}]"
-                    elif d is not None:
-                        deferred.append((d, g, argno, p, k))
-            bufs[i] = a
-        for argno, p, a in scalars:
-            v = _scalar(self, argno, p, a)
-            if p.var in env and env[p.var] != v:
-                raise RuntimeArgError(f"{self._where(argno, p)} is {v} but the shapes give {p.var} = "
-                                      f"{env[p.var]} ({origin[p.var]})")
-            env[p.var] = v
-        for i in spec.inferred:
-            p = params[i]
-            if p.var not in env:
-                raise RuntimeArgError(f"{self.name}: no argument determines {p.name}")
-        for d, g, argno, p, k in deferred:
-            try:
-                want = d.fn(env)
-            except KeyError as e:
-                raise RuntimeArgError(f"{self._where(argno, p)}: shape[{k}] = {d} uses {e.args[0]}, which no "
-                                      "argument determines") from None
-            if want != g:
-                raise RuntimeArgError(f"{self._where(argno, p)}: shape[{k}] is {g}, expected {d} = {want}")
-        for w in self.written:
-            for i, a in bufs.items():
-                if i != w and a is bufs.get(w) and a.size:
-                    first, second = sorted((i, w))
-                    raise RuntimeArgError(
-                        f"{self.name}: arguments '{params[first].name}' and '{params[second].name}' are the "
-                        f"same array, but '{params[w].name}' is written by the function; pass a separate array")
-        return bufs, env
+        """(arrays by parameter index, env {var key: int}) after checking every argument."""
+        cargs, env = self._bind(args, full_env=True)
+        return {i: cargs[i] for i, p in enumerate(self.spec.params) if p.kind == "buffer"
+                and cargs[i] is not None}, env
 
     def _temporaries(self, env):
         out = []
