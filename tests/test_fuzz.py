@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from tvmlab.testing import fuzz
+from tvmlab.testing import fuzz, random_schedule
 from tvmlab.testing.programs import generate
 
 SEED = 2024
@@ -87,11 +87,11 @@ def test_illegal_primitive_leaves_schedule_unchanged():
     prog = generate(fuzz.program_seed(SEED, 3))
     ns = prog.build_te()
     s = te.create_schedule([t.op for t in ns["outs"]])
-    sched = fuzz.Scheduler(s, np.random.default_rng(0))
-    before = fuzz.snapshot(s)
+    sched = random_schedule.Scheduler(s, np.random.default_rng(0))
+    before = random_schedule.snapshot(s)
     st = s[ns["outs"][-1]]
     sched.apply("split factor=0", lambda: st.split(st.leaf_iter_vars[0], factor=0), must_fail=True)
-    assert fuzz.snapshot(s) == before
+    assert random_schedule.snapshot(s) == before
     with pytest.raises(fuzz.Failure):
         sched.apply("legal split marked illegal",
                     lambda: st.split(st.leaf_iter_vars[0], factor=2), must_fail=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.arith import Analyzer, IntervalSet
-from ..ir.arith.rewrite import inlinable, is_index, truth
+from ..ir.arith.divmod import is_index
+from ..ir.arith.rewrite import inlinable, truth
 from ..ir.functor import IRMutator, substitute, uses_var
 from ..ir.tensor import IterVar, Range
 

@@ -25,7 +25,8 @@ from ..tensor import IterVar, Range
 from . import int_bound as IB
 from .interval import NEG_INF, POS_INF, IntervalSet, relax
 from .keys import KeyCache
-from .rewrite import Simplifier, is_index, truth
+from .divmod import is_index
+from .rewrite import Simplifier, truth
 
 _MISSING = object()
 
