@@ -21,42 +21,10 @@ from tvmlab.ir.arith import Analyzer
 from tvmlab.ir.arith.keys import KeyCache
 from tvmlab.ir.tensor import Range
 
+from int_eval import evaluate
+
 
 # ------------------------------------------------------------ reference evaluator
-
-def _tdiv(a, b):
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-_BIN = {
-    E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
-    E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b,
-    E.Div: _tdiv, E.Mod: lambda a, b: a - b * _tdiv(a, b),
-    E.Min: min, E.Max: max,
-    E.EQ: lambda a, b: int(a == b), E.NE: lambda a, b: int(a != b),
-    E.LT: lambda a, b: int(a < b), E.LE: lambda a, b: int(a <= b),
-    E.GT: lambda a, b: int(a > b), E.GE: lambda a, b: int(a >= b),
-    E.And: lambda a, b: int(bool(a) and bool(b)), E.Or: lambda a, b: int(bool(a) or bool(b)),
-}
-
-
-def evaluate(e, env):
-    t = type(e)
-    if t is E.IntImm:
-        return e.value
-    if isinstance(e, E.Var):
-        return env[e]
-    fn = _BIN.get(t)
-    if fn is not None:
-        return fn(evaluate(e.a, env), evaluate(e.b, env))
-    if t is E.Not:
-        return int(not evaluate(e.a, env))
-    if t is E.Select:
-        c = evaluate(e.condition, env)
-        return evaluate(e.true_value, env) if c else evaluate(e.false_value, env)
-    raise TypeError(f"reference evaluator: unexpected node {t.__name__}: {e}")
-
 
 def test_reference_evaluator_semantics():
     x = E.Var("x")
