@@ -7,10 +7,12 @@ A ``parallel`` For becomes three pieces:
   serial loop would;
 * ``void @f_par<k>(ptr %closure)``: run by every OpenMP thread; it unpacks the
   closure, then claims chunks of the iteration range from a shared counter
-  (an atomic add) and calls the body on each, recording the first error code
-  in the closure.  Claiming chunks instead of taking a fixed share balances the
-  load when a core is busy with other work; each thread's chunks are about an
-  eighth of its share, so the atomics cost nothing measurable;
+  (compare-and-swap) and calls the body on each, recording the first error
+  code in the closure.  Chunks are guided, as OpenMP's ``schedule(guided)``:
+  each claim takes ``ceil(left / (2 * threads))`` iterations, so the first
+  claims are large (few atomics) and the last ones single iterations, and no
+  thread waits at the end for another's big chunk, even when a core is busy
+  with other work;
 * in ``f``: the live-in values packed into a stack struct and
   ``GOMP_parallel(@f_par<k>, closure, 0, 0)`` (0 threads: OpenMP's default).
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 from ..ir.functor import IRVisitor
 from . import llvm_ir as L
 
-CHUNKS_PER_THREAD = 8
+GUIDED_PARTS = 2   # a claim takes 1 / (GUIDED_PARTS * threads) of what is left
 
 
 def free_vars(stmt):
@@ -118,25 +120,31 @@ class ParallelMixin:
         nt = bl.call("i32", "omp_get_num_threads", [], hint="nthreads")
         if ity != "i32":
             nt = bl.cast("sext", nt, ity)
-        one = L.const(ity, 1)
-        # chunk = ceil(extent / (8 * threads)), at least 1
-        parts = bl.binop("mul", nt, L.const(ity, CHUNKS_PER_THREAD), hint="parts")
-        chunk = bl.binop("sdiv", bl.binop("sub", bl.binop("add", extent, parts), one), parts, hint="chunk")
-        chunk = bl.select(bl.icmp("sgt", chunk, one), chunk, one, hint="chunk")
-        claim, run, failed, done = (fn.new_block(h) for h in ("claim", "run", "failed", "done"))
+        parts = bl.binop("mul", nt, L.const(ity, GUIDED_PARTS), hint="parts")
+        claim, grab, run, failed, done = (fn.new_block(h) for h in ("claim", "grab", "run", "failed", "done"))
+        first = bl.emit(f"load atomic i64, ptr {counter.ref} monotonic, align 8", "i64", "seen")
         bl.br(claim)
+        # claim [cur, cur + ceil(left / parts)) by compare-and-swap; a lost race retries from the new value
         bl.position(claim)
-        c = bl.emit(f"atomicrmw add ptr {counter.ref}, i64 1 monotonic", "i64", "c")
-        if ity != "i64":
-            c = bl.cast("trunc", c, ity)
-        lo = bl.binop("mul", c, chunk, hint="off")
-        more = bl.icmp("slt", lo, extent)
-        # a counter past the end stops the thread (lo >= extent; the multiply cannot overflow: c <= parts)
-        bl.cbr(more, run, done)
+        phi = bl.phi("i64", hint="cur")
+        cur = L.Value("i64", phi.name)
+        cur_i = bl.cast("trunc", cur, ity) if ity != "i64" else cur
+        bl.cbr(bl.icmp("slt", cur_i, extent), grab, done)
+        bl.position(grab)
+        left = bl.binop("sub", extent, cur_i, hint="left")
+        chunk = bl.binop("sdiv", bl.binop("sub", bl.binop("add", left, parts), L.const(ity, 1)), parts, hint="chunk")
+        nxt = bl.binop("add", cur_i, chunk, hint="next")
+        nxt64 = bl.cast("sext", nxt, "i64") if ity != "i64" else nxt
+        pair = bl.emit(f"cmpxchg ptr {counter.ref}, {cur}, {nxt64} monotonic monotonic", "{ i64, i1 }", "xchg")
+        seen = bl.emit(f"extractvalue {{ i64, i1 }} {pair.ref}, 0", "i64", "seen")
+        won = bl.emit(f"extractvalue {{ i64, i1 }} {pair.ref}, 1", "i1", "won")
+        bl.cbr(won, run, claim)
+        phi.incoming += [(first, start), (seen, grab)]
         bl.position(run)
-        hi = _smin(bl, bl.binop("add", lo, chunk), extent)
-        lo, hi = bl.binop("add", begin, lo, hint="lo"), bl.binop("add", begin, hi, hint="hi")
+        lo, hi = bl.binop("add", begin, cur_i, hint="lo"), bl.binop("add", begin, nxt, hint="hi")
         rc = bl.call("i32", body_fn.name, vals[:nlive] + [lo, hi], hint="rc")
+        reload = bl.emit(f"load atomic i64, ptr {counter.ref} monotonic, align 8", "i64", "seen")
+        phi.incoming.append((reload, run))
         bl.cbr(bl.icmp("ne", rc, L.const("i32", 0)), failed, claim)
         bl.position(failed)
         bl.emit(f"cmpxchg ptr {err.ref}, i32 0, {rc} monotonic monotonic", "{ i32, i1 }", "xchg")
@@ -146,10 +154,6 @@ class ParallelMixin:
         bl.position(fn.entry)
         bl.br(start)
         self._defined.append(name)
-
-
-def _smin(bl, a, b):
-    return bl.select(bl.icmp("slt", a, b), a, b, hint="min")
 
 
 def _align(t):
