@@ -12,6 +12,7 @@ from tvmlab import te, topi
 from tvmlab.errors import ScheduleError
 from tvmlab.ir.functor import IRVisitor
 from tvmlab.ir.stmt import Allocate
+from tvmlab.topi.matmul import default_block, tile_rows
 
 
 def _ref_matmul(a, b):
@@ -60,14 +61,35 @@ def _allocations(stmt):
 
 @pytest.mark.parametrize("k,n", [(64, 64), (50, 70)])
 def test_matmul_packing_memory_is_the_packed_operand(k, n):
-    """The kernel allocates only the packed operands: B in 32-column panels, A in 8-row panels."""
+    """Beside the packed B panels the kernel allocates only its register tile (per task)."""
     A = te.placeholder((16, k), name="A")
     B = te.placeholder((k, n), name="B")
     C = topi.matmul(A, B)
+    block = default_block("float32")
+    rows = tile_rows(block, "float32")
     mod = tvmlab.lower(topi.schedule_matmul(C), [A, B, C])
     allocs = _allocations(next(iter(mod.functions.values())).body)
-    assert allocs[0] == ("C_packB", k * -(-n // 32) * 32)
-    assert [a for a, _ in allocs[1:]] == ["C_packA"] and allocs[1][1] <= 16 * k   # A: 16 rows
+    assert allocs[0] == ("C_packB", k * -(-n // block) * block)
+    assert {a for a, _ in allocs[1:]} == {"C.global"} and all(size == rows * block for _, size in allocs[1:])
+
+
+def test_matmul_tile_follows_the_vector_registers():
+    """Two vector registers of columns; rows that leave one register for B's row and one for A."""
+    assert default_block("float32", "llvm -mcpu=haswell") == 16
+    assert tile_rows(16, "float32", "llvm -mcpu=haswell") == 6        # 12 + 2 + 1 of 16
+    assert default_block("float32", "llvm -mcpu=skylake-avx512") == 32
+    assert tile_rows(32, "float32", "llvm -mcpu=skylake-avx512") == 12  # 24 + 2 + 1 of 32
+    assert default_block("float64", "llvm -mcpu=haswell") == 8
+    assert tile_rows(32, "float32", "llvm -mcpu=haswell") == 2         # 4 registers a row
+
+
+def test_matmul_packed_a_memory():
+    A = te.placeholder((20, 30), name="A")
+    B = te.placeholder((30, 40), name="B")
+    C = topi.matmul(A, B, rows=8)
+    mod = tvmlab.lower(topi.schedule_matmul(C), [A, B, C])
+    sizes = dict(_allocations(next(iter(mod.functions.values())).body))
+    assert sizes["C_packA"] == 24 * 30          # 20 rows padded to whole 8-row panels
 
 
 def test_matmul_errors():
@@ -171,3 +193,14 @@ def test_matmul_unpacked_a(check_build):
     B = te.placeholder((30, 33), name="B")
     C = topi.matmul(A, B, rows=0)
     check_build(topi.schedule_matmul(C), [A, B, C], _ref_matmul, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m,k,n", [(29, 40, 37), (6, 3, 16)])
+def test_matmul_symbolic_shapes(m, k, n, check_build):
+    """Symbolic M, K, N: the tile loops are guarded at run time, the result is the same."""
+    M, K, N = te.var("M"), te.var("K"), te.var("N")
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    C = topi.matmul(A, B)
+    check_build(topi.schedule_matmul(C), [A, B, C], _ref_matmul, env={"M": m, "K": k, "N": n},
+                rtol=1e-4, atol=1e-3)

@@ -5,25 +5,35 @@ copy of B, ``Bp[jo, k, ji] = B[k, jo * block + ji]`` (zero past the last
 column): each panel of ``block`` columns is contiguous, so the innermost loop
 of the schedule reads B with full-width vector loads, one cache line after the
 other.  The packed copy is the only extra memory (``K * ceil(N / block) * block``
-elements).
+elements).  ``block`` is two vector registers of the target (16 float32
+columns with AVX2, 32 with AVX-512).
 
 ``schedule_matmul(C)`` is the register-blocked kernel a BLAS would use, written
-with schedule primitives: an ``rows x block`` tile of C is accumulated in a
-write cache that LLVM keeps in vector registers (rows unrolled, columns
-vectorised), the reduction is split into cache-sized chunks, and the rows are
-spread over the cores.
+with schedule primitives: a ``rows x block`` tile of C is accumulated over the
+whole reduction in a write cache that LLVM keeps in vector registers (rows
+unrolled, columns vectorised; ``rows`` is as many as the target's registers
+hold: 6 with AVX2's 16, 12 with AVX-512's 32) and stored once.  The columns are
+cut into blocks whose B panels stay in the last-level cache, and the
+(column block, row block) tasks are spread over the cores.
 """
 from __future__ import annotations
 
 from .. import te
+from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
+from ..ir import dtype as dt
 from ..ir import expr as E
 from .util import const_int, find_stage_input
 
-BLOCK = 32      # columns per panel: two 16-float AVX-512 vectors
-ROWS = 8        # rows per register tile: 8 x 2 vector accumulators
-ROW_BLOCK = 64  # rows per task: their A block stays in L2 while the B panels stream through L1
-K_CHUNK = 512   # reduction steps per pass over a tile: A rows (16 KB) and the B micro-panel (64 KB) stay in L1 / L2
+VECTORS = 2             # vector registers across a tile row (the B panel width)
+MAX_ROWS = 12           # rows per register tile, at most
+B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
+K_UNROLL = 4            # reduction steps per unrolled loop body
+
+
+def default_block(dtype, target="llvm"):
+    """Columns per packed B panel for ``dtype`` on ``target``: ``VECTORS`` vector registers."""
+    return VECTORS * vector_registers(target).lanes(dtype)
 
 
 def _zero(dtype):
@@ -38,12 +48,13 @@ def _pack(shape, value, extent, limit, dtype, name):
                       name=name)
 
 
-def matmul(A, B, block=BLOCK, rows=ROWS, name="C"):
-    """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through packed copies of both.
+def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
+    """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through a packed copy of B.
 
-    B is packed into panels of ``block`` columns, A into panels of ``rows`` rows
-    (``Ap[io, k, ii] = A[io * rows + ii, k]``), so the kernel reads both operands
-    sequentially; ``rows=0`` reads A in place.
+    ``block`` is the B panel width (default: ``default_block(dtype, target)``).
+    ``rows > 0`` also packs A into panels of ``rows`` rows
+    (``Ap[io, k, ii] = A[io * rows + ii, k]``, a parallel pass of its own); the
+    default reads A in place, which costs no extra memory and is as fast.
     """
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise ScheduleError(f"matmul needs 2-D tensors, got A{tuple(A.shape)} and B{tuple(B.shape)}")
@@ -53,6 +64,9 @@ def matmul(A, B, block=BLOCK, rows=ROWS, name="C"):
         raise ScheduleError(f"matmul: A has {const_int(K)} columns but B has {const_int(K2)} rows")
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
+    block = default_block(A.dtype, target) if block is None else block
+    if not isinstance(block, int) or block < 1 or not isinstance(rows, int) or rows < 0:
+        raise ScheduleError(f"matmul: block must be an int >= 1 and rows an int >= 0, got {block!r} and {rows!r}")
     Bp = _pack(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji],
                lambda jo, ji: jo * block + ji, N, B.dtype, name + "_packB")
     k = te.reduce_axis((0, K), name="k")
@@ -66,15 +80,30 @@ def matmul(A, B, block=BLOCK, rows=ROWS, name="C"):
                       name=name, tag="matmul", attrs={"block": block, "rows": 0})
 
 
-def schedule_matmul(C, target="llvm", rows=ROWS, row_block=ROW_BLOCK, k_chunk=K_CHUNK):
-    """The CPU schedule for ``C = matmul(A, B)``; returns the Schedule."""
+def tile_rows(block, dtype, target="llvm"):
+    """Rows of the register tile: as many as leave registers for one B row and a broadcast of A."""
+    regs = vector_registers(target)
+    vectors = max(1, -(-block // regs.lanes(dtype)))
+    return max(1, min(MAX_ROWS, (regs.count - vectors - 1) // vectors))
+
+
+def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, col_block=None):
+    """The CPU schedule for ``C = matmul(A, B)``; returns the Schedule.
+
+    ``rows`` (register tile rows, default ``tile_rows``), ``row_block`` (rows
+    per task, default two tiles) and ``col_block`` (columns per block, default:
+    its B panels fill ``B_BLOCK_BYTES``) shape the loops.  ``k_chunk=None``
+    accumulates each tile over the whole reduction in registers; a number
+    instead accumulates in C, ``k_chunk`` reduction steps at a time.
+    """
     if str(target).split()[0] != "llvm":
         raise ScheduleError(f"schedule_matmul has a schedule for target 'llvm', got {target!r}")
     if getattr(C.op, "tag", "") != "matmul":
         raise ScheduleError(f"schedule_matmul needs the output of topi.matmul, got {C.op.name!r}")
     block = int(C.op.attrs["block"])
     packed_rows = int(C.op.attrs["rows"])
-    rows = packed_rows or rows
+    rows = packed_rows or rows or tile_rows(block, C.dtype, target)
+    row_block = row_block or 2 * rows
     Bp = find_stage_input(C, "_packB")
     s = te.create_schedule(C.op)
 
@@ -89,31 +118,38 @@ def schedule_matmul(C, target="llvm", rows=ROWS, row_block=ROW_BLOCK, k_chunk=K_
     if M is not None:
         row_block = min(row_block, -(-M // rows) * rows)
     if k_chunk is None:
-        # the whole reduction per tile: accumulate in a write cache held in registers, store once
+        # each tile accumulates over the whole reduction in a write cache held in registers, stored once
+        if col_block is None:
+            col_block = B_BLOCK_BYTES // ((K or 512) * max(1, dt.parse(C.dtype)[1] // 8))
+        N = const_int(C.shape[1])
+        panels = max(1, col_block // block)
+        if N is not None:
+            panels = min(panels, -(-N // block))
         CC = s.cache_write(C, "global")
         io, ii = s[C].split(i, factor=row_block)
         jo, ji = s[C].split(j, factor=block)
+        jc, jb = s[C].split(jo, factor=panels)
         iio, iii = s[C].split(ii, factor=rows)
-        s[C].reorder(io, jo, iio, iii, ji)
-        s[C].parallel(io)
+        s[C].reorder(jc, io, jb, iio, iii, ji)
+        s[C].parallel(s[C].fuse(jc, io))
         s[C].unroll(iii)
         s[C].vectorize(ji)
         s[CC].compute_at(s[C], iio)
         ci, cj = s[CC].op.axis
         (ck,) = s[CC].op.reduce_axis
-        ko, ki = s[CC].split(ck, factor=4)
+        ko, ki = s[CC].split(ck, factor=K_UNROLL)
         s[CC].reorder(ko, ki, ci, cj)
         s[CC].unroll(ki)
         s[CC].unroll(ci)
         s[CC].vectorize(cj)
     else:
         if K is not None:          # one chunk when K is small: no guard on the reduction
-            k_chunk = min(k_chunk, -(-K // 4) * 4)
+            k_chunk = min(k_chunk, -(-K // K_UNROLL) * K_UNROLL)
         io, ii = s[C].split(i, factor=row_block)
         jo, ji = s[C].split(j, factor=block)
         ko, ki = s[C].split(k, factor=k_chunk)
         iio, iii = s[C].split(ii, factor=rows)
-        kio, kii = s[C].split(ki, factor=4)
+        kio, kii = s[C].split(ki, factor=K_UNROLL)
         s[C].reorder(io, ko, jo, iio, kio, kii, iii, ji)
         s[C].parallel(io)
         s[C].unroll(kii)
