@@ -12,7 +12,8 @@ from tvmlab import te, topi
 from tvmlab.errors import ScheduleError
 from tvmlab.ir.functor import IRVisitor
 from tvmlab.ir.stmt import Allocate
-from tvmlab.topi.matmul import default_block, tile_rows
+from tvmlab.topi.matmul import tile_rows
+from tvmlab.topi.util import vector_block as default_block
 
 
 def _ref_matmul(a, b):

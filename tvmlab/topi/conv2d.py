@@ -1,26 +1,33 @@
 """2-D convolution in NCHW layout: the compute and a CPU schedule.
 
 ``conv2d_nchw(data, kernel, stride=1, padding=1)`` with data (N, C, H, W) and
-kernel (O, C, KH, KW) gives (N, O, OH, OW); the padded input is its own stage.
+kernel (O, C, KH, KW) gives (N, O, OH, OW).  The padded input is a stage of its
+own, the kernel is packed into blocks of ``oc_block`` output channels
+(``Kp[fo, c, ky, kx, fi] = kernel[fo * oc_block + fi, c, ky, kx]``, zero past O),
+and the sum is computed in the blocked layout ``(N, O / oc_block, OH, OW,
+oc_block)`` (TVM's NCHWc) before it is copied out in NCHW.  ``oc_block`` is
+two vector registers of the target (16 float32 channels with AVX2).
 
-The schedule vectorises along the output row (16 or 8 lanes, whichever divides
-the row; the vectors of a row are unrolled) and blocks ``OC_BLOCK`` output
-channels, so ``OC_BLOCK`` rows of accumulators stay in registers while the
-reduction over input channels and the kernel window runs; each step is one
-input row load and ``OC_BLOCK`` broadcast FMAs.  Tasks are (batch, channel
-block, output row) triples spread over the cores.
+The schedule computes a tile of ``width`` output columns x ``oc_block``
+channels at a time, in registers: each reduction step (input channel, kernel
+row, kernel column) loads the packed kernel's channel vectors once and
+broadcasts ``width`` input values, ``width x vectors`` FMAs.  Tasks are (batch,
+channel block, output row) triples spread over the cores; each tile is
+written out to NCHW once its reduction is done.
 """
 from __future__ import annotations
 
 from .. import te
+from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
-from .util import const_int
-
-OC_BLOCK = 4
+from .util import const_int, find_stage_input, pack_blocks, vector_block
 
 
-def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d"):
-    """Convolution of ``data`` (N, C, H, W) with ``kernel`` (O, C, KH, KW), zero padding, no dilation."""
+def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d", oc_block=None, target="llvm"):
+    """Convolution of ``data`` (N, C, H, W) with ``kernel`` (O, C, KH, KW), zero padding, no dilation.
+
+    ``oc_block`` (default ``vector_block(dtype, target)``) is the packed kernel's channel block.
+    """
     if len(data.shape) != 4 or len(kernel.shape) != 4:
         raise ScheduleError(f"conv2d_nchw needs 4-D data and kernel, got {tuple(data.shape)} and "
                             f"{tuple(kernel.shape)}")
@@ -32,6 +39,9 @@ def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d"):
     if not isinstance(stride, int) or stride < 1 or not isinstance(padding, int) or padding < 0:
         raise ScheduleError(f"conv2d_nchw: stride must be an int >= 1 and padding an int >= 0, "
                             f"got {stride!r} and {padding!r}")
+    oc_block = vector_block(data.dtype, target) if oc_block is None else oc_block
+    if not isinstance(oc_block, int) or oc_block < 1:
+        raise ScheduleError(f"conv2d_nchw: oc_block must be an int >= 1, got {oc_block!r}")
     oh = (h + 2 * padding - kh) // stride + 1
     ow = (w + 2 * padding - kw) // stride + 1
     zero = te.const(0, data.dtype)
@@ -42,41 +52,63 @@ def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d"):
                              data[b, ch, y - padding, x - padding], zero), name=name + "_pad")
     else:
         pad = te.compute(data.shape, lambda b, ch, y, x: data[b, ch, y, x], name=name + "_pad")
+    packed = pack_blocks(((o + oc_block - 1) // oc_block, c, kh, kw, oc_block),
+                         lambda fo, ch, y, x, fi: kernel[fo * oc_block + fi, ch, y, x], o, kernel.dtype,
+                         name + "_packK")
     rc = te.reduce_axis((0, c), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    return te.compute((n, o, oh, ow),
-                      lambda b, f, y, x: te.sum(pad[b, rc, y * stride + ry, x * stride + rx] * kernel[f, rc, ry, rx],
-                                                axis=[rc, ry, rx]),
-                      name=name, tag="conv2d_nchw")
+    blocked = te.compute((n, (o + oc_block - 1) // oc_block, oh, ow, oc_block),
+                         lambda b, fo, y, x, fi: te.sum(pad[b, rc, y * stride + ry, x * stride + rx] *
+                                                        packed[fo, rc, ry, rx, fi], axis=[rc, ry, rx]),
+                         name=name + "_NCHWc")
+    return te.compute((n, o, oh, ow), lambda b, f, y, x: blocked[b, f // oc_block, y, x, f % oc_block],
+                      name=name, tag="conv2d_nchw", attrs={"oc_block": oc_block})
 
 
-def schedule_conv2d_nchw(out, target="llvm", oc_block=OC_BLOCK):
-    """Row-vectorised, channel-blocked direct convolution (see the module docstring)."""
+def tile_width(ow, oc_block, dtype, target="llvm"):
+    """Output columns per register tile: accumulators fill half the registers; a divisor of ``ow`` when one
+    is close, so no column tile needs a guard."""
+    regs = vector_registers(target)
+    vectors = max(1, -(-oc_block // regs.lanes(dtype)))
+    width = max(1, regs.count // (2 * vectors))
+    if ow is not None:
+        width = min(width, ow)
+        exact = next((w for w in range(width, (width + 1) // 2 - 1, -1) if ow % w == 0), None)
+        width = exact or width
+    return width
+
+
+def schedule_conv2d_nchw(out, target="llvm", width=None):
+    """Channel-blocked, register-tiled direct convolution (see the module docstring)."""
     if str(target).split()[0] != "llvm":
         raise ScheduleError(f"schedule_conv2d_nchw has a schedule for target 'llvm', got {target!r}")
     if getattr(out.op, "tag", "") != "conv2d_nchw":
         raise ScheduleError(f"schedule_conv2d_nchw needs the output of topi.conv2d_nchw, got {out.op.name!r}")
-    pad = [t for t in out.op.input_tensors if t.op.name.endswith("_pad")][0]
+    oc_block = int(out.op.attrs["oc_block"])
+    blocked = find_stage_input(out, "_NCHWc")
+    pad = find_stage_input(blocked, "_pad")
+    packed = find_stage_input(blocked, "_packK")
     s = te.create_schedule(out.op)
     pb, pc, py, px = s[pad].op.axis
     s[pad].parallel(s[pad].fuse(pb, pc))
     s[pad].vectorize(px)
+    fo, ch, ky, kx, fi = s[packed].op.axis
+    s[packed].parallel(fo)
+    s[packed].vectorize(fi)
 
+    width = width or tile_width(const_int(out.shape[3]), oc_block, out.dtype, target)
     b, f, y, x = s[out].op.axis
-    rc, ry, rx = s[out].op.reduce_axis
-    o = const_int(out.shape[1])
-    if o is not None:
-        oc_block = max(1, min(oc_block, o))
-    ow = const_int(out.shape[3])
-    lanes = next((v for v in (16, 8) if ow is not None and ow % v == 0), 8)
     fo, fi = s[out].split(f, factor=oc_block)
-    xo, xi = s[out].split(x, factor=lanes)
-    s[out].reorder(b, fo, y, rc, ry, rx, fi, xo, xi)
+    xo, xi = s[out].split(x, factor=width)
+    s[out].reorder(b, fo, y, xo, fi, xi)
     s[out].parallel(s[out].fuse(b, fo, y))
-    s[out].unroll(ry)
-    s[out].unroll(rx)
     s[out].unroll(fi)
-    s[out].unroll(xo)
-    s[out].vectorize(xi)
+    # the tile: (width x oc_block) accumulators, channels in vector lanes, over the whole reduction
+    s[blocked].compute_at(s[out], xo)
+    cb, cf, cy, cx, cfi = s[blocked].op.axis
+    rc, ry, rx = s[blocked].op.reduce_axis
+    s[blocked].reorder(cb, cf, cy, rc, ry, rx, cx, cfi)
+    s[blocked].unroll(cx)
+    s[blocked].vectorize(cfi)
     return s

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from .. import te
+from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
 
-VECTOR = 16     # floats per AVX-512 register
-UNROLL = 4      # vectors per loop step
+UNROLL = 4      # vector registers per loop step
 TASK = 1 << 16  # elements per parallel task: large enough that launching it costs little
 
 
@@ -25,8 +25,9 @@ def schedule_elementwise(C, target="llvm"):
     axes = list(s[C].op.axis)
     x = s[C].fuse(*axes) if len(axes) > 1 else axes[0]
     xo, xi = s[C].split(x, factor=TASK)
-    xio, xii = s[C].split(xi, factor=VECTOR * UNROLL)
-    xiio, xiii = s[C].split(xii, factor=VECTOR)
+    lanes = vector_registers(target).lanes(C.dtype)
+    xio, xii = s[C].split(xi, factor=lanes * UNROLL)
+    xiio, xiii = s[C].split(xii, factor=lanes)
     s[C].parallel(xo)
     s[C].unroll(xiio)
     s[C].vectorize(xiii)

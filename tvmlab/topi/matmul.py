@@ -22,36 +22,17 @@ from .. import te
 from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
 from ..ir import dtype as dt
-from ..ir import expr as E
-from .util import const_int, find_stage_input
+from .util import const_int, find_stage_input, pack_blocks, vector_block
 
-VECTORS = 2             # vector registers across a tile row (the B panel width)
 MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
 K_UNROLL = 4            # reduction steps per unrolled loop body
 
 
-def default_block(dtype, target="llvm"):
-    """Columns per packed B panel for ``dtype`` on ``target``: ``VECTORS`` vector registers."""
-    return VECTORS * vector_registers(target).lanes(dtype)
-
-
-def _zero(dtype):
-    return E.FloatImm(dtype, 0.0) if "float" in dtype else E.IntImm(dtype, 0)
-
-
-def _pack(shape, value, extent, limit, dtype, name):
-    """A packing stage; ``value(...)`` is read only where ``extent(...) < limit`` (zero past the end)."""
-    if const_int(limit) is not None and const_int(limit) % shape[2] == 0:
-        return te.compute(shape, value, name=name)
-    return te.compute(shape, lambda o, k, x: te.if_then_else(extent(o, x) < limit, value(o, k, x), _zero(dtype)),
-                      name=name)
-
-
 def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
     """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through a packed copy of B.
 
-    ``block`` is the B panel width (default: ``default_block(dtype, target)``).
+    ``block`` is the B panel width (default: ``vector_block(dtype, target)``, two vector registers).
     ``rows > 0`` also packs A into panels of ``rows`` rows
     (``Ap[io, k, ii] = A[io * rows + ii, k]``, a parallel pass of its own); the
     default reads A in place, which costs no extra memory and is as fast.
@@ -64,15 +45,15 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
         raise ScheduleError(f"matmul: A has {const_int(K)} columns but B has {const_int(K2)} rows")
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
-    block = default_block(A.dtype, target) if block is None else block
+    block = vector_block(A.dtype, target) if block is None else block
     if not isinstance(block, int) or block < 1 or not isinstance(rows, int) or rows < 0:
         raise ScheduleError(f"matmul: block must be an int >= 1 and rows an int >= 0, got {block!r} and {rows!r}")
-    Bp = _pack(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji],
-               lambda jo, ji: jo * block + ji, N, B.dtype, name + "_packB")
+    Bp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji], N, B.dtype,
+                     name + "_packB")
     k = te.reduce_axis((0, K), name="k")
     if rows:
-        Ap = _pack(((M + rows - 1) // rows, K, rows), lambda io, k, ii: A[io * rows + ii, k],
-                   lambda io, ii: io * rows + ii, M, A.dtype, name + "_packA")
+        Ap = pack_blocks(((M + rows - 1) // rows, K, rows), lambda io, k, ii: A[io * rows + ii, k], M, A.dtype,
+                         name + "_packA")
         return te.compute((M, N), lambda i, j: te.sum(Ap[i // rows, k, i % rows] * Bp[j // block, k, j % block],
                                                       axis=k),
                           name=name, tag="matmul", attrs={"block": block, "rows": rows})
