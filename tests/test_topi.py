@@ -205,3 +205,22 @@ def test_matmul_symbolic_shapes(m, k, n, check_build):
     C = topi.matmul(A, B)
     check_build(topi.schedule_matmul(C), [A, B, C], _ref_matmul, env={"M": m, "K": k, "N": n},
                 rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype,oc_block,width", [("float64", None, None), ("float32", 4, 3), ("int32", 8, 5)])
+def test_conv2d_nchw_blocks(dtype, oc_block, width, check_build):
+    """Other dtypes, channel blocks and tile widths (3 and 5 do not divide the 9 output columns)."""
+    d = te.placeholder((2, 5, 9, 9), dtype=dtype, name="data")
+    w = te.placeholder((6, 5, 3, 3), dtype=dtype, name="kernel")
+    out = topi.conv2d_nchw(d, w, stride=1, padding=1, oc_block=oc_block)
+    check_build(topi.schedule_conv2d_nchw(out, width=width), [d, w, out], lambda a, b: _ref_conv(a, b, 1, 1),
+                ranges={"data": (-9, 9), "kernel": (-9, 9)}, rtol=1e-4 if dtype == "float32" else 1e-10, atol=1e-3)
+
+
+def test_conv2d_tile_follows_the_vector_registers():
+    from tvmlab.topi.conv2d import tile_width
+    assert default_block("float32", "llvm -mcpu=haswell") == 16
+    assert tile_width(56, 16, "float32", "llvm -mcpu=haswell") == 4      # 4 x 2 accumulators of 16 registers
+    assert tile_width(56, 32, "float32", "llvm -mcpu=skylake-avx512") == 8
+    assert tile_width(7, 16, "float32", "llvm -mcpu=haswell") == 4       # no divisor of 7 near 4: a guarded tail
+    assert tile_width(2, 16, "float32", "llvm -mcpu=haswell") == 2

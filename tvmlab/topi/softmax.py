@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from .. import te
 from ..errors import ScheduleError
-from .util import const_int
-
-VECTOR = 16
+from .util import const_int, vector_block
 
 
 def softmax(x, name="softmax"):
@@ -43,7 +41,8 @@ def schedule_softmax(out, target="llvm"):
     mx = [t for t in e.op.input_tensors if t.op.name.endswith("_max")][0]
     s = te.create_schedule(out.op)
     n = const_int(out.shape[1])
-    vec = VECTOR if n is None or n >= VECTOR else max(1, n)
+    vec = vector_block(out.dtype, target)    # two registers: partial sums in two independent chains
+    vec = vec if n is None or n >= vec else max(1, n)
 
     i, j = s[out].op.axis
     s[out].parallel(i)
