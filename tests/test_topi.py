@@ -103,6 +103,12 @@ def test_matmul_errors():
         topi.schedule_matmul(topi.add(A, A))
     with pytest.raises(ScheduleError, match="target 'llvm'"):
         topi.schedule_matmul(topi.matmul(A, te.placeholder((5, 3), name="B")), target="cuda")
+    C = topi.matmul(A, te.placeholder((5, 3), name="B"))
+    for bad in ({"rows": -2}, {"row_block": 0}, {"col_block": -5}, {"k_chunk": 2.5}):
+        with pytest.raises(ScheduleError, match=f"schedule_matmul: {next(iter(bad))} must be an int >= 1"):
+            topi.schedule_matmul(C, **bad)
+    with pytest.raises(ScheduleError, match="matmul: rows must be an int >= 1"):
+        topi.matmul(A, te.placeholder((5, 3), name="B"), rows=-1)
 
 
 @pytest.mark.parametrize("shape", [(1000,), (1,), (65536 + 37,), (37, 23), (3, 4, 5)])
@@ -177,6 +183,11 @@ def test_conv2d_errors():
         topi.conv2d_nchw(d, te.placeholder((2, 4, 3, 3), name="w"))
     with pytest.raises(ScheduleError, match="stride"):
         topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), stride=0)
+    with pytest.raises(ScheduleError, match="oc_block must be an int >= 1"):
+        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), oc_block=0)
+    out = topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"))
+    with pytest.raises(ScheduleError, match="width must be an int >= 1"):
+        topi.schedule_conv2d_nchw(out, width=-1)
 
 
 @pytest.mark.parametrize("k_chunk", [None, 8])

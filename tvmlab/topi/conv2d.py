@@ -20,7 +20,7 @@ from __future__ import annotations
 from .. import te
 from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
-from .util import const_int, find_stage_input, pack_blocks, vector_block
+from .util import check_options, const_int, find_stage_input, pack_blocks, vector_block
 
 
 def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d", oc_block=None, target="llvm"):
@@ -39,9 +39,8 @@ def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d", oc_block=None,
     if not isinstance(stride, int) or stride < 1 or not isinstance(padding, int) or padding < 0:
         raise ScheduleError(f"conv2d_nchw: stride must be an int >= 1 and padding an int >= 0, "
                             f"got {stride!r} and {padding!r}")
+    check_options("conv2d_nchw", oc_block=oc_block)
     oc_block = vector_block(data.dtype, target) if oc_block is None else oc_block
-    if not isinstance(oc_block, int) or oc_block < 1:
-        raise ScheduleError(f"conv2d_nchw: oc_block must be an int >= 1, got {oc_block!r}")
     oh = (h + 2 * padding - kh) // stride + 1
     ow = (w + 2 * padding - kw) // stride + 1
     zero = te.const(0, data.dtype)
@@ -85,6 +84,7 @@ def schedule_conv2d_nchw(out, target="llvm", width=None):
         raise ScheduleError(f"schedule_conv2d_nchw has a schedule for target 'llvm', got {target!r}")
     if getattr(out.op, "tag", "") != "conv2d_nchw":
         raise ScheduleError(f"schedule_conv2d_nchw needs the output of topi.conv2d_nchw, got {out.op.name!r}")
+    check_options("schedule_conv2d_nchw", width=width)
     oc_block = int(out.op.attrs["oc_block"])
     blocked = find_stage_input(out, "_NCHWc")
     pad = find_stage_input(blocked, "_pad")

@@ -22,7 +22,7 @@ from .. import te
 from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
 from ..ir import dtype as dt
-from .util import const_int, find_stage_input, pack_blocks, vector_block
+from .util import check_options, const_int, find_stage_input, pack_blocks, vector_block
 
 MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
@@ -45,9 +45,8 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
         raise ScheduleError(f"matmul: A has {const_int(K)} columns but B has {const_int(K2)} rows")
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
+    check_options("matmul", block=block, rows=rows or None)
     block = vector_block(A.dtype, target) if block is None else block
-    if not isinstance(block, int) or block < 1 or not isinstance(rows, int) or rows < 0:
-        raise ScheduleError(f"matmul: block must be an int >= 1 and rows an int >= 0, got {block!r} and {rows!r}")
     Bp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji], N, B.dtype,
                      name + "_packB")
     k = te.reduce_axis((0, K), name="k")
@@ -81,6 +80,7 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
         raise ScheduleError(f"schedule_matmul has a schedule for target 'llvm', got {target!r}")
     if getattr(C.op, "tag", "") != "matmul":
         raise ScheduleError(f"schedule_matmul needs the output of topi.matmul, got {C.op.name!r}")
+    check_options("schedule_matmul", rows=rows, row_block=row_block, k_chunk=k_chunk, col_block=col_block)
     block = int(C.op.attrs["block"])
     packed_rows = int(C.op.attrs["rows"])
     rows = packed_rows or rows or tile_rows(block, C.dtype, target)

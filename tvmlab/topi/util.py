@@ -37,3 +37,10 @@ def find_stage_input(out, suffix):
         if t.op.name.endswith(suffix):
             return t
     raise ScheduleError(f"{out.op.name} reads no tensor named '*{suffix}'; build it with the matching topi compute")
+
+
+def check_options(op, **options):
+    """Raise ScheduleError unless every option given (not None) is an int >= 1."""
+    for name, value in options.items():
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ScheduleError(f"{op}: {name} must be an int >= 1 (or None for the default), got {value!r}")
