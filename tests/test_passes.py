@@ -552,6 +552,33 @@ def test_remove_no_op_drops_empty_constructs_and_self_copies():
     assert isinstance(out[2], AssertStmt)
 
 
+def test_remove_no_op_drops_stores_masked_off_in_every_lane():
+    buf = Var("X", "handle")
+    i = Var("i")
+    never = Store(buf, Broadcast(FloatImm("float32", 1.0), 4), Ramp(i * 4, op.const(1), 4),
+                  Broadcast(op.const(False), 4))
+    some = Store(buf, Broadcast(FloatImm("float32", 2.0), 4), Ramp(i * 4, op.const(1), 4),
+                 Ramp(i, op.const(1), 4) < Broadcast(op.const(9), 4))
+    out = remove_no_op(loop(i, 0, 3, "serial", seq(never, some)))
+    assert isinstance(out, For) and out.body is some
+
+
+def test_simplify_drops_predicates_true_in_every_lane_and_broadcasts_uniform_loads():
+    from tvmlab.lower.simplify import simplify_stmt
+    buf, src = Var("X", "handle"), Var("Y", "handle")
+    i = Var("i")
+    true4 = Broadcast(op.const(True), 4)
+    gather = Load("float32x4", src, Broadcast(i + 1, 4), true4)      # one address, masked by a guard
+    row = Load("float32x4", src, Ramp(i * 4, op.const(1), 4), Broadcast(i < 100, 4))
+    st = Store(buf, gather + row, Ramp(i * 4, op.const(1), 4), true4)
+    out = simplify_stmt(loop(i, 0, 8, "serial", st))
+    (store,) = nodes(out, Store)
+    assert store.predicate is None
+    assert all(ld.predicate is None for ld in nodes(out, Load))
+    assert any(isinstance(b, Broadcast) and isinstance(b.value, Load) and b.value.dtype == "float32"
+               for b in nodes(out, Broadcast))
+
+
 def test_remove_no_op_keeps_side_effects_and_else_branch():
     buf = Var("X", "handle")
     i = Var("i")
@@ -743,6 +770,10 @@ def test_partition_2d_tiles_and_reduction():
     main_j, tail_j = main_i.body.seq
     assert not nodes(main_j, IfThenElse) and _value(main_j.extent) == 1
     assert nodes(tail_j, IfThenElse)
+    # the tail of i is partitioned along j too: its main j loop keeps only the guard on i
+    tail_main_j, tail_tail_j = tail_i.body.seq
+    assert _value(tail_main_j.extent) == 1 and _value(tail_tail_j.min) == 1
+    assert all("j.outer" not in str(g.condition) for g in nodes(tail_main_j, IfThenElse))
     arrays, res = run_both(ast2, out, binds)
     np.testing.assert_allclose(res[C], arrays[A] @ arrays[B], rtol=1e-5, atol=1e-6)
     vec = vectorize(out)

@@ -253,8 +253,14 @@ class _Partitioner(IRMutator):
 
     def _guarded(self, s, start, stop, ana):
         nv = Var(s.loop_var.name, s.loop_var.dtype)
+        extent = ana.simplify(_op.sub(stop, start))
         body = fresh_copy(s.body, {s.loop_var: nv})
-        return For(nv, start, ana.simplify(_op.sub(stop, start)), s.kind, body, s.annotations)
+        self.scope.append((nv, Range(start, extent)))
+        try:
+            body = self.visit(body)
+        finally:
+            self.scope.pop()
+        return For(nv, start, extent, s.kind, body, s.annotations)
 
 
 def _clamped_max(ana, a, b):

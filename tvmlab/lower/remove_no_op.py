@@ -3,12 +3,15 @@
 Dropped: loops of non-positive constant extent and loops, ifs, lets,
 attributes and allocations whose bodies do nothing; ``Evaluate`` of an
 expression without side effects; a store of the value just loaded from the same
-address; empty and one-element sequences.  Assertions stay (checking is their
+address; a store whose predicate is false in every lane (what is left of a
+guarded tile in a loop partition where the guard never holds); empty and
+one-element sequences.  Assertions stay (checking is their
 effect).
 """
 from __future__ import annotations
 
 from ..ir import op as _op
+from ..ir.arith.rewrite import truth
 from ..ir.expr import IntImm, Load, Var
 from ..ir.functor import IRMutator, IRVisitor
 from ..ir.node import Node
@@ -104,6 +107,8 @@ class _Remover(IRMutator):
 
     def visit_Store(self, s):
         v = s.value
+        if s.predicate is not None and truth(s.predicate) is False and not has_side_effect(v):
+            return _no_op()
         if (isinstance(v, Load) and v.buffer_var is s.buffer_var and v.predicate is None
                 and s.predicate is None and same_expr(v.index, s.index)):
             return _no_op()

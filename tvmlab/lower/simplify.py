@@ -4,7 +4,8 @@ Loop variables are bound to ``[min, min + extent)`` inside their loop, thread
 variables to ``[0, extent)`` inside their ``thread_extent`` attribute, let
 variables to their value (pure index arithmetic is inlined, so that rules see
 through the variable).  With those facts guards that always hold are
-folded away (also ``likely`` ones), loops of extent 0 disappear and loops of
+folded away (also ``likely`` ones), as are load and store predicates that
+hold in every lane (a guard the loop partition made redundant), loops of extent 0 disappear and loops of
 extent 1 become their body with the loop variable replaced by ``min``.
 """
 from __future__ import annotations
@@ -33,6 +34,10 @@ class StmtSimplifier(IRMutator):
 
     def visit_Expr(self, e):
         return self.ana.simplify(e)
+
+    def visit_Store(self, s):
+        r = self.generic_visit(s)
+        return r.replace(predicate=None) if r.predicate is not None and truth(r.predicate) is True else r
 
     def visit_For(self, s):
         mn, ext = self.ana.simplify(s.min), self.ana.simplify(s.extent)

@@ -581,6 +581,17 @@ class Simplifier(DivModRules):
         with self.ana.with_bindings(doms):
             return self._generic(e)
 
+    def _load(self, e):
+        """A load whose predicate holds in every lane is a plain load (so LLVM can keep it in a register),
+        and a plain load of one address in every lane is a scalar load broadcast."""
+        r = self._generic(e)
+        if r.predicate is not None and truth(r.predicate) is True:
+            r = r.replace(predicate=None)
+        if r.predicate is None and type(r.index) is E.Broadcast:
+            lanes = r.index.lanes
+            return E.Broadcast(E.Load(dt.with_lanes(r.dtype, 1), r.buffer_var, r.index.value), lanes)
+        return r
+
     def _generic(self, e):
         """Simplify every expression child; rebuild only on change."""
         changes = {}
@@ -608,5 +619,5 @@ _RULES = {
     E.And: Simplifier._and_or, E.Or: Simplifier._and_or, E.Not: Simplifier._not,
     E.Select: Simplifier._select, E.Cast: Simplifier._cast, E.Ramp: Simplifier._ramp,
     E.Broadcast: Simplifier._broadcast, E.Let: Simplifier._let, E.Call: Simplifier._call,
-    E.Reduce: Simplifier._reduce,
+    E.Reduce: Simplifier._reduce, E.Load: Simplifier._load,
 }
