@@ -44,6 +44,10 @@ class VectorRegisters:
         """Elements of ``dtype`` in one register (at least 1)."""
         return max(1, self.bits // max(8, dt.parse(dtype)[1]))
 
+    def holding(self, elements, dtype):
+        """Registers that ``elements`` values of ``dtype`` take (at least 1)."""
+        return max(1, -(-elements // self.lanes(dtype)))
+
 
 @functools.lru_cache(maxsize=None)
 def _probe(cpu, features):

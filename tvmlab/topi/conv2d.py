@@ -69,7 +69,7 @@ def tile_width(ow, oc_block, dtype, target="llvm"):
     """Output columns per register tile: accumulators fill half the registers; a divisor of ``ow`` when one
     is close, so no column tile needs a guard."""
     regs = vector_registers(target)
-    vectors = max(1, -(-oc_block // regs.lanes(dtype)))
+    vectors = regs.holding(oc_block, dtype)
     width = max(1, regs.count // (2 * vectors))
     if ow is not None:
         width = min(width, ow)

@@ -63,7 +63,7 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
 def tile_rows(block, dtype, target="llvm"):
     """Rows of the register tile: as many as leave registers for one B row and a broadcast of A."""
     regs = vector_registers(target)
-    vectors = max(1, -(-block // regs.lanes(dtype)))
+    vectors = regs.holding(block, dtype)
     return max(1, min(MAX_ROWS, (regs.count - vectors - 1) // vectors))
 
 
