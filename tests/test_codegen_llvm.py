@@ -729,3 +729,15 @@ def test_outer_loop_around_unrolled_conditionals_is_not_vectorized():
     b = poisoned(8, "float64")
     m(nd.array(a), b)
     np.testing.assert_allclose(b.numpy(), np.full(8, a[a >= a[0]].sum()))
+
+
+def test_vector_registers_are_read_off_llvm():
+    from tvmlab.codegen.llvm_vector import VectorRegisters, vector_registers
+    assert vector_registers("llvm -mcpu=x86-64") == VectorRegisters(128, 16)
+    assert vector_registers("llvm -mcpu=haswell") == VectorRegisters(256, 16)
+    assert vector_registers("llvm -mcpu=skylake-avx512") == VectorRegisters(512, 32)
+    assert vector_registers("llvm -mcpu=haswell -mattr=-avx") == VectorRegisters(128, 16)
+    regs = vector_registers("llvm -mcpu=haswell")
+    assert (regs.lanes("float32"), regs.lanes("float64"), regs.lanes("int8")) == (8, 4, 32)
+    assert (regs.holding(16, "float32"), regs.holding(17, "float32"), regs.holding(1, "float64")) == (2, 3, 1)
+    assert vector_registers("llvm").bits >= 128
