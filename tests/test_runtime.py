@@ -315,3 +315,31 @@ def test_device_ndarray_base_moves_data_only_through_read_and_write():
         d.copyfrom(np.zeros((3, 4), "float64"))
     np.testing.assert_array_equal(d.numpy(), x)
     assert "shape=(3, 4)" in repr(d)
+
+
+def test_prepared_call_keeps_its_arrays_and_code_alive(isolated):
+    """A prepared call outlives the caller's references to the arrays and the module (checked in a
+    separate process: a use-after-free would crash it)."""
+    code = """
+        import gc
+        import numpy as np
+        import tvmlab
+        from tvmlab import te
+
+        def prepared():
+            A = te.placeholder((1 << 16,), name="A")
+            C = te.compute(A.shape, lambda i: A[i] * 2.0, name="C")
+            f = tvmlab.build(te.create_schedule(C.op), [A, C])
+            a = np.arange(1 << 16, dtype="float32")
+            c = tvmlab.nd.array(np.full(1 << 16, np.nan, "float32"))
+            return f.get_function(f.entry_name).prepare(tvmlab.nd.array(a), c), a, c
+
+        call, a, c = prepared()
+        gc.collect()
+        junk = [np.ones(1 << 16, "float32") for _ in range(64)]   # reuse freed memory if it was freed
+        call()
+        np.testing.assert_array_equal(c.numpy(), a * 2)
+        print("ok")
+    """
+    rc, out = isolated(code)
+    assert rc == 0 and out.strip().endswith("ok"), out

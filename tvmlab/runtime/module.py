@@ -252,7 +252,11 @@ class Function(ArgBinder):
             self._raise(rc)
 
     def prepare(self, *args):
-        """Check ``args`` once; return a zero-argument callable doing one native call."""
+        """Check ``args`` once; return a zero-argument callable doing one native call.
+
+        The callable holds the arrays (and, through this function, the code), so
+        they outlive it even when the caller drops its own references.
+        """
         cargs = tuple(self._pack(args))
         cfunc, fail = self._cfunc, self._raise
 
@@ -260,6 +264,7 @@ class Function(ArgBinder):
             rc = cfunc(*cargs)
             if rc:
                 fail(rc)
+        call.arrays = args
         return call
 
     def _raise(self, rc):
