@@ -13,8 +13,10 @@ to their ranges): ``outer*f + inner < n`` with ``inner`` in [0, f) holds for
 
 Cut points are clamped into the loop range (``min``/``max``) unless the
 analyzer proves the clamp needless, so a symbolic ``n`` is handled and an
-empty part simply runs zero times.  Only the main loop is partitioned further;
-the small guarded parts keep their guards.  A loop is left alone when no guard
+empty part simply runs zero times.  The main loop and the guarded parts are
+partitioned further along the loops inside them (the guarded parts keep their
+own guard: a tail row of tiles still gets guard-free tiles where its columns
+are in range).  A loop is left alone when no guard
 is provably true on a non-empty range, when a guard is not linear in ``x``, or
 when it depends on a variable bound inside the loop by a ``let``.  Vectorized
 and unrolled loops are not partitioned (they need constant extents); the

@@ -5,8 +5,9 @@ variables to ``[0, extent)`` inside their ``thread_extent`` attribute, let
 variables to their value (pure index arithmetic is inlined, so that rules see
 through the variable).  With those facts guards that always hold are
 folded away (also ``likely`` ones), as are load and store predicates that
-hold in every lane (a guard the loop partition made redundant), loops of extent 0 disappear and loops of
-extent 1 become their body with the loop variable replaced by ``min``.
+hold in every lane (a guard the loop partition made redundant); loops of
+extent 0 disappear and loops of extent 1 become their body with the loop
+variable replaced by ``min``.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.arith import Analyzer, IntervalSet
 from ..ir.arith.divmod import is_index
-from ..ir.arith.rewrite import inlinable, truth
+from ..ir.arith.rewrite import drop_true_predicate, inlinable, truth
 from ..ir.functor import IRMutator, substitute, uses_var
 from ..ir.tensor import IterVar, Range
 
@@ -36,8 +37,7 @@ class StmtSimplifier(IRMutator):
         return self.ana.simplify(e)
 
     def visit_Store(self, s):
-        r = self.generic_visit(s)
-        return r.replace(predicate=None) if r.predicate is not None and truth(r.predicate) is True else r
+        return drop_true_predicate(self.generic_visit(s))
 
     def visit_For(self, s):
         mn, ext = self.ana.simplify(s.min), self.ana.simplify(s.extent)

@@ -54,6 +54,11 @@ def truth(x):
     return None
 
 
+def drop_true_predicate(node):
+    """``node`` (a Load or Store) without its predicate when that holds in every lane."""
+    return node.replace(predicate=None) if node.predicate is not None and truth(node.predicate) is True else node
+
+
 def _const_floordiv(factors):
     """A monomial that is exactly ``x // c`` for a constant c > 0."""
     if len(factors) != 1:
@@ -584,9 +589,7 @@ class Simplifier(DivModRules):
     def _load(self, e):
         """A load whose predicate holds in every lane is a plain load (so LLVM can keep it in a register),
         and a plain load of one address in every lane is a scalar load broadcast."""
-        r = self._generic(e)
-        if r.predicate is not None and truth(r.predicate) is True:
-            r = r.replace(predicate=None)
+        r = drop_true_predicate(self._generic(e))
         if r.predicate is None and type(r.index) is E.Broadcast:
             lanes = r.index.lanes
             return E.Broadcast(E.Load(dt.with_lanes(r.dtype, 1), r.buffer_var, r.index.value), lanes)
