@@ -279,6 +279,8 @@ class CodeGenCUDA:
             return f"({self.expr(args[0])} ? {self.expr(args[1])} : {self.expr(args[2])})"
         if op == "isnan":
             return f"isnan({self.expr(args[0])})"
+        if op in ("call_extern", "call_pure_extern"):
+            return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         bit = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
                "shift_right": ">>"}.get(op)
         if bit is not None:

@@ -244,6 +244,9 @@ class ExprPrinter:
             return f"(~{self.expr(args[0])})"
         if op == "abs":
             return f"abs({self.expr(args[0])})"
+        if op in ("call_extern", "call_pure_extern"):
+            self.type_of(e)
+            return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         if op == "popcount":
             return f"{self.type_of(e)}(bitCount({self.expr(args[0])}))"
         if op == "isfinite":

@@ -451,6 +451,38 @@ def likely(cond):
     return E.Call(cond.dtype, "likely", (cond,))
 
 
+def call_extern(dtype, func_name, *args):
+    """A call of the C function ``func_name`` returning ``dtype``, bound at build time.
+
+    The LLVM target links it from the process (libm's ``expf``, ...), CUDA from the
+    device library (``__expf``), GLSL from the shading language (``exp``); a
+    name the target cannot resolve fails the build.  It is never vectorised.
+    """
+    return _extern("call_extern", dtype, func_name, args)
+
+
+def call_pure_extern(dtype, func_name, *args):
+    """``call_extern`` of a function without side effects (same code; the name says so)."""
+    return _extern("call_pure_extern", dtype, func_name, args)
+
+
+def _extern(kind, dtype, func_name, args):
+    if not isinstance(func_name, str) or not func_name.isidentifier():
+        raise DSLError(f"{kind}: the function name must be a C identifier string, got {func_name!r}")
+    try:
+        dtype = dt.canonical(dtype)
+    except Exception:
+        raise DSLError(f"{kind} {func_name}: unknown return dtype {dtype!r}") from None
+    values = []
+    for k, a in enumerate(args):
+        try:
+            values.append(convert(a))
+        except Exception:
+            raise DSLError(f"{kind} {func_name}: argument {k} must be an expression or a number, "
+                           f"got {a!r}") from None
+    return E.Call(dtype, kind, (E.StringImm(func_name),) + tuple(values))
+
+
 # ------------------------------------------------------------ math intrinsics
 
 FLOAT_UNARY = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh",

@@ -7,6 +7,8 @@ print as ``i`` and ``i_1``, so the text never mixes them up.
 """
 from __future__ import annotations
 
+import json
+
 from . import dtype as dt
 from . import expr as E
 from . import stmt as S
@@ -62,7 +64,7 @@ class Printer:
                 return v, (_ATOM if not v.startswith("-") else 7)
             return f"T.{e.dtype}({v})", _ATOM
         if isinstance(e, E.StringImm):
-            return repr(e.value), _ATOM
+            return json.dumps(e.value), _ATOM
         cls = type(e)
         if cls in _PREC:
             p = _PREC[cls]
@@ -91,6 +93,8 @@ class Printer:
             return f"T.let({self.vn(e.var)}, {self.expr(e.value)}, {self.expr(e.body)})", _ATOM
         if isinstance(e, E.Call):
             args = ", ".join(self.expr(a) for a in e.args)
+            if e.op in ("call_extern", "call_pure_extern"):
+                args = f'"{e.dtype}", {args}'
             return f"T.{e.op}({args})", _ATOM
         if isinstance(e, E.Load):
             pred = "" if e.predicate is None else f", predicate={self.expr(e.predicate)}"
