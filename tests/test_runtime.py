@@ -122,6 +122,7 @@ def test_device_mapping():
 def test_target_parsing():
     t = Target("llvm -mcpu=znver4 -mattr=+avx2,-avx512f -system-lib")
     assert t.kind == "llvm" and t.keys == ("cpu",)
+    assert t.kind.name == "llvm" and rt.device(t.kind.name, 0) == rt.cpu(0)   # TVM's spelling
     assert t.options == {"mcpu": "znver4", "mattr": "+avx2,-avx512f", "system-lib": True}
     assert str(t) == "llvm -mcpu=znver4 -mattr=+avx2,-avx512f -system-lib" and t.attrs is t.options
     assert Target(t) == t and t == "llvm -mcpu=znver4 -mattr=+avx2,-avx512f -system-lib"

@@ -131,6 +131,15 @@ def test_wrong_arity_and_dsl_errors():
         te.compute((4,), lambda i: A[i, 0] if i < 2 else 0.0)
     with pytest.raises(TVMLabError, match="unknown dtype"):
         te.placeholder((4,), dtype="float8")
+    with pytest.raises(TVMLabError, match=r"shape\[0\] must be an int .* got 2.5"):
+        te.compute((5 / 2,), lambda i: A[i, 0])
+
+
+def test_integral_float_shape_is_an_int():
+    """TVM's CPU matmul tutorial writes ``(N / bn, K, bn)``: a float under Python 3."""
+    B = te.placeholder((64, 8), name="B")
+    P = te.compute((64 / 16, 8, 16), lambda x, y, z: B[x * 16 + z, y], name="P")
+    assert [d.value for d in P.shape] == [4, 8, 16] and P.shape[0].dtype == "int32"
 
 
 def test_trace_json_roundtrip_and_replay():

@@ -33,6 +33,8 @@ def _shape(shape, what):
         raise DSLError(f"{what}: shape must be a tuple of ints or integer expressions, got {shape!r}") from None
     out = []
     for k, s in enumerate(shape):
+        if isinstance(s, float) and s.is_integer():
+            s = int(s)      # TVM's tutorials write N / bn, a float under Python 3
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, E.Expr, IterVar)):
             raise DSLError(f"{what}: shape[{k}] must be an int or an integer expression, got {s!r}")
         e = _op.convert(s)

@@ -38,6 +38,15 @@ def get_builder(name):
     return entry[0]
 
 
+class TargetKind(str):
+    """A target's kind: the plain name, also as ``.name`` (TVM's ``target.kind.name``)."""
+    __slots__ = ()
+
+    @property
+    def name(self):
+        return str(self)
+
+
 class Target:
     """A parsed target string: ``kind`` plus ``-key=value`` options.
 
@@ -66,7 +75,7 @@ class Target:
             if eq and not value:
                 raise BuildError(f"option -{key} in target {target!r} has no value")
             options[key] = value if eq else True
-        self.kind = kind
+        self.kind = TargetKind(kind)
         self.keys = _BUILDERS[kind][1]
         self.options = options
         self.host = None if host is None else Target(host)
