@@ -251,6 +251,15 @@ def test_live_benchmark_records_and_plot():
     assert ex.bench_plot.value[:4] == b"\x89PNG"
     assert "GFLOP/s" in ex.bench_table.value
     assert plot_png(recs, peak=100.0, title="t")[:4] == b"\x89PNG"
+    # the plot's peak line is the FMA peak make bench measures, found by the benchmark thread
+    peak, how = ex._bench.peak
+    assert peak > max(r["gflops"] for r in recs) and "measured" in how and how in ex.bench_table.value
+
+
+def test_peak_override(monkeypatch):
+    from tvmlab.widgets.bench import machine_peak_gflops
+    monkeypatch.setenv("TVMLAB_PEAK_GFLOPS", "123.5")
+    assert machine_peak_gflops() == (123.5, "peak 124 GFLOP/s (TVMLAB_PEAK_GFLOPS)")
 
 
 def test_symbolic_sizes_for_benchmark():

@@ -87,8 +87,15 @@ def measure(nthreads=None, rounds=5, settle=0.1):
     return best
 
 
+_measured = {}       # threads -> GFLOP/s: measured once per process
+_lock = threading.Lock()
+
+
 def peak_gflops():
-    """(float32 FMA peak in GFLOP/s, a note saying where it comes from)."""
+    """(float32 FMA peak in GFLOP/s, a note saying where it comes from).
+
+    Measured on the first call (about a second) and remembered for the process.
+    """
     env = os.environ.get("TVMLAB_PEAK_GFLOPS")
     if env:
         try:
@@ -97,4 +104,7 @@ def peak_gflops():
             pass
     n = threads()
     lanes, chains = _shape()
-    return measure(n), f"measured: {n} threads x {chains} chains of {lanes}-lane FMAs"
+    with _lock:
+        if n not in _measured:
+            _measured[n] = measure(n)
+    return _measured[n], f"measured: {n} threads x {chains} chains of {lanes}-lane FMAs"

@@ -20,7 +20,7 @@ import ipywidgets as W
 
 from ..errors import TVMLabError
 from . import choices as C
-from .bench import Benchmarker, Workload, machine_peak_gflops, plot_png
+from .bench import Benchmarker, Workload, plot_png
 from .code import pane_html
 from .colors import KIND_COLORS, legend_html
 from .diff import diff_html
@@ -58,7 +58,6 @@ class Explorer(W.VBox):
         self._lock = threading.RLock()
         self._updating = False
         self._graph_of = {}          # level -> state key its graph was drawn for
-        self._peak = machine_peak_gflops()
         self._bench = None
         self._sizes = sizes
         self._build_widgets()
@@ -552,7 +551,7 @@ class Explorer(W.VBox):
         if pending and cur is None:
             return
         recs = self._records()
-        peak, how = self._peak
+        peak, how = b.peak or (None, "")
         if recs:
             try:
                 self.bench_plot.value = plot_png(recs, peak, how)
