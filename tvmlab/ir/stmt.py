@@ -142,3 +142,8 @@ def _zero():
 def is_no_op(s):
     from .expr import IntImm
     return isinstance(s, Evaluate) and isinstance(s.value, IntImm)
+
+
+# AttrStmt key: the store predicate of a cross-thread reduction's update (value: the predicate),
+# from ScheduleOps to lower_thread_allreduce
+STORE_PREDICATE = "store_predicate"

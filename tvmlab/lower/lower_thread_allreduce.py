@@ -18,7 +18,7 @@ from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.expr import Add, IntImm, Load, Max, Min, Mul, Var
 from ..ir.functor import IRMutator, IRVisitor, uses_var
-from ..ir.stmt import Allocate, IfThenElse, LetStmt, Store, seq
+from ..ir.stmt import STORE_PREDICATE, Allocate, AttrStmt, IfThenElse, Store, seq
 from .remove_no_op import same_expr
 from .split_host_device import is_thread_attr
 from .thread_sync import barrier
@@ -64,7 +64,29 @@ class _Lower(IRMutator):
         self.local = set()
         self.count = 0
 
+    def _peel(self, s):
+        """(update, guards, store predicates) when ``s`` is one reducing update under if-guards
+        without else and store-predicate attributes; else None."""
+        conds, preds = [], []
+        while True:
+            if isinstance(s, IfThenElse) and s.else_case is None:
+                conds.append(s.condition)
+                s = s.then_case
+            elif isinstance(s, AttrStmt) and s.attr_key == STORE_PREDICATE:
+                preds.append(s.value)
+                s = s.body
+            else:
+                break
+        if isinstance(s, Store) and self._reducing_thread(s) is not None:
+            return s, conds, preds
+        return None
+
     def visit_AttrStmt(self, s):
+        if s.attr_key == STORE_PREDICATE:
+            found = self._peel(s)
+            if found is not None:
+                return self._rewrite(*found)
+            return IfThenElse(s.value, self.visit(s.body))
         if is_thread_attr(s) and s.node.thread_tag.startswith("threadIdx"):
             self.threads.append((s.node.thread_tag, s.node.var, s.value))
             try:
@@ -91,21 +113,22 @@ class _Lower(IRMutator):
         return None
 
     def visit_IfThenElse(self, s):
-        # A guard on the thread index around the update alone: threads outside it add the identity.
-        body = s.then_case
-        while isinstance(body, LetStmt):
-            body = body.body
-        if s.else_case is None and isinstance(body, Store) and self._reducing_thread(body) is not None \
-                and body is s.then_case:
-            return self._rewrite(body, s.condition)
+        # Guards around the update alone: threads outside them add the identity, and every
+        # thread reaches the barriers.
+        found = self._peel(s)
+        if found is not None:
+            return self._rewrite(*found)
         return self.generic_visit(s)
 
     def visit_Store(self, s):
         if self._reducing_thread(s) is None:
             return s
-        return self._rewrite(s, None)
+        return self._rewrite(s, [], [])
 
-    def _rewrite(self, s, cond):
+    def _rewrite(self, s, conds, preds):
+        """The tree reduction replacing update ``s``.  ``conds`` say whether this thread's part
+        counts; those of them that do not use the reducing thread index also guard the final
+        write, with the store predicates ``preds``."""
         tag, var, ext = self._reducing_thread(s)
         cls, part = _split_update(s)
         dtype = s.value.dtype
@@ -133,6 +156,7 @@ class _Lower(IRMutator):
 
         def combine(a, b):
             return cls(a, b)
+        cond = _op.all(*conds) if conds else None
         body = [Store(red, part, slot(var)) if cond is None else
                 IfThenElse(cond, Store(red, part, slot(var)), Store(red, _identity(cls, dtype), slot(var))),
                 barrier()]
@@ -146,7 +170,12 @@ class _Lower(IRMutator):
             body.append(barrier())
             step //= 2
         total = Load(dtype, red, slot(IntImm("int32", 0)))
-        body.append(IfThenElse(_op.eq(var, 0), Store(s.buffer_var,
+        writer = [_op.eq(var, 0)]
+        for c in [c for c in conds if not uses_var(c, lambda v: v is var)] + list(preds):
+            if not any(same_expr(c, w) for w in writer):
+                writer.append(c)
+        writer = _op.all(*writer)
+        body.append(IfThenElse(writer, Store(s.buffer_var,
                                                       combine(Load(dtype, s.buffer_var, s.index), total),
                                                       s.index)))
         body.append(barrier())

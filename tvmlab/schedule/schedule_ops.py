@@ -11,9 +11,9 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
-from ..ir.expr import And, Call, IntImm, Var
+from ..ir.expr import And, Call, IntImm, StringImm, Var
 from ..ir.functor import collect_vars, substitute
-from ..ir.stmt import AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
+from ..ir.stmt import STORE_PREDICATE, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import ComputeOp, IterVar, Range
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
@@ -92,16 +92,38 @@ class _Builder:
         is_red = op.is_reduction
         first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE),
                          len(leaves))
+        pred = self._store_predicate(st, values)
         if not is_red:
             stores = [ProducerStore(t, substitute(b, vmap), tuple(vmap.get(iv.var, iv.var)
                                                                     for iv in op.axis))
                       for t, b in zip(op.outputs, body)]
-            return self._wrap(st, 0, len(leaves), seq(*stores), guards, pos)
+            stores = seq(*stores) if pred is None else IfThenElse(pred, seq(*stores))
+            return self._wrap(st, 0, len(leaves), stores, guards, pos)
         update = self._update(st, body, vmap)
-        red_guards = [(c, d) for c, d in guards]
-        inner = self._wrap(st, first_red, len(leaves), update, red_guards, pos, outer_guards=False)
-        init = self._init(st, body, values, first_red, guards, pos)
         outer_guards = [(c, d) for c, d in guards if d < first_red and not self._is_red_guard(c, st)]
+        red_threads = {v for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread
+                       is not None for v in (iv.var, st.attr(iv).bind_thread.var)}
+        init_pred = pred
+        if red_threads:
+            # A cross-thread reduction: every thread of the block must reach the barriers of
+            # lower_thread_allreduce, so the guards of the outer axes move onto the update (a thread
+            # out of range adds the identity) and the init.  The store predicate selects who writes
+            # the total, not whose part counts: an attribute that pass reads.  The init runs outside
+            # the reducing threads and keeps the conjuncts of the predicate that do not use them.
+            for c, _ in outer_guards:
+                update = IfThenElse(Call("bool", "likely", (c,)), update)
+            if pred is not None:
+                update = AttrStmt(StringImm(op.name), STORE_PREDICATE, pred, update)
+                keep = [c for c in _conjuncts(pred) if not (set(collect_vars(c)) & red_threads)]
+                init_pred = _op.all(*keep) if keep else None
+        elif pred is not None:
+            update = IfThenElse(pred, update)
+        inner = self._wrap(st, first_red, len(leaves), update, guards, pos, outer_guards=False)
+        init = self._init(st, body, values, first_red, guards, pos, init_pred)
+        if red_threads:
+            for c, _ in outer_guards:
+                init = IfThenElse(Call("bool", "likely", (c,)), init)
+            return self._wrap(st, 0, first_red, seq(init, inner), [], pos)
         return self._wrap(st, 0, first_red, seq(init, inner), outer_guards, pos)
 
     def _is_red_guard(self, cond, st):
@@ -160,7 +182,20 @@ class _Builder:
                 stmt = IfThenElse(c, stmt)
         return stmt
 
-    def _init(self, st, body, values, first_red, guards, pos):
+    def _store_predicate(self, st, values):
+        """The stage's store predicate over its leaf axes; thread indices matched by tag."""
+        if st.store_predicate is None:
+            return None
+        vmap = {iv.var: v for iv, v in values.items()}
+        for iv in st.leaf_iter_vars:
+            t = st.attr(iv).bind_thread
+            if t is not None:
+                for v in collect_vars(st.store_predicate):
+                    if v.name == t.thread_tag and v is not iv.var:
+                        vmap[v] = t.var
+        return substitute(st.store_predicate, vmap)
+
+    def _init(self, st, body, values, first_red, guards, pos, pred=None):
         op = st.op
         leaves = st.leaf_iter_vars
         r0 = body[0]
@@ -175,6 +210,8 @@ class _Builder:
             loops.append((iv, nv))
         idx = tuple(substitute(values[iv], fresh) for iv in op.axis)
         stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, inits)])
+        if pred is not None:
+            stmt = IfThenElse(substitute(pred, fresh), stmt)
         init_guards = [(substitute(c, fresh), d) for c, d in guards
                        if d >= first_red and not self._is_red_guard(c, st)]
         for c, _ in init_guards:

@@ -30,7 +30,8 @@ class Stage:
     """The schedule of one operation (``s[C]``)."""
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
-              "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op")
+              "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
+              "store_predicate")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -49,6 +50,7 @@ class Stage:
         self.attach_stage = None
         self.scope = ""
         self.is_output = False
+        self.store_predicate = None
 
     # ------------------------------------------------------------ state
     def _snapshot(self):
@@ -405,6 +407,22 @@ class Stage:
                                     "'global', 'shared', 'local' or 'warp'")
             self.scope = scope
             self._record("set_scope", scope=scope)
+
+    def set_store_predicate(self, predicate):
+        """Store this stage's results only where ``predicate`` holds.
+
+        TVM's idiom after a cross-thread reduction is
+        ``s[B].set_store_predicate(tx.var.equal(0))``: one thread writes the
+        total.  A serial stage skips its stores (init and update) where the
+        predicate is false, leaving those elements untouched.
+        """
+        from . import predicate as P
+        with self._txn():
+            self._check_compute("set_store_predicate")
+            self._check_not_inlined("set_store_predicate")
+            e = P.check(self, predicate)
+            self.store_predicate = e
+            self._record("set_store_predicate", predicate={"expr": P.encode(e)})
 
     def opengl(self):
         """The default OpenGL schedule: one output pixel per element.

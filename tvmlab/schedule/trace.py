@@ -50,6 +50,8 @@ def _encode(v, sch):
         return sch.stage_key(sch.stage_map[v])
     if isinstance(v, (list, tuple)):
         return [_encode(x, sch) for x in v]
+    if isinstance(v, dict):
+        return {k: _encode(x, sch) for k, x in v.items()}
     from ..ir.expr import IntImm
     if isinstance(v, IntImm):
         return v.value
@@ -173,6 +175,9 @@ def apply_step(sch, step):
         elif p == "compute_at":
             parent = sch.stage_by_name(args["parent"])
             return fn(parent, parent.axis(args["scope"], "compute_at scope"))
+        elif p == "set_store_predicate":
+            from .predicate import decode
+            return fn(decode(args["predicate"]["expr"], st))
         return fn(**args)
     if p == "cache_read":
         readers = [sch.stage_by_name(r).op for r in args["readers"]]
@@ -226,6 +231,15 @@ class _PythonWriter:
                     if iv.var.name == name:
                         return f"{self.stage(stage_key)}.op.{field}[{k}]"
         return f'{self.stage(stage_key)}.axis("{name}")'
+
+    def _stage_axes(self, stage_key):
+        """The stage's axes when the trace belongs to a schedule (else none: names are then taken as
+        shape variables or thread tags)."""
+        sch = self.trace.schedule
+        try:
+            return sch.stage_by_name(stage_key).all_iter_vars if sch is not None else []
+        except ScheduleError:
+            return []
 
     def bind_axes(self, stage_key, names):
         out = []
@@ -287,6 +301,12 @@ class _PythonWriter:
                 return f"{S}.{p}()"
             if p == "set_scope":
                 return f"{S}.set_scope({a['scope']!r})"
+            if p == "set_store_predicate":
+                from .predicate import as_python, is_thread_tag
+                names = {iv.var.name for iv in self._stage_axes(key)}
+                expr = as_python(a["predicate"]["expr"],
+                                 lambda n: ax(n) if n in names or not (names or is_thread_tag(n)) else None)
+                return f"{S}.set_store_predicate({expr})"
             return f"# unknown step {st!r}"
         if p == "cache_read":
             var = self.new_tensor(f"{a['tensor']}.{a['scope']}")

@@ -1,0 +1,127 @@
+"""Store predicates (``s[B].set_store_predicate(cond)``): checked, recorded, replayed, and written as Python.
+
+A predicate may use the stage's axes, thread indices (``te.thread_axis(...)``,
+matched by tag when lowered), symbolic shape variables, integer constants,
+``+ - * // %``, comparisons and ``& | ~``.  That is what TVM's idiom needs
+(``tx.var.equal(0)`` after a cross-thread reduction) and what a trace can hold
+as plain JSON: ``["==", ["var", "threadIdx.x"], ["int", 0, "int32"]]``.
+"""
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir import op as _op
+
+_BINARY = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
+           E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.And: "&", E.Or: "|"}
+_BUILD = {"+": _op.add, "-": _op.sub, "*": _op.mul, "//": _op.floordiv, "%": _op.floormod,
+          "==": _op.eq, "!=": _op.ne, "<": _op.lt, "<=": _op.le, ">": _op.gt, ">=": _op.ge,
+          "&": _op.logical_and, "|": _op.logical_or}
+ALLOWED = "axes, thread indices, shape variables, integer constants, + - * // %, comparisons and & | ~"
+
+
+def is_thread_tag(name):
+    parts = name.split(".")
+    return name in ("vthread", "cthread") or (len(parts) == 2 and parts[0] in ("threadIdx", "blockIdx")
+                                              and parts[1] in ("x", "y", "z"))
+
+
+def _shape_vars(schedule):
+    out = {}
+    for st in schedule.stages:
+        for t in st.op.outputs:
+            for d in t.shape:
+                if isinstance(d, E.Var):
+                    out.setdefault(d.name, d)
+    return out
+
+
+def check(stage, predicate):
+    """The predicate as a bool expression, or ScheduleError naming what is not allowed."""
+    where = f"set_store_predicate of {stage.name}"
+    try:
+        e = _op.convert(predicate)
+    except Exception:
+        raise ScheduleError(f"{where}: expected a boolean expression, got {predicate!r}") from None
+    if not isinstance(e, E.Expr) or e.dtype != "bool":
+        raise ScheduleError(f"{where}: expected a boolean expression, got {e!r} of type "
+                            f"{getattr(e, 'dtype', type(e).__name__)}")
+    axes = {iv.var for iv in stage.all_iter_vars}
+    shapes = set(_shape_vars(stage.schedule).values()) if stage.schedule is not None else set()
+
+    def walk(x):
+        if isinstance(x, E.Var):
+            if x not in axes and x not in shapes and not is_thread_tag(x.name):
+                raise ScheduleError(f"{where}: variable {x.name} is not an axis of {stage.name} (axes "
+                                    f"{[iv.var.name for iv in stage.all_iter_vars]}), a thread index or "
+                                    "a shape variable")
+        elif isinstance(x, E.IntImm):
+            pass
+        elif type(x) in _BINARY:
+            walk(x.a)
+            walk(x.b)
+        elif isinstance(x, E.Not):
+            walk(x.a)
+        else:
+            raise ScheduleError(f"{where}: a predicate may use {ALLOWED}; got {type(x).__name__} ({x})")
+    walk(e)
+    return e
+
+
+def encode(e):
+    """The predicate as JSON-ready nested lists."""
+    if isinstance(e, E.Var):
+        return ["var", e.name]
+    if isinstance(e, E.IntImm):
+        return ["int", int(e.value), e.dtype]
+    if isinstance(e, E.Not):
+        return ["~", encode(e.a)]
+    return [_BINARY[type(e)], encode(e.a), encode(e.b)]
+
+
+def decode(tree, stage):
+    """The expression ``tree`` stands for, its variables found in ``stage`` and its schedule."""
+    from ..te import thread_axis
+    shapes = _shape_vars(stage.schedule)
+
+    def var(name):
+        for iv in stage.all_iter_vars:
+            if iv.var.name == name:
+                return iv.var
+        if name in shapes:
+            return shapes[name]
+        if is_thread_tag(name):
+            for a in stage.iter_var_attrs.values():
+                if a.bind_thread is not None and a.bind_thread.thread_tag == name:
+                    return a.bind_thread.var
+            return thread_axis(name).var
+        raise ScheduleError(f"store predicate: no axis, thread index or shape variable named {name!r} "
+                            f"in stage {stage.name}")
+
+    def go(t):
+        if not isinstance(t, list) or not t:
+            raise ScheduleError(f"store predicate: malformed expression {t!r}")
+        if t[0] == "var":
+            return var(t[1])
+        if t[0] == "int":
+            return E.IntImm(t[2], t[1])
+        if t[0] == "~":
+            return _op.logical_not(go(t[1]))
+        if t[0] in _BUILD and len(t) == 3:
+            return _BUILD[t[0]](go(t[1]), go(t[2]))
+        raise ScheduleError(f"store predicate: unknown operator {t[0]!r}")
+    return go(tree)
+
+
+def as_python(tree, axis_ref):
+    """Python source for ``tree``; ``axis_ref(name)`` gives the expression of a stage axis or None."""
+    if tree[0] == "var":
+        ref = axis_ref(tree[1])
+        if ref is not None:
+            return ref
+        return f"te.thread_axis({tree[1]!r})" if is_thread_tag(tree[1]) else tree[1]
+    if tree[0] == "int":
+        return str(tree[1]) if tree[2] == "int32" else f"tvm.tir.const({tree[1]}, {tree[2]!r})"
+    if tree[0] == "~":
+        return f"~({as_python(tree[1], axis_ref)})"
+    return f"({as_python(tree[1], axis_ref)} {tree[0]} {as_python(tree[2], axis_ref)})"
