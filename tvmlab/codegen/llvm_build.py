@@ -12,17 +12,16 @@ raises DeviceError, since it may use instructions this machine lacks.
 """
 from __future__ import annotations
 
-import operator
-
 import llvmlite.binding as llvm
 
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.printer import astext
 from ..runtime import llvm_jit
-from ..runtime.module import DimExpr, FuncSpec, Function, Module, ParamSpec
+from ..runtime.module import DimExpr, FuncSpec, Function, Module, ParamSpec, _dim_fn
 from .common import functions_of, written_buffers
 from .llvm_codegen import CodeGenLLVM, signature
+from .llvm_export import LLVMExporter
 from .registry import Target, register_target
 
 _OPTIONS = ("mcpu", "mattr", "opt-level")
@@ -76,26 +75,29 @@ def optimize(module_ref, tm, opt):
 
 
 # ------------------------------------------------------------------ runtime description
-_PY_OPS = {E.Add: operator.add, E.Sub: operator.sub, E.Mul: operator.mul, E.FloorDiv: operator.floordiv,
-           E.FloorMod: operator.mod, E.Min: min, E.Max: max}
+_DIM_OPS = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.Min: "min", E.Max: "max"}
+
+
+def _dim_tree(e, key):
+    """Shape expression ``e`` as a DimExpr tree (ints, var keys, [op, a, b]), or None if unsupported."""
+    if isinstance(e, E.IntImm):
+        return e.value
+    if isinstance(e, E.Var):
+        return key(e)
+    if isinstance(e, E.Cast):
+        return _dim_tree(e.value, key)
+    op = _DIM_OPS.get(type(e))
+    if op is not None:
+        a, b = _dim_tree(e.a, key), _dim_tree(e.b, key)
+        if a is not None and b is not None:
+            return [op, a, b]
+    return None
 
 
 def _py_fn(e, key):
     """A Python function env -> int evaluating shape expression ``e``, or None if unsupported."""
-    if isinstance(e, E.IntImm):
-        v = e.value
-        return lambda env: v
-    if isinstance(e, E.Var):
-        k = key(e)
-        return lambda env: env[k]
-    if isinstance(e, E.Cast):
-        return _py_fn(e.value, key)
-    op = _PY_OPS.get(type(e))
-    if op is not None:
-        a, b = _py_fn(e.a, key), _py_fn(e.b, key)
-        if a is not None and b is not None:
-            return lambda env: op(a(env), b(env))
-    return None
+    tree = _dim_tree(e, key)
+    return None if tree is None else _dim_fn(tree)
 
 
 def func_spec(name, func, errors):
@@ -118,8 +120,8 @@ def func_spec(name, func, errors):
             return x.value
         if isinstance(x, E.Var):
             return key(x)
-        fn = _py_fn(x, key)
-        return None if fn is None else DimExpr(astext(x), fn)
+        tree = _dim_tree(x, key)
+        return None if tree is None else DimExpr(astext(x), tree)
 
     written = written_buffers(func.body)
     params = []
@@ -178,7 +180,10 @@ def build_llvm(mod, target="llvm"):
         return llvm_jit.create_target_machine(cpu, features, opt).emit_assembly(r)
 
     sources = {"ll": opt_text, "ll-unopt": text, "asm": asm}
-    return Module("llvm", functions, next(iter(funcs)), sources, aliases={"": "ll", "llvm": "ll", "s": "asm"})
+    entry = next(iter(funcs))
+    exporter = LLVMExporter(opt_text, cpu, features, opt, [f.spec for f in functions.values()], entry)
+    return Module("llvm", functions, entry, sources, aliases={"": "ll", "llvm": "ll", "s": "asm"},
+                  exporter=exporter)
 
 
 register_target("llvm", build_llvm, keys=("cpu",))

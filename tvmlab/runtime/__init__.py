@@ -4,6 +4,7 @@
 user code reaches through ``tvmlab`` (``tvmlab.device``, ``tvmlab.cpu``, ...).
 """
 from .device import Device, cpu, cuda, device, gpu, opengl, register_device_type  # noqa: F401
+from .library import load_module  # noqa: F401
 from .module import FuncSpec, Function, Module, ParamSpec  # noqa: F401
 from .ndarray import NDArray, array, empty  # noqa: F401
 from .timer import BenchmarkResult  # noqa: F401

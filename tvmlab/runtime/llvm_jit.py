@@ -61,12 +61,13 @@ def host_feature_set():
     return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
-def create_target_machine(cpu, features, opt=3, jit=False):
-    """A TargetMachine for the host triple (a fresh one: MCJIT takes ownership of its own)."""
+def create_target_machine(cpu, features, opt=3, jit=False, reloc="default"):
+    """A TargetMachine for the host triple (a fresh one: MCJIT takes ownership of its own);
+    ``reloc="pic"`` for code that goes into a shared library."""
     initialize()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=jit,
-                                        reloc="default", codemodel="jitdefault")
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=jit, reloc=reloc,
+                                        codemodel="jitdefault" if reloc == "default" else "default")
 
 
 def undefined_symbols(obj):

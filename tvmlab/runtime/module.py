@@ -14,6 +14,7 @@ TVM); passing every parameter explicitly also works and is checked.
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -31,16 +32,44 @@ _CTYPES = {
 }
 
 
-class DimExpr:
-    """A buffer dim given by an expression of shape variables, e.g. ``n * 2``."""
-    __slots__ = ("text", "fn")
+_DIM_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+            "//": lambda a, b: a // b, "%": lambda a, b: a % b, "min": min, "max": max}
 
-    def __init__(self, text, fn):
+
+def _dim_fn(tree):
+    """fn(env) -> int for a dim tree: an int, a var key (str), or [op, tree, tree]."""
+    if isinstance(tree, int):
+        return lambda env: tree
+    if isinstance(tree, str):
+        return lambda env: env[tree]
+    op, a, b = tree
+    f, fa, fb = _DIM_OPS[op], _dim_fn(a), _dim_fn(b)
+    return lambda env: f(fa(env), fb(env))
+
+
+class DimExpr:
+    """A buffer dim given by an expression of shape variables, e.g. ``n * 2``.
+
+    ``tree`` is plain data (``["*", "n", 2]``), so a spec can be stored with an
+    exported library and rebuilt when it is loaded.
+    """
+    __slots__ = ("text", "tree", "fn")
+
+    def __init__(self, text, tree):
         self.text = text      # how the dim is printed in messages
-        self.fn = fn          # fn(env: {var key: int}) -> int; KeyError if a var is unbound
+        self.tree = tree
+        self.fn = _dim_fn(tree)   # fn(env: {var key: int}) -> int; KeyError if a var is unbound
 
     def __repr__(self):
         return self.text
+
+
+def _dim_to_json(d):
+    return {"text": d.text, "tree": d.tree} if isinstance(d, DimExpr) else d
+
+
+def _dim_from_json(d):
+    return DimExpr(d["text"], d["tree"]) if isinstance(d, dict) else d
 
 
 class ParamSpec:
@@ -57,6 +86,17 @@ class ParamSpec:
         self.shape = None if shape is None else tuple(shape)
         self.strides = None if strides is None else tuple(strides)
         self.var, self.written = var, written
+
+    def to_json(self):
+        dims = (lambda ds: None if ds is None else [_dim_to_json(d) for d in ds])
+        return {"name": self.name, "kind": self.kind, "dtype": self.dtype, "shape": dims(self.shape),
+                "strides": dims(self.strides), "var": self.var, "written": self.written}
+
+    @classmethod
+    def from_json(cls, d):
+        dims = (lambda ds: None if ds is None else [_dim_from_json(x) for x in ds])
+        return cls(d["name"], d["kind"], d["dtype"], dims(d["shape"]), dims(d["strides"]), d["var"],
+                   d["written"])
 
     def __repr__(self):
         if self.kind == "buffer":
@@ -83,6 +123,16 @@ class FuncSpec:
 
     def signature(self):
         return f"{self.name}({', '.join(repr(p) for p in self.params)})"
+
+    def to_json(self):
+        """Plain data for JSON: what an exported library stores about this function."""
+        return {"name": self.name, "params": [p.to_json() for p in self.params],
+                "errors": [[code, kind, msg] for code, (kind, msg) in sorted(self.errors.items())]}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d["name"], [ParamSpec.from_json(p) for p in d["params"]],
+                   {code: (kind, msg) for code, kind, msg in d["errors"]})
 
 
 class ArgBinder:
@@ -326,13 +376,33 @@ class Module:
     producing it (formats that are costly to produce are made on demand).
     """
 
-    def __init__(self, type_key, functions, entry_name, sources, aliases=None):
+    def __init__(self, type_key, functions, entry_name, sources, aliases=None, exporter=None, path=None):
         self.type_key = type_key
         self._functions = dict(functions)
         self.entry_name = entry_name
         self._sources = dict(sources)
         self._aliases = dict(aliases or {})
         self.imported_modules = []
+        self._exporter = exporter    # writes object files and libraries (the llvm backend's)
+        self.path = path             # the library a loaded module came from
+
+    def _export_check(self, what):
+        if self._exporter is None:
+            where = f"loaded from {self.path}" if self.path else f"a {self.type_key} module"
+            raise RuntimeArgError(f"{what}: this module ({where}) cannot be written out; only modules "
+                                  "built for target 'llvm' in this process can")
+
+    def save(self, file_name, fmt=""):
+        """Write the compiled code: an object file (``.o``), a shared library (``.so``), LLVM IR
+        (``.ll``) or assembly (``.s``); ``fmt`` overrides the file name's extension."""
+        self._export_check("save")
+        fmt = fmt or os.path.splitext(os.fspath(file_name))[1].lstrip(".")
+        self._exporter.save(os.fspath(file_name), fmt)
+
+    def export_library(self, file_name):
+        """Write a shared library that ``tvmlab.runtime.load_module`` loads in any process."""
+        self._export_check("export_library")
+        self._exporter.export_library(os.fspath(file_name))
 
     @property
     def function_names(self):

@@ -1,0 +1,69 @@
+"""load_module: a shared library written by ``Module.export_library``, callable like the module it came from.
+
+The library's ``__tvmlab_metadata()`` returns JSON describing each function
+(see ``tvmlab.codegen.llvm_export``); the loaded functions check their
+arguments against it before any native call, and refuse to run code built for
+CPU features this machine lacks.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+
+from ..errors import RuntimeArgError
+from . import llvm_jit
+from .module import FuncSpec, Function, Module
+
+METADATA_SYMBOL = "__tvmlab_metadata"
+FORMAT_VERSION = 1
+_PORTABLE_CPUS = ("generic", "x86-64")
+
+
+def _not_runnable(cpu, features):
+    """Why code for ``cpu`` with ``features`` cannot run on this machine, or None."""
+    host, _ = llvm_jit.host_cpu()
+    missing = [f[1:] for f in (features or "").split(",")
+               if f.startswith("+") and f[1:] not in llvm_jit.host_feature_set()]
+    if missing:
+        return f"this library was built for a CPU with {', '.join(missing)}, which this CPU ({host}) lacks"
+    if cpu not in (host, *_PORTABLE_CPUS) and not features:
+        return (f"this library was built for -mcpu={cpu} but this machine's CPU is {host}; it may use "
+                "instructions this CPU lacks")
+    return None
+
+
+def load_module(path, fmt=""):
+    """Load a shared library made by ``export_library`` (or ``contrib.cc.create_shared`` of saved objects)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise RuntimeArgError(f"load_module: no file {path!r}")
+    if path.endswith((".o", ".obj")) or fmt in ("o", "obj"):
+        raise RuntimeArgError(f"load_module: {path!r} is an object file; link it first with "
+                              "tvmlab.contrib.cc.create_shared(out_so, [object]) and load the .so")
+    llvm_jit.initialize()          # libgomp in the process, for parallel loops
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path))
+    except OSError as e:
+        raise RuntimeArgError(f"load_module: cannot load {path!r}: {e}") from None
+    try:
+        get = getattr(lib, METADATA_SYMBOL)
+    except AttributeError:
+        raise RuntimeArgError(f"load_module: {path!r} is not a library exported by tvmlab "
+                              f"(it has no {METADATA_SYMBOL})") from None
+    get.restype = ctypes.c_char_p
+    get.argtypes = []
+    try:
+        meta = json.loads(get().decode())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RuntimeArgError(f"load_module: the metadata of {path!r} is unreadable: {e}") from None
+    if meta.get("version") != FORMAT_VERSION:
+        raise RuntimeArgError(f"load_module: {path!r} has metadata version {meta.get('version')!r}; this tvmlab "
+                              f"reads version {FORMAT_VERSION} (export it again)")
+    reason = _not_runnable(meta["cpu"], meta["features"])
+    functions = {}
+    for f in meta["functions"]:
+        spec = FuncSpec.from_json(f)
+        address = ctypes.cast(getattr(lib, spec.name), ctypes.c_void_p).value
+        functions[spec.name] = Function(spec, address, lib, reason)
+    return Module("llvm", functions, meta["entry"], {}, path=path)
