@@ -11,8 +11,8 @@ from ast3_interp import Interpreter, run_ast2, run_ast3
 from tvmlab.errors import LoweringError
 from tvmlab.ir import dtype as dt
 from tvmlab.ir import op
-from tvmlab.ir.expr import (Broadcast, Call, FloatImm, IntImm, Load, Max, ProducerLoad, Ramp,
-                            SizeVar, Var)
+from tvmlab.ir.expr import (Add, Broadcast, Call, FloatImm, IntImm, Load, Max, ProducerLoad, Ramp,
+                            Select, SizeVar, Var)
 from tvmlab.ir.function import Buffer, PrimFunc
 from tvmlab.ir.functor import post_order_visit
 from tvmlab.ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse,
@@ -577,6 +577,47 @@ def test_simplify_drops_predicates_true_in_every_lane_and_broadcasts_uniform_loa
     assert all(ld.predicate is None for ld in nodes(out, Load))
     assert any(isinstance(b, Broadcast) and isinstance(b.value, Load) and b.value.dtype == "float32"
                for b in nodes(out, Broadcast))
+
+
+def _masked_tail(kind, n=30):
+    """A private 32-float scratch filled four lanes at a time under ``lane < n``, then copied out."""
+    src, out, tmp = Var("S", "handle"), Var("O", "handle"), Var("T", "handle")
+    i, j = Var("i"), Var("j")
+    ramp = Ramp(i * 4, op.const(1), 4)
+    mask = ramp < Broadcast(op.const(n), 4)
+    fill = loop(i, 0, 8, kind, Store(tmp, Load("float32x4", tmp, ramp, mask) + Load("float32x4", src, ramp, mask)
+                                     * Load("float32x4", src, Broadcast(i * 4, 4), mask), ramp, mask))
+    zero = loop(i, 0, 8, "serial", Store(tmp, Broadcast(FloatImm("float32", 0.0), 4), ramp, mask))
+    copy = loop(j, 0, n, "serial", Store(out, Load("float32", tmp, j), j))
+    return Allocate(tmp, "float32", (op.const(32),), op.const(True), seq(zero, fill, copy)), src, out
+
+
+def test_simplify_unmasks_a_private_scratch_and_keeps_results():
+    from tvmlab.lower.simplify import simplify_stmt
+    stmt, src, out = _masked_tail("serial")
+    new = simplify_stmt(stmt)
+    stores = [st for st in nodes(new, Store) if st.buffer_var.name == "T"]
+    assert stores and all(st.predicate is None and isinstance(st.value, Select) for st in stores)
+    loads = nodes(new, Load)
+    assert all(ld.predicate is None for ld in loads if ld.buffer_var.name == "T")
+    # the uniform load's lane 0 (i * 4 < 30 for i < 8) always runs: a plain broadcast scalar load
+    assert any(ld.dtype == "float32" and ld.buffer_var.name == "S" and ld.predicate is None for ld in loads)
+    # a row of S past the mask may be out of bounds: that load keeps its mask
+    assert any(ld.dtype == "float32x4" and ld.buffer_var.name == "S" and ld.predicate is not None for ld in loads)
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal(32).astype("float32")
+    got, want = np.full(30, np.nan, "float32"), np.full(30, np.nan, "float32")
+    Interpreter(buffers={src: data.copy(), out: want}).run(stmt)
+    Interpreter(buffers={src: data.copy(), out: got}).run(new)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_simplify_keeps_masks_where_other_threads_may_write():
+    from tvmlab.lower.simplify import simplify_stmt
+    stmt, _, _ = _masked_tail("parallel")      # the scratch is shared by the parallel loop's threads
+    new = simplify_stmt(stmt)
+    fill = [st for st in nodes(new, Store) if st.buffer_var.name == "T" and isinstance(st.value, Add)]
+    assert fill and all(st.predicate is not None for st in fill)
 
 
 def test_remove_no_op_keeps_side_effects_and_else_branch():

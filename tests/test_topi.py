@@ -84,6 +84,19 @@ def test_matmul_tile_follows_the_vector_registers():
     assert tile_rows(32, "float32", "llvm -mcpu=haswell") == 2         # 4 registers a row
 
 
+def test_matmul_column_tail_accumulates_unmasked():
+    """The last column panel (15 of 16 columns) keeps its tile in registers: only the stores to C
+    (and the packing of B past its last column) are masked, never the write cache's accumulation."""
+    A = te.placeholder((24, 64), name="A")
+    B = te.placeholder((64, 1023), name="B")
+    C = topi.matmul(A, B)
+    text = str(tvmlab.lower(topi.schedule_matmul(C), [A, B, C]))
+    masked = [line.strip() for line in text.splitlines() if "predicate=" in line]
+    assert len(masked) == 7, masked
+    assert all(m.startswith(("T.store(C, ", "C_packB[")) for m in masked), masked
+    assert "T.Select(T.Ramp(1008, 1, 16) < T.Broadcast(1023, 16), C.global[" in text
+
+
 def test_matmul_packed_a_memory():
     A = te.placeholder((20, 30), name="A")
     B = te.placeholder((30, 40), name="B")

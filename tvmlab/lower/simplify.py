@@ -8,10 +8,19 @@ folded away (also ``likely`` ones), as are load and store predicates that
 hold in every lane (a guard the loop partition made redundant); loops of
 extent 0 disappear and loops of extent 1 become their body with the loop
 variable replaced by ``min``.
+
+Masks of vector accesses that cannot fault are dropped, so a tile's tail
+computes in registers as its body does: a masked load from an allocation of
+this function, at an index in its bounds, or of one address (a broadcast) that
+a provably active lane reads, becomes a plain load; a masked store into an
+allocation that only this thread sees (no parallel loop or thread index
+between the allocation and the store) becomes ``buf[i] = select(mask, new,
+buf[i])``.  Masked-off lanes then hold values no unmasked lane ever uses.
 """
 from __future__ import annotations
 
 from ..ir import expr as E
+from ..ir import op as _op
 from ..ir import stmt as S
 from ..ir.arith import Analyzer, IntervalSet
 from ..ir.arith.divmod import is_index
@@ -26,20 +35,86 @@ def _no_op():
     return S.Evaluate(E.IntImm("int32", 0))
 
 
+def _lane0(e):
+    """Lane 0 of a vector boolean expression, or None when it cannot be read off."""
+    if type(e) is E.Ramp:
+        return e.base
+    if type(e) is E.Broadcast:
+        return e.value
+    if type(e) is E.Call and e.op == "likely":
+        return _lane0(e.args[0])
+    if type(e) is E.Not:
+        a = _lane0(e.a)
+        return None if a is None else E.Not(a)
+    if isinstance(e, (E.CmpOp, E.BinaryOp)):
+        a, b = _lane0(e.a), _lane0(e.b)
+        return None if a is None or b is None else type(e)(a, b)
+    if type(e) in (E.IntImm, E.Var):
+        return e
+    return None
+
+
 class StmtSimplifier(IRMutator):
     """Simplify every expression of a statement tree under the bindings of its scopes."""
 
     def __init__(self, analyzer):
         super().__init__()
         self.ana = analyzer
+        self.allocs = {}      # buffer var -> (elements, concurrency depth, scope) of enclosing Allocates
+        self.depth = 0        # enclosing parallel loops and thread indices
 
     def visit_Expr(self, e):
         return self.ana.simplify(e)
 
     def visit_Store(self, s):
-        return drop_true_predicate(self.generic_visit(s))
+        s = drop_true_predicate(self.generic_visit(s))
+        value = _Unmask(self).visit(s.value)
+        if value is not s.value:
+            s = s.replace(value=value)
+        a = self.allocs.get(s.buffer_var)
+        if s.predicate is not None and a is not None and a[1] == self.depth and a[2] != "shared" \
+                and self._in_bounds(s.index, a[0]):
+            old = E.Load(s.value.dtype, s.buffer_var, s.index)
+            s = S.Store(s.buffer_var, E.Select(s.predicate, s.value, old), s.index)
+        return s
+
+    def _in_bounds(self, index, elements):
+        """Every lane of ``index`` provably in ``[0, elements)``."""
+        if type(index) is E.Ramp:
+            lo, hi = index.base, E.Add(index.base, E.Mul(index.stride, E.IntImm(index.stride.dtype,
+                                                                              index.lanes - 1)))
+            if not self.ana.can_prove(E.GE(index.stride, E.IntImm(index.stride.dtype, 0))):
+                lo, hi = hi, lo
+        elif type(index) is E.Broadcast:
+            lo = hi = index.value
+        else:
+            lo = hi = index
+        if elements.dtype != hi.dtype:
+            if type(elements) is not E.IntImm:
+                return False
+            elements = E.IntImm(hi.dtype, elements.value)
+        return self.ana.can_prove(E.GE(lo, E.IntImm(lo.dtype, 0))) and self.ana.can_prove(E.LT(hi, elements))
+
+    def visit_Allocate(self, s):
+        elements = s.extents[0] if s.extents else E.IntImm("int32", 1)
+        for x in s.extents[1:]:
+            elements = _op.mul(elements, x)
+        self.allocs[s.buffer_var] = (self.ana.simplify(elements), self.depth, s.scope)
+        try:
+            return self.generic_visit(s)
+        finally:
+            del self.allocs[s.buffer_var]
 
     def visit_For(self, s):
+        if s.kind == "parallel":
+            self.depth += 1
+            try:
+                return self._visit_for(s)
+            finally:
+                self.depth -= 1
+        return self._visit_for(s)
+
+    def _visit_for(self, s):
         mn, ext = self.ana.simplify(s.min), self.ana.simplify(s.extent)
         if self.ana.const_int_bound(ext)[1] <= 0:
             return _no_op()
@@ -72,8 +147,12 @@ class StmtSimplifier(IRMutator):
         value = self.ana.simplify(s.value) if isinstance(s.value, E.Expr) else s.value
         if s.attr_key in _THREAD_KEYS and isinstance(s.node, IterVar) \
                 and isinstance(value, E.Expr):
-            with self.ana.with_bindings(s.node.var, Range(E.IntImm(value.dtype, 0), value)):
-                body = self.visit(s.body)
+            self.depth += 1
+            try:
+                with self.ana.with_bindings(s.node.var, Range(E.IntImm(value.dtype, 0), value)):
+                    body = self.visit(s.body)
+            finally:
+                self.depth -= 1
         else:
             body = self.visit(s.body)
         if value is s.value and body is s.body:
@@ -105,6 +184,28 @@ class StmtSimplifier(IRMutator):
         if cond is s.condition and body is s.body:
             return s
         return s.replace(condition=cond, body=body)
+
+
+class _Unmask(IRMutator):
+    """Drop the masks of loads that cannot fault (see the module docstring)."""
+
+    def __init__(self, outer):
+        super().__init__()
+        self.outer = outer
+
+    def visit_Load(self, e):
+        e = self.generic_visit(e)
+        if e.predicate is None:
+            return e
+        o = self.outer
+        a = o.allocs.get(e.buffer_var)
+        if a is not None and o._in_bounds(e.index, a[0]):
+            return o.ana.simplify(e.replace(predicate=None))
+        if type(e.index) is E.Broadcast:
+            lane0 = _lane0(e.predicate)
+            if lane0 is not None and o.ana.can_prove(lane0):
+                return o.ana.simplify(e.replace(predicate=None))
+        return e
 
 
 def simplify_stmt(stmt, analyzer=None):
