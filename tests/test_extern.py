@@ -86,3 +86,19 @@ def test_glsl_calls_the_builtin():
     b = tvm.nd.array(np.full(100, np.nan, "float32"), dev)
     f(tvm.nd.array(a, dev), b)
     np.testing.assert_allclose(b.numpy(), np.exp(a) + 1, rtol=1e-5)
+
+
+def test_impure_call_is_made_once_per_lane():
+    """rand() has no arguments, so the same in every lane: vectorised it must still run once per element."""
+    A = te.placeholder((64,), name="A", dtype="int32")
+    B = te.compute((64,), lambda i: A[i] + tvm.tir.call_extern("int32", "rand") % 2, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    f = tvm.build(s, [A, B], "llvm")
+    a = np.zeros(64, "int32")
+    b = tvm.nd.array(np.full(64, -1, "int32"))
+    f(tvm.nd.array(a), b)
+    got = b.numpy()
+    assert set(np.unique(got)) <= {0, 1}
+    assert any(0 < got[k:k + 16].sum() < 16 for k in range(0, 64, 16)), got   # lanes differ within a vector

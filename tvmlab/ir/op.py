@@ -457,6 +457,9 @@ def call_extern(dtype, func_name, *args):
     The LLVM target links it from the process (libm's ``expf``, ...), CUDA from the
     device library (``__expf``), GLSL from the shading language (``exp``); a
     name the target cannot resolve fails the build.  It is never vectorised.
+    Arguments are passed with their own dtypes, as C would see a prototype-less
+    call: write ``powf(x, 2.0)`` for a float32 ``x`` and cast where the C
+    function wants another type (``x.astype("float64")`` for ``pow``).
     """
     return _extern("call_extern", dtype, func_name, args)
 

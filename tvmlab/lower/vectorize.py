@@ -192,6 +192,8 @@ class _Vectorizer(IRMutator):
     def visit_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(e)
+        if e.op == "call_extern":     # may have side effects: one call per lane, even with uniform arguments
+            raise _Scalarise("call_extern is made once per lane")
         args = tuple(self.visit(a) for a in e.args)
         if all(x is y for x, y in zip(args, e.args)):
             return e

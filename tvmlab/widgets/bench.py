@@ -168,7 +168,8 @@ class Benchmarker:
         self._cv = threading.Condition()
         self._thread = None
         self.current = None      # what the worker is doing, for the progress line
-        self.peak = None         # (GFLOP/s or None, note): measured before the first record
+        self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker before its
+        #                          first record (never on the caller's thread; OpenGL has no CPU roof)
 
     # OpenGL contexts belong to the thread that made them: measure those on the caller's thread.
     SAME_THREAD = ("opengl", "gl", "glsl")
@@ -178,8 +179,6 @@ class Benchmarker:
         todo = [(t, m) for t, m in modules.items() if (key, t) not in self.records]
         here = [(t, m) for t, m in todo if str(t).split()[0] in self.SAME_THREAD]
         todo = [x for x in todo if x not in here]
-        if here:
-            self._measure_peak()
         for t, m in here:
             self.records[(key, t)] = self._measure(t, m)
         if not todo:
