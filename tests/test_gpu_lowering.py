@@ -148,3 +148,29 @@ def test_barriers_stay_out_of_thread_dependent_guards():
     post_order_visit(kernel.body, visit)
     assert not inside_if
     assert "__syncthreads" in tvm.build(s, args, "cuda").imported_modules[0].get_source()
+
+
+def test_reductions_across_threads_it_cannot_lower_are_errors():
+    def argmax(bind_tag):
+        def fcombine(x, y):
+            keep = x[1] >= y[1]
+            return te.if_then_else(keep, x[0], y[0]), te.if_then_else(keep, x[1], y[1])
+        argmax_r = te.comm_reducer(fcombine, lambda t0, t1: (tvm.tir.const(-1, t0), te.min_value(t1)))
+        A = te.placeholder((8, 64), name="A")
+        k = te.reduce_axis((0, 64), name="k")
+        i_, v_ = te.compute((8,), lambda i: argmax_r((k, A[i, k]), axis=k), name="T")
+        s = te.create_schedule(i_.op)
+        s[i_].bind(s[i_].op.axis[0], te.thread_axis("blockIdx.x"))
+        s[i_].bind(s[i_].op.reduce_axis[0], te.thread_axis(bind_tag))
+        return s, [A, i_, v_]
+    s, args = argmax("threadIdx.x")
+    with pytest.raises(LoweringError, match="tuple reducer"):
+        tvm.lower(s, args, target="cuda")
+    A = te.placeholder((8, 64), name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    B = te.compute((8,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(s[B].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("blockIdx.x"))
+    with pytest.raises(LoweringError, match="blocks cannot combine"):
+        tvm.lower(s, [A, B], target="cuda")

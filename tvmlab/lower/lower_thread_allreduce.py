@@ -17,8 +17,8 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.expr import Add, IntImm, Load, Max, Min, Mul, Var
-from ..ir.functor import IRMutator, IRVisitor, uses_var
-from ..ir.stmt import STORE_PREDICATE, Allocate, AttrStmt, IfThenElse, Store, seq
+from ..ir.functor import IRMutator, IRVisitor, post_order_visit, uses_var
+from ..ir.stmt import STORE_PREDICATE, Allocate, AttrStmt, IfThenElse, LetStmt, Store, seq
 from .remove_no_op import same_expr
 from .split_host_device import is_thread_attr
 from .thread_sync import barrier
@@ -61,7 +61,7 @@ class _Lower(IRMutator):
     def __init__(self):
         super().__init__()
         self.threads = []     # enclosing (tag, var, extent) of threadIdx.* regions, outermost first
-        self.local = set()
+        self.local = {}       # "local" buffer -> the thread variables it is private to
         self.count = 0
 
     def _peel(self, s):
@@ -96,8 +96,8 @@ class _Lower(IRMutator):
         return self.generic_visit(s)
 
     def visit_Allocate(self, s):
-        if s.scope == "local":
-            self.local.add(s.buffer_var)
+        if s.scope == "local":    # one per thread of the enclosing thread regions
+            self.local[s.buffer_var] = {v for _, v, _ in self.threads}
         return self.generic_visit(s)
 
     def _reducing_thread(self, s):
@@ -108,9 +108,21 @@ class _Lower(IRMutator):
             return None
         _, part = _split_update(s)
         for tag, var, ext in reversed(self.threads):
-            if not uses_var(s.index, lambda v, t=var: v is t) and uses_var(part, lambda v, t=var: v is t):
+            if not uses_var(s.index, lambda v, t=var: v is t) and (
+                    uses_var(part, lambda v, t=var: v is t) or self._reads_private(part, var)):
                 return tag, var, ext
         return None
+
+    def _reads_private(self, e, var):
+        """Whether ``e`` loads a "local" buffer private to thread ``var`` (a per-thread partial,
+        even where simplification removed the thread index from its address)."""
+        found = []
+
+        def visit(n):
+            if isinstance(n, Load) and var in self.local.get(n.buffer_var, ()):
+                found.append(n)
+        post_order_visit(e, visit)
+        return bool(found)
 
     def visit_IfThenElse(self, s):
         # Guards around the update alone: threads outside them add the identity, and every
@@ -128,7 +140,8 @@ class _Lower(IRMutator):
     def _rewrite(self, s, conds, preds):
         """The tree reduction replacing update ``s``.  ``conds`` say whether this thread's part
         counts; those of them that do not use the reducing thread index also guard the final
-        write, with the store predicates ``preds``."""
+        write.  Thread 0 writes the total, or, given store predicates ``preds``, every thread
+        where they hold."""
         tag, var, ext = self._reducing_thread(s)
         cls, part = _split_update(s)
         dtype = s.value.dtype
@@ -170,15 +183,23 @@ class _Lower(IRMutator):
             body.append(barrier())
             step //= 2
         total = Load(dtype, red, slot(IntImm("int32", 0)))
-        writer = [_op.eq(var, 0)]
-        for c in [c for c in conds if not uses_var(c, lambda v: v is var)] + list(preds):
-            if not any(same_expr(c, w) for w in writer):
-                writer.append(c)
-        writer = _op.all(*writer)
-        body.append(IfThenElse(writer, Store(s.buffer_var,
-                                                      combine(Load(dtype, s.buffer_var, s.index), total),
-                                                      s.index)))
-        body.append(barrier())
+        rowconds = []
+        for c in conds:
+            if not uses_var(c, lambda v: v is var) and not any(same_expr(c, w) for w in rowconds):
+                rowconds.append(c)
+        result = combine(Load(dtype, s.buffer_var, s.index), total)
+        if not preds:
+            body.append(IfThenElse(_op.all(_op.eq(var, 0), *rowconds), Store(s.buffer_var, result, s.index)))
+            body.append(barrier())
+        else:
+            # Every thread holds the total; the store predicate picks the writers.  Each reads the
+            # old value before any writes, so several writers all store the same result.
+            v = Var(f"{s.buffer_var.name}.total", dtype)
+            if rowconds:
+                result = _op.if_then_else(_op.all(*rowconds), result, _identity(cls, dtype))
+            body.append(LetStmt(v, result, seq(barrier(), IfThenElse(_op.all(*rowconds, *preds),
+                                                                     Store(s.buffer_var, v, s.index)),
+                                               barrier())))
         return Allocate(red, dtype, (IntImm("int32", rows * width),), _op.const(True), seq(*body), "shared")
 
 

@@ -104,6 +104,14 @@ class _Builder:
         red_threads = {v for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread
                        is not None for v in (iv.var, st.attr(iv).bind_thread.var)}
         init_pred = pred
+        for iv in leaves:
+            t = st.attr(iv).bind_thread
+            if iv.iter_type == IterVar.REDUCE and t is not None and t.thread_tag.startswith("blockIdx"):
+                raise LoweringError(f"stage {st.name}: reduce axis {iv.var.name} is bound to {t.thread_tag}; "
+                                    "blocks cannot combine their parts (bind it to threadIdx.* after rfactor)")
+        if red_threads and len(op.outputs) > 1:
+            raise LoweringError(f"stage {st.name}: a cross-thread reduction of a tuple reducer ({len(op.outputs)} "
+                                "outputs, e.g. argmax) is not supported; keep its reduce axis serial")
         if red_threads:
             # A cross-thread reduction: every thread of the block must reach the barriers of
             # lower_thread_allreduce, so the guards of the outer axes move onto the update (a thread
@@ -183,16 +191,33 @@ class _Builder:
         return stmt
 
     def _store_predicate(self, st, values):
-        """The stage's store predicate over its leaf axes; thread indices matched by tag."""
+        """The stage's store predicate over its leaf axes.  A thread index is matched by tag with
+        the thread bound in this stage or a stage it is computed inside."""
         if st.store_predicate is None:
             return None
+        from .predicate import is_thread_tag, shape_vars
+        threads = {}
+        a = st
+        while a is not None:
+            for iv in a.leaf_iter_vars:
+                t = a.attr(iv).bind_thread
+                if t is not None:
+                    threads.setdefault(t.thread_tag, t.var)
+            a = a.attach_stage
+        shapes = set(shape_vars(self.sch).values())
         vmap = {iv.var: v for iv, v in values.items()}
-        for iv in st.leaf_iter_vars:
-            t = st.attr(iv).bind_thread
-            if t is not None:
-                for v in collect_vars(st.store_predicate):
-                    if v.name == t.thread_tag and v is not iv.var:
-                        vmap[v] = t.var
+        for v in collect_vars(st.store_predicate):
+            if v in vmap or v in shapes:
+                continue
+            if is_thread_tag(v.name) and v.name in threads:
+                vmap[v] = threads[v.name]
+            elif not is_thread_tag(v.name):
+                raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, which is no longer "
+                                    f"an axis of {st.name} (rfactor or cache_write gave it a new operation); "
+                                    "call set_store_predicate after them")
+            else:
+                raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, but no axis of "
+                                    f"{st.name} or of a stage it is computed inside is bound to {v.name}")
         return substitute(st.store_predicate, vmap)
 
     def _init(self, st, body, values, first_red, guards, pos, pred=None):

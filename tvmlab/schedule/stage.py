@@ -385,6 +385,9 @@ class Stage:
                                     "schedule and must be stored")
             if self.op.is_reduction:
                 raise ScheduleError(f"compute_inline of {self.name}: a reduction cannot be inlined")
+            if self.store_predicate is not None:
+                raise ScheduleError(f"compute_inline of {self.name}: it has a store predicate, and an inlined "
+                                    "stage stores nothing")
             for st in self.schedule.stages:
                 if st.attach_stage is self:
                     raise ScheduleError(f"compute_inline of {self.name}: stage {st.name} is "
@@ -420,9 +423,15 @@ class Stage:
         with self._txn():
             self._check_compute("set_store_predicate")
             self._check_not_inlined("set_store_predicate")
+            if self._is_opengl():
+                raise ScheduleError(f"set_store_predicate of {self.name}: an OpenGL fragment pass writes every "
+                                    "pixel; use target 'opengl -compute' for stores under a predicate")
             e = P.check(self, predicate)
             self.store_predicate = e
-            self._record("set_store_predicate", predicate={"expr": P.encode(e)})
+            self._record("set_store_predicate", predicate={"expr": P.encode(e, self)})
+
+    def _is_opengl(self):
+        return any(dict(a.pragmas).get("opengl") for a in self.iter_var_attrs.values() if a.pragmas)
 
     def opengl(self):
         """The default OpenGL schedule: one output pixel per element.
@@ -442,8 +451,11 @@ class Stage:
                                     "OpenGL stage is its own pass, call compute_root() first")
             leaves = self.leaf_iter_vars
             data = [iv for iv in leaves if iv.iter_type == IterVar.DATA_PAR]
-            if any(a.pragmas and dict(a.pragmas).get("opengl") for a in self.iter_var_attrs.values()):
+            if self._is_opengl():
                 raise ScheduleError(f"opengl of {self.name}: the stage is already scheduled for OpenGL")
+            if self.store_predicate is not None:
+                raise ScheduleError(f"opengl of {self.name}: the stage has a store predicate, and a fragment "
+                                    "pass writes every pixel; use target 'opengl -compute' instead")
             if data != list(self.op.axis):
                 raise ScheduleError(
                     f"opengl of {self.name}: its data-parallel axes were split, fused or reordered "

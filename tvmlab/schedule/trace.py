@@ -232,15 +232,6 @@ class _PythonWriter:
                         return f"{self.stage(stage_key)}.op.{field}[{k}]"
         return f'{self.stage(stage_key)}.axis("{name}")'
 
-    def _stage_axes(self, stage_key):
-        """The stage's axes when the trace belongs to a schedule (else none: names are then taken as
-        shape variables or thread tags)."""
-        sch = self.trace.schedule
-        try:
-            return sch.stage_by_name(stage_key).all_iter_vars if sch is not None else []
-        except ScheduleError:
-            return []
-
     def bind_axes(self, stage_key, names):
         out = []
         for n in names:
@@ -302,11 +293,8 @@ class _PythonWriter:
             if p == "set_scope":
                 return f"{S}.set_scope({a['scope']!r})"
             if p == "set_store_predicate":
-                from .predicate import as_python, is_thread_tag
-                names = {iv.var.name for iv in self._stage_axes(key)}
-                expr = as_python(a["predicate"]["expr"],
-                                 lambda n: ax(n) if n in names or not (names or is_thread_tag(n)) else None)
-                return f"{S}.set_store_predicate({expr})"
+                from .predicate import as_python
+                return f"{S}.set_store_predicate({as_python(a['predicate']['expr'], ax)})"
             return f"# unknown step {st!r}"
         if p == "cache_read":
             var = self.new_tensor(f"{a['tensor']}.{a['scope']}")
