@@ -20,12 +20,13 @@ def _ref_matmul(a, b):
     return (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
 
 
+@pytest.mark.parametrize("pack_b", [None, True, False], ids=["auto", "packed", "in-place"])
 @pytest.mark.parametrize("m,k,n", [(64, 64, 64), (37, 53, 41), (1, 1, 1), (130, 300, 70), (8, 513, 33),
-                                   (3, 7, 100)])
-def test_matmul(m, k, n, check_build):
+                                   (3, 7, 100), (16, 40, 37)])
+def test_matmul(m, k, n, pack_b, check_build):
     A = te.placeholder((m, k), name="A")
     B = te.placeholder((k, n), name="B")
-    C = topi.matmul(A, B)
+    C = topi.matmul(A, B, pack_b=pack_b)
     s = topi.schedule_matmul(C)
     check_build(s, [A, B, C], _ref_matmul, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
@@ -63,7 +64,7 @@ def _allocations(stmt):
 @pytest.mark.parametrize("k,n", [(64, 64), (50, 70)])
 def test_matmul_packing_memory_is_the_packed_operand(k, n):
     """Beside the packed B panels the kernel allocates only its register tile (per task)."""
-    A = te.placeholder((16, k), name="A")
+    A = te.placeholder((48, k), name="A")
     B = te.placeholder((k, n), name="B")
     C = topi.matmul(A, B)
     block = default_block("float32")
@@ -82,6 +83,20 @@ def test_matmul_tile_follows_the_vector_registers():
     assert tile_rows(32, "float32", "llvm -mcpu=skylake-avx512") == 12  # 24 + 2 + 1 of 32
     assert default_block("float64", "llvm -mcpu=haswell") == 8
     assert tile_rows(32, "float32", "llvm -mcpu=haswell") == 2         # 4 registers a row
+
+
+@pytest.mark.parametrize("m,packed", [(1, False), (16, False), (17, True)])
+def test_matmul_few_rows_read_b_in_place(m, packed):
+    """With at most SMALL_M rows a packing pass over B costs more than it saves: no copy of B."""
+    A = te.placeholder((m, 64), name="A")
+    B = te.placeholder((64, 48), name="B")
+    C = topi.matmul(A, B)
+    assert any(t.op.name == "C_packB" for t in C.op.input_tensors) == packed
+    allocs = _allocations(next(iter(tvmlab.lower(topi.schedule_matmul(C), [A, B, C]).functions.values())).body)
+    assert {a for a, _ in allocs} == ({"C_packB", "C.global"} if packed else {"C.global"})
+    n = te.var("n")
+    S = topi.matmul(te.placeholder((n, 64), name="A"), B)         # rows unknown: packed
+    assert any(t.op.name == "C_packB" for t in S.op.input_tensors)
 
 
 def test_matmul_column_tail_accumulates_unmasked():
@@ -104,6 +119,15 @@ def test_matmul_packed_a_memory():
     mod = tvmlab.lower(topi.schedule_matmul(C), [A, B, C])
     sizes = dict(_allocations(next(iter(mod.functions.values())).body))
     assert sizes["C_packA"] == 24 * 30          # 20 rows padded to whole 8-row panels
+
+
+def test_matmul_pack_b_errors():
+    A = te.placeholder((4, 8), name="A")
+    B = te.placeholder((8, 8), name="B")
+    with pytest.raises(ScheduleError, match="pack_b must be True, False or None"):
+        topi.matmul(A, B, pack_b="yes")
+    with pytest.raises(ScheduleError, match="needs pack_b"):
+        topi.matmul(A, B, rows=4, pack_b=False)
 
 
 def test_matmul_errors():

@@ -27,15 +27,18 @@ from .util import check_options, const_int, find_stage_input, pack_blocks, vecto
 MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
 K_UNROLL = 4            # reduction steps per unrolled loop body
+SMALL_M = 16            # at most this many rows of A: B is read in place, not packed
 
 
-def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
+def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
     """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through a packed copy of B.
 
     ``block`` is the B panel width (default: ``vector_block(dtype, target)``, two vector registers).
     ``rows > 0`` also packs A into panels of ``rows`` rows
     (``Ap[io, k, ii] = A[io * rows + ii, k]``, a parallel pass of its own); the
     default reads A in place, which costs no extra memory and is as fast.
+    ``pack_b`` (default: unless A has at most ``SMALL_M`` rows, a constant) packs B;
+    with few rows a pass over all of B costs more than reading its rows in place.
     """
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise ScheduleError(f"matmul needs 2-D tensors, got A{tuple(A.shape)} and B{tuple(B.shape)}")
@@ -46,7 +49,17 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
     check_options("matmul", block=block, rows=rows or None)
+    if pack_b not in (None, True, False):
+        raise ScheduleError(f"matmul: pack_b must be True, False or None (choose), got {pack_b!r}")
     block = vector_block(A.dtype, target) if block is None else block
+    if pack_b is None:
+        pack_b = rows > 0 or const_int(M) is None or const_int(M) > SMALL_M
+    if not pack_b:
+        if rows:
+            raise ScheduleError("matmul: rows > 0 packs A, which needs pack_b (B packed too)")
+        k = te.reduce_axis((0, K), name="k")
+        return te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k),
+                          name=name, tag="matmul", attrs={"block": block, "rows": 0, "packed_b": 0})
     Bp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji], N, B.dtype,
                      name + "_packB")
     k = te.reduce_axis((0, K), name="k")
@@ -55,9 +68,9 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm"):
                          name + "_packA")
         return te.compute((M, N), lambda i, j: te.sum(Ap[i // rows, k, i % rows] * Bp[j // block, k, j % block],
                                                       axis=k),
-                          name=name, tag="matmul", attrs={"block": block, "rows": rows})
+                          name=name, tag="matmul", attrs={"block": block, "rows": rows, "packed_b": 1})
     return te.compute((M, N), lambda i, j: te.sum(A[i, k] * Bp[j // block, k, j % block], axis=k),
-                      name=name, tag="matmul", attrs={"block": block, "rows": 0})
+                      name=name, tag="matmul", attrs={"block": block, "rows": 0, "packed_b": 1})
 
 
 def tile_rows(block, dtype, target="llvm"):
@@ -85,13 +98,13 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     packed_rows = int(C.op.attrs["rows"])
     rows = packed_rows or rows or tile_rows(block, C.dtype, target)
     row_block = row_block or 2 * rows
-    Bp = find_stage_input(C, "_packB")
     s = te.create_schedule(C.op)
-
-    # pack B: one panel per task, contiguous vector stores
-    jp, kp, bp = s[Bp].op.axis
-    s[Bp].vectorize(bp)
-    s[Bp].parallel(jp)
+    if int(C.op.attrs.get("packed_b", 1)):
+        # pack B: one panel per task, contiguous vector stores
+        Bp = find_stage_input(C, "_packB")
+        jp, kp, bp = s[Bp].op.axis
+        s[Bp].vectorize(bp)
+        s[Bp].parallel(jp)
 
     i, j = s[C].op.axis
     (k,) = s[C].op.reduce_axis
