@@ -7,7 +7,9 @@ each is the estimate of its uncontended speed, and both saw the same machine.
 Between the two the process sleeps for ``settle`` seconds: thread pools (the
 OpenMP runtime behind parallel loops, OpenBLAS behind numpy) keep their worker
 threads spinning for a while after a call, and a pool still spinning would
-take cores from the other side's timed calls.
+take cores from the other side's timed calls.  OpenBLAS spins for about 2^28
+cycles (~0.1 s): a 0.1 ms kernel timed within that window waits a whole
+scheduler slice (~8 ms) on every call, so the pause is longer than that.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def _best_call(call, number):
     return best
 
 
-def side_by_side(kernel, reference, rounds=5, min_ms=40.0, settle=0.05):
+def side_by_side(kernel, reference, rounds=5, min_ms=40.0, settle=0.2):
     """(best seconds per call of ``kernel``, of ``reference``); both are zero-argument callables."""
     kernel()
     reference()
