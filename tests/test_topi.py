@@ -22,7 +22,7 @@ def _ref_matmul(a, b):
 
 @pytest.mark.parametrize("pack_b", [None, True, False], ids=["auto", "packed", "in-place"])
 @pytest.mark.parametrize("m,k,n", [(64, 64, 64), (37, 53, 41), (1, 1, 1), (130, 300, 70), (8, 513, 33),
-                                   (3, 7, 100), (16, 40, 37)])
+                                   (3, 7, 100), (16, 40, 37), (4, 33, 1030)])
 def test_matmul(m, k, n, pack_b, check_build):
     A = te.placeholder((m, k), name="A")
     B = te.placeholder((k, n), name="B")
@@ -93,7 +93,8 @@ def test_matmul_few_rows_read_b_in_place(m, packed):
     C = topi.matmul(A, B)
     assert any(t.op.name == "C_packB" for t in C.op.input_tensors) == packed
     allocs = _allocations(next(iter(tvmlab.lower(topi.schedule_matmul(C), [A, B, C]).functions.values())).body)
-    assert {a for a, _ in allocs} == ({"C_packB", "C.global"} if packed else {"C.global"})
+    # one or a few rows stream B's rows whole into C (no register tile); more rows keep the tile
+    assert {a for a, _ in allocs} == ({"C_packB", "C.global"} if packed else {"C.global"} if m > 4 else set())
     n = te.var("n")
     S = topi.matmul(te.placeholder((n, 64), name="A"), B)         # rows unknown: packed
     assert any(t.op.name == "C_packB" for t in S.op.input_tensors)

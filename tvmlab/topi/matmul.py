@@ -15,6 +15,11 @@ unrolled, columns vectorised; ``rows`` is as many as the target's registers
 hold: 6 with AVX2's 16, 12 with AVX-512's 32) and stored once.  The columns are
 cut into blocks whose B panels stay in the last-level cache, and the
 (column block, row block) tasks are spread over the cores.
+
+Few rows change the balance.  With at most ``SMALL_M`` rows (a constant) the
+product is too small to pay for a pass over all of B, so B is read in place;
+with at most ``STREAM_ROWS`` (a matrix-vector product, bound by memory) each
+task streams whole rows of B into its columns of C, which stay in L1.
 """
 from __future__ import annotations
 
@@ -28,6 +33,8 @@ MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
 K_UNROLL = 4            # reduction steps per unrolled loop body
 SMALL_M = 16            # at most this many rows of A: B is read in place, not packed
+STREAM_ROWS = 4         # at most this many: rows of B streamed whole (matrix-vector products)
+STREAM_BYTES = 16 << 10  # the rows of C one task adds into when streaming: they stay in L1
 
 
 def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
@@ -96,6 +103,7 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     check_options("schedule_matmul", rows=rows, row_block=row_block, k_chunk=k_chunk, col_block=col_block)
     block = int(C.op.attrs["block"])
     packed_rows = int(C.op.attrs["rows"])
+    tuned = any(x is not None for x in (rows, row_block, k_chunk, col_block))
     rows = packed_rows or rows or tile_rows(block, C.dtype, target)
     row_block = row_block or 2 * rows
     s = te.create_schedule(C.op)
@@ -109,6 +117,20 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     i, j = s[C].op.axis
     (k,) = s[C].op.reduce_axis
     M, K = const_int(C.shape[0]), const_int(k.dom.extent)
+    if not int(C.op.attrs.get("packed_b", 1)) and M is not None and M <= STREAM_ROWS and not tuned:
+        # matrix-vector: memory-bound, so stream whole rows of B once, each added into the
+        # (few) rows of C of this task's columns, which stay in the first-level cache
+        lanes = vector_registers(target).lanes(C.dtype)
+        cols = max(lanes, STREAM_BYTES // (M * max(1, dt.parse(C.dtype)[1] // 8)) // lanes * lanes)
+        N = const_int(C.shape[1])
+        if N is not None:           # at least two tasks
+            cols = max(lanes, min(cols, -(-N // (2 * lanes)) * lanes))
+        jo, ji = s[C].split(j, factor=cols)
+        jio, jii = s[C].split(ji, factor=lanes)
+        s[C].reorder(jo, k, i, jio, jii)
+        s[C].parallel(jo)
+        s[C].vectorize(jii)
+        return s
     if M is not None:
         row_block = min(row_block, -(-M // rows) * rows)
     if k_chunk is None:
