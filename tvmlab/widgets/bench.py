@@ -26,6 +26,7 @@ from .reference import ReferenceError, evaluate, flop_count, shape_vars
 DEFAULT_SIZE = 1024      # value given to a symbolic shape variable unless ``sizes`` says otherwise
 MIN_REPEAT_MS = 20
 REPEAT = 3
+SETTLE_S = 0.2           # after timing numpy: OpenBLAS's threads spin ~0.1 s and would slow the kernel's timing
 
 
 def machine_peak_gflops():
@@ -95,6 +96,7 @@ class Workload:
                 try:
                     vals = evaluate(self.outputs, ins, self.env)
                     secs = _timeit(lambda: evaluate(self.outputs, ins, self.env))
+                    time.sleep(SETTLE_S)
                     self._ref = (ins, vals, secs, flops, None)
                 except ReferenceError as e:
                     self._ref = (ins, None, None, flops, str(e))
