@@ -91,7 +91,7 @@ _measured = {}       # threads -> GFLOP/s: measured once per process
 _lock = threading.Lock()
 
 
-def peak_gflops(fresh=False):
+def peak_gflops(fresh=False, rounds=5):
     """(float32 FMA peak in GFLOP/s, a note saying where it comes from).
 
     Measured on the first call (about a second) and remembered for the process;
@@ -107,5 +107,5 @@ def peak_gflops(fresh=False):
     lanes, chains = _shape()
     with _lock:
         if n not in _measured or fresh:
-            _measured[n] = max(_measured.get(n, 0.0), measure(n))
+            _measured[n] = max(_measured.get(n, 0.0), measure(n, rounds=rounds))
     return _measured[n], f"measured: {n} threads x {chains} chains of {lanes}-lane FMAs"

@@ -29,7 +29,7 @@ REPEAT = 3
 SETTLE_S = 0.2           # after timing numpy: OpenBLAS's threads spin ~0.1 s and would slow the kernel's timing
 
 
-def machine_peak_gflops():
+def machine_peak_gflops(rounds=5):
     """(float32 peak GFLOP/s of this CPU, how it was found) or (None, why unknown).
 
     The FMA peak ``make bench`` uses (``tvmlab.bench.peak``): measured once per
@@ -37,7 +37,7 @@ def machine_peak_gflops():
     """
     from ..bench.peak import peak_gflops
     try:
-        peak, how = peak_gflops()
+        peak, how = peak_gflops(rounds=rounds)
     except Exception as e:      # a host LLVM cannot target: no line on the plot, never an error
         return None, f"peak unknown: {type(e).__name__}: {e}"
     return peak, f"peak {peak:.0f} GFLOP/s ({how})"
@@ -170,8 +170,8 @@ class Benchmarker:
         self._cv = threading.Condition()
         self._thread = None
         self.current = None      # what the worker is doing, for the progress line
-        self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker before its
-        #                          first record (never on the caller's thread; OpenGL has no CPU roof)
+        self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker when its
+        #                          queue is first empty (never on the caller's thread; OpenGL has no CPU roof)
 
     # OpenGL contexts belong to the thread that made them: measure those on the caller's thread.
     SAME_THREAD = ("opengl", "gl", "glsl")
@@ -197,20 +197,20 @@ class Benchmarker:
     def pending(self):
         return self._pending
 
-    def _measure_peak(self):
-        if self.peak is None:
-            self.current = "the machine's FMA peak"
-            self._notify()
-            self.peak = machine_peak_gflops()
-            self.current = None
-
     def _run(self):
-        self._measure_peak()
         while True:
             try:
                 key, label, target, mod = self._queue.get(timeout=0.5)
             except queue.Empty:
-                return
+                if self.peak is not None:
+                    return
+                # the FMA peak (both cores busy for about a second) once nothing else waits
+                self.current = "the machine's FMA peak"
+                self._notify()
+                self.peak = machine_peak_gflops(rounds=3)
+                self.current = None
+                self._notify()
+                continue
             self.current = f"step {label} on {target}"
             self._notify()
             rec = self._measure(target, mod)
