@@ -656,6 +656,21 @@ def test_partition_constant_split_main_and_tail():
     run_both(ast2, out, binds)
 
 
+def test_partition_of_a_parallel_loop_branches_inside_it():
+    """Cutting a parallel loop would run its tail on one thread after the rest: the body branches."""
+    ast2, (A, B, C), (io, ii) = vadd(37, 8, kind="serial")
+    ast2 = ast2.replace(kind="parallel")
+    binds = binds_of(A, B, C)
+    out = loop_partition(storage_flatten(ast2, binds))
+    assert isinstance(out, For) and out.kind == "parallel" and out.loop_var is io
+    assert (_value(out.min), _value(out.extent)) == (0, 5)
+    branch = out.body
+    assert isinstance(branch, IfThenElse) and not nodes(branch.then_case, IfThenElse)
+    assert len(nodes(branch.else_case, IfThenElse)) == 1
+    assert [_value(branch.condition, {io: v}) for v in range(5)] == [1, 1, 1, 1, 0]
+    run_both(ast2, out, binds)
+
+
 @pytest.mark.parametrize("factor", [8, 5])
 def test_partition_symbolic_n(factor):
     n = SizeVar("n")

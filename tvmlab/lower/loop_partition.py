@@ -11,6 +11,8 @@ to their ranges): ``outer*f + inner < n`` with ``inner`` in [0, f) holds for
     [lo, hi)         main loop: the proven conjuncts are dropped
     [hi, min+extent) guarded tail
 
+A parallel loop is not cut (its tail would run on one thread after the
+rest): its body branches between the guard-free and the guarded copy.
 Cut points are clamped into the loop range (``min``/``max``) unless the
 analyzer proves the clamp needless, so a symbolic ``n`` is handled and an
 empty part simply runs zero times.  The main loop and the guarded parts are
@@ -245,6 +247,8 @@ class _Partitioner(IRMutator):
             main_body = self.visit(main_body)
         finally:
             self.scope.pop()
+        if s.kind == "parallel":
+            return self._branch(s, lo, hi, mn, end, main_body, ana)
         pieces = []
         if not ana.can_prove(_op.le(lo, mn)):
             pieces.append(self._guarded(s, mn, lo, ana))
@@ -252,6 +256,23 @@ class _Partitioner(IRMutator):
         if not ana.can_prove(_op.ge(hi, end)):
             pieces.append(self._guarded(s, hi, end, ana))
         return seq(*pieces)
+
+    def _branch(self, s, lo, hi, mn, end, main_body, ana):
+        """One parallel loop whose body picks the guard-free or the guarded copy: cutting the
+        range instead would run the tail on one thread after the parallel part."""
+        inside = []
+        if not ana.can_prove(_op.le(lo, mn)):
+            inside.append(_op.ge(s.loop_var, lo))
+        if not ana.can_prove(_op.ge(hi, end)):
+            inside.append(_op.lt(s.loop_var, hi))
+        if not inside:
+            return s.replace(body=main_body)
+        self.scope.append((s.loop_var, Range(s.min, s.extent)))
+        try:
+            guarded = self.visit(fresh_copy(s.body, {}))
+        finally:
+            self.scope.pop()
+        return s.replace(body=IfThenElse(_op.all(*inside), main_body, guarded))
 
     def _guarded(self, s, start, stop, ana):
         nv = Var(s.loop_var.name, s.loop_var.dtype)
