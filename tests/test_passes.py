@@ -620,6 +620,39 @@ def test_simplify_keeps_masks_where_other_threads_may_write():
     assert fill and all(st.predicate is not None for st in fill)
 
 
+def test_simplify_unmasking_needs_both_ends_of_a_ramp_in_bounds():
+    """A stride of unknown sign: neither end alone bounds the lanes, so the masks stay."""
+    from tvmlab.lower.simplify import simplify_stmt
+    tmp, out, st = Var("T", "handle"), Var("O", "handle"), Var("s")
+    ramp = Ramp(op.const(6), st, 4)
+    mask = ramp < Broadcast(op.const(8), 4)
+    body = seq(Store(tmp, Broadcast(FloatImm("float32", 1.0), 4), ramp, mask),
+               Store(out, Load("float32x4", tmp, ramp, mask), Ramp(st * 4 + 8, op.const(1), 4), mask))
+    stmt = Allocate(tmp, "float32", (op.const(8),), op.const(True), loop(st, -2, 5, "serial", body))
+    new = simplify_stmt(stmt)
+    assert all(x.predicate is not None for x in nodes(new, Store) + nodes(new, Load))
+    Interpreter(buffers={out: np.zeros(32, "float32")}).run(new)      # no access out of bounds
+
+
+def test_simplify_nested_allocations_of_one_buffer_variable():
+    from tvmlab.lower.simplify import simplify_stmt
+    tmp, out = Var("T", "handle"), Var("O", "handle")
+    inner = Allocate(tmp, "float32", (op.const(4),), op.const(True), Store(tmp, FloatImm("float32", 1.0), op.const(0)))
+    outer = Allocate(tmp, "float32", (op.const(8),), op.const(True),
+                     seq(inner, Store(out, Load("float32", tmp, op.const(0)), op.const(0))))
+    assert len(nodes(simplify_stmt(outer), Allocate)) == 2
+
+
+def test_simplify_broadcast_load_read_by_the_last_lane():
+    """``k <= j`` over a ramp of j: the last lane is the one surely active; the load loses its mask."""
+    from tvmlab.lower.simplify import simplify_stmt
+    src, out, k = Var("S", "handle"), Var("O", "handle"), Var("k")
+    mask = Broadcast(k, 8) <= Ramp(op.const(0), op.const(1), 8)
+    st = Store(out, Load("float32x8", src, Broadcast(k, 8), mask), Ramp(op.const(0), op.const(1), 8), mask)
+    new = simplify_stmt(loop(k, 0, 8, "serial", st))
+    assert all(ld.predicate is None for ld in nodes(new, Load))
+
+
 def test_remove_no_op_keeps_side_effects_and_else_branch():
     buf = Var("X", "handle")
     i = Var("i")

@@ -12,13 +12,14 @@ variable replaced by ``min``.
 Masks of vector accesses that cannot fault are dropped, so a tile's tail
 computes in registers as its body does: a masked load from an allocation of
 this function, at an index in its bounds, or of one address (a broadcast) that
-a provably active lane reads, becomes a plain load; a masked store into an
+a provably active lane (the first or the last) reads, becomes a plain load; a masked store into an
 allocation that only this thread sees (no parallel loop or thread index
 between the allocation and the store) becomes ``buf[i] = select(mask, new,
 buf[i])``.  Masked-off lanes then hold values no unmasked lane ever uses.
 """
 from __future__ import annotations
 
+from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import op as _op
 from ..ir import stmt as S
@@ -35,21 +36,21 @@ def _no_op():
     return S.Evaluate(E.IntImm("int32", 0))
 
 
-def _lane0(e):
-    """Lane 0 of a vector boolean expression, or None when it cannot be read off."""
+def _lane(e, k):
+    """Lane ``k`` of a vector boolean expression, or None when it cannot be read off."""
     if type(e) is E.Ramp:
-        return e.base
+        return E.Add(e.base, E.Mul(e.stride, E.IntImm(e.stride.dtype, k))) if k else e.base
     if type(e) is E.Broadcast:
         return e.value
     if type(e) is E.Call and e.op == "likely":
-        return _lane0(e.args[0])
+        return _lane(e.args[0], k)
     if type(e) is E.Not:
-        a = _lane0(e.a)
+        a = _lane(e.a, k)
         return None if a is None else E.Not(a)
     if isinstance(e, (E.CmpOp, E.BinaryOp)):
-        a, b = _lane0(e.a), _lane0(e.b)
+        a, b = _lane(e.a, k), _lane(e.b, k)
         return None if a is None or b is None else type(e)(a, b)
-    if type(e) in (E.IntImm, E.Var):
+    if type(e) is E.IntImm or (type(e) is E.Var and dt.lanes(e.dtype) == 1):
         return e
     return None
 
@@ -79,31 +80,35 @@ class StmtSimplifier(IRMutator):
         return s
 
     def _in_bounds(self, index, elements):
-        """Every lane of ``index`` provably in ``[0, elements)``."""
+        """Every lane of ``index`` provably in ``[0, elements)`` (both ends of a ramp: the lanes
+        between lie between them, whatever the stride's sign)."""
         if type(index) is E.Ramp:
-            lo, hi = index.base, E.Add(index.base, E.Mul(index.stride, E.IntImm(index.stride.dtype,
-                                                                              index.lanes - 1)))
-            if not self.ana.can_prove(E.GE(index.stride, E.IntImm(index.stride.dtype, 0))):
-                lo, hi = hi, lo
+            ends = [index.base, _lane(index, index.lanes - 1)]
         elif type(index) is E.Broadcast:
-            lo = hi = index.value
+            ends = [index.value]
         else:
-            lo = hi = index
-        if elements.dtype != hi.dtype:
+            ends = [index]
+        dtype = ends[0].dtype
+        if elements.dtype != dtype:
             if type(elements) is not E.IntImm:
                 return False
-            elements = E.IntImm(hi.dtype, elements.value)
-        return self.ana.can_prove(E.GE(lo, E.IntImm(lo.dtype, 0))) and self.ana.can_prove(E.LT(hi, elements))
+            elements = E.IntImm(dtype, elements.value)
+        zero = E.IntImm(dtype, 0)
+        return all(self.ana.can_prove(E.GE(x, zero)) and self.ana.can_prove(E.LT(x, elements)) for x in ends)
 
     def visit_Allocate(self, s):
         elements = s.extents[0] if s.extents else E.IntImm("int32", 1)
         for x in s.extents[1:]:
             elements = _op.mul(elements, x)
+        outer = self.allocs.get(s.buffer_var)
         self.allocs[s.buffer_var] = (self.ana.simplify(elements), self.depth, s.scope)
         try:
             return self.generic_visit(s)
         finally:
-            del self.allocs[s.buffer_var]
+            if outer is None:
+                del self.allocs[s.buffer_var]
+            else:
+                self.allocs[s.buffer_var] = outer
 
     def visit_For(self, s):
         if s.kind == "parallel":
@@ -201,10 +206,12 @@ class _Unmask(IRMutator):
         a = o.allocs.get(e.buffer_var)
         if a is not None and o._in_bounds(e.index, a[0]):
             return o.ana.simplify(e.replace(predicate=None))
-        if type(e.index) is E.Broadcast:
-            lane0 = _lane0(e.predicate)
-            if lane0 is not None and o.ana.can_prove(lane0):
-                return o.ana.simplify(e.replace(predicate=None))
+        if type(e.index) is E.Broadcast:      # one address: safe when the first or last lane reads it
+            lanes = e.index.lanes
+            for k in (0, lanes - 1):
+                active = _lane(e.predicate, k)
+                if active is not None and o.ana.can_prove(active):
+                    return o.ana.simplify(e.replace(predicate=None))
         return e
 
 
