@@ -261,13 +261,18 @@ class _Partitioner(IRMutator):
         """One parallel loop whose body picks the guard-free or the guarded copy: cutting the
         range instead would run the tail on one thread after the parallel part."""
         inside = []
-        if not ana.can_prove(_op.le(lo, mn)):
+        before = not ana.can_prove(_op.le(lo, mn))
+        after = not ana.can_prove(_op.ge(hi, end))
+        if before:
             inside.append(_op.ge(s.loop_var, lo))
-        if not ana.can_prove(_op.ge(hi, end)):
+        if after:
             inside.append(_op.lt(s.loop_var, hi))
         if not inside:
             return s.replace(body=main_body)
-        self.scope.append((s.loop_var, Range(s.min, s.extent)))
+        # the guarded copy runs before lo or from hi on: with one of them, that is its range
+        rest = Range(s.min, s.extent) if before and after else \
+            Range(mn, ana.simplify(_op.sub(lo, mn))) if before else Range(hi, ana.simplify(_op.sub(end, hi)))
+        self.scope.append((s.loop_var, rest))
         try:
             guarded = self.visit(fresh_copy(s.body, {}))
         finally:
