@@ -127,8 +127,10 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
             cols = max(lanes, min(cols, -(-N // (2 * lanes)) * lanes))
         jo, ji = s[C].split(j, factor=cols)
         jio, jii = s[C].split(ji, factor=lanes)
-        s[C].reorder(jo, k, i, jio, jii)
+        ko, ki = s[C].split(k, factor=K_UNROLL)     # K_UNROLL rows of B per load and store of C
+        s[C].reorder(jo, ko, i, jio, ki, jii)
         s[C].parallel(jo)
+        s[C].unroll(ki)
         s[C].vectorize(jii)
         return s
     if M is not None:
