@@ -9,7 +9,7 @@ import tvmlab as tvm
 from tvmlab import te, topi
 from tvmlab.contrib import cc, utils
 from tvmlab.errors import BuildError, DeviceError, RuntimeArgError
-from tvmlab.runtime.library import _not_runnable
+from tvmlab.runtime.llvm_jit import not_runnable as _not_runnable
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc") or shutil.which("ld")),
                                 reason="no C compiler or linker on PATH to link shared libraries")

@@ -19,6 +19,7 @@ from .ir.op import (abs, acos, all, any, asin, atan, ceil, const, cos, cosh, erf
                     max_value, min_value, nearbyint, pow, power, round, rsqrt, sigmoid, sin,
                     sinh, sqrt, tan, tanh, trunc)
 from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
+from .ir.tensor import is_thread_tag as _is_thread_tag
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
 
 _name_counts = {}
@@ -147,9 +148,7 @@ def thread_axis(dom=None, tag="", name=""):
         dom, tag = None, dom
     if not tag:
         raise DSLError("thread_axis needs a tag such as 'threadIdx.x', 'blockIdx.x' or 'vthread'")
-    valid = tag in ("vthread", "cthread") or tag.split(".")[0] in ("threadIdx", "blockIdx") \
-        and tag.split(".")[-1] in ("x", "y", "z")
-    if not valid:
+    if not _is_thread_tag(tag):
         raise DSLError(f"unknown thread tag {tag!r}; expected blockIdx.x/y/z, threadIdx.x/y/z "
                        "or vthread")
     if dom is not None and not isinstance(dom, Range):

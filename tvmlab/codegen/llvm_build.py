@@ -26,7 +26,6 @@ from .registry import Target, register_target
 
 _OPTIONS = ("mcpu", "mattr", "opt-level")
 _IGNORED = ("keys", "system-lib", "model", "tag")
-_PORTABLE_CPUS = ("generic", "x86-64")
 
 
 # ------------------------------------------------------------------ target
@@ -48,20 +47,13 @@ def target_config(target):
     mattr = opts.get("mattr")
     if mcpu is True or mattr is True:
         raise BuildError(f"-mcpu and -mattr need a value, e.g. -mcpu={host}")
-    reason = None
     if mcpu in (None, "native", host):
         cpu, features = host, host_features
     else:
         cpu, features = mcpu, ""
-        if mcpu not in _PORTABLE_CPUS:
-            reason = (f"this code was built for -mcpu={mcpu} but this machine's CPU is {host}; it may use "
-                      f"instructions this CPU lacks (build with target 'llvm' to run it here)")
     if mattr:
-        missing = [f[1:] for f in mattr.split(",") if f.startswith("+") and f[1:] not in llvm_jit.host_feature_set()]
-        if missing and reason is None:
-            reason = f"this code was built with -mattr={mattr} but this CPU lacks {', '.join(missing)}"
         features = f"{features},{mattr}" if features else mattr
-    return cpu, features, opt, reason
+    return cpu, features, opt, llvm_jit.not_runnable(cpu, features)
 
 
 def optimize(module_ref, tm, opt):

@@ -24,6 +24,13 @@ class Range(Node):
         return Range(_op.convert(mn), _op.convert(extent))
 
 
+def is_thread_tag(tag):
+    """Whether ``tag`` names a thread index: blockIdx.x/y/z, threadIdx.x/y/z, vthread or cthread."""
+    parts = tag.split(".")
+    return tag in ("vthread", "cthread") or (len(parts) == 2 and parts[0] in ("threadIdx", "blockIdx")
+                                             and parts[1] in ("x", "y", "z"))
+
+
 class IterVar(ExprOp):
     """An iteration variable with its domain and kind.
 

@@ -17,22 +17,6 @@ from .module import FuncSpec, Function, Module
 
 METADATA_SYMBOL = "__tvmlab_metadata"
 FORMAT_VERSION = 1
-_PORTABLE_CPUS = ("generic", "x86-64")
-
-
-def _not_runnable(cpu, features):
-    """Why code for ``cpu`` with ``features`` cannot run on this machine, or None."""
-    host, _ = llvm_jit.host_cpu()
-    missing = [f[1:] for f in (features or "").split(",")
-               if f.startswith("+") and f[1:] not in llvm_jit.host_feature_set()]
-    if missing:
-        return f"this library was built for a CPU with {', '.join(missing)}, which this CPU ({host}) lacks"
-    if cpu not in (host, *_PORTABLE_CPUS) and not features:
-        return (f"this library was built for -mcpu={cpu} but this machine's CPU is {host}; it may use "
-                "instructions this CPU lacks")
-    return None
-
-
 def load_module(path, fmt=""):
     """Load a shared library made by ``export_library`` (or ``contrib.cc.create_shared`` of saved objects)."""
     path = os.fspath(path)
@@ -60,7 +44,7 @@ def load_module(path, fmt=""):
     if meta.get("version") != FORMAT_VERSION:
         raise RuntimeArgError(f"load_module: {path!r} has metadata version {meta.get('version')!r}; this tvmlab "
                               f"reads version {FORMAT_VERSION} (export it again)")
-    reason = _not_runnable(meta["cpu"], meta["features"])
+    reason = llvm_jit.not_runnable(meta["cpu"], meta["features"])
     functions = {}
     for f in meta["functions"]:
         spec = FuncSpec.from_json(f)

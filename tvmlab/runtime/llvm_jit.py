@@ -61,6 +61,23 @@ def host_feature_set():
     return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
+PORTABLE_CPUS = ("generic", "x86-64")
+
+
+def not_runnable(cpu, features):
+    """Why code built for ``cpu`` with ``features`` (LLVM's "+f,-g" list) cannot run on this
+    machine, or None: another named CPU may use instructions this one lacks, and so may an
+    added feature it does not have."""
+    host, _ = host_cpu()
+    if cpu not in (host, "native", *PORTABLE_CPUS):
+        return (f"this code was built for -mcpu={cpu} but this machine's CPU is {host}; it may use "
+                "instructions this CPU lacks (build with target 'llvm' to run it here)")
+    missing = [f[1:] for f in (features or "").split(",") if f.startswith("+") and f[1:] not in host_feature_set()]
+    if missing:
+        return f"this code was built with +{', +'.join(missing)}, which this CPU ({host}) lacks"
+    return None
+
+
 def create_target_machine(cpu, features, opt=3, jit=False, reloc="default"):
     """A TargetMachine for the host triple (a fresh one: MCJIT takes ownership of its own);
     ``reloc="pic"`` for code that goes into a shared library."""

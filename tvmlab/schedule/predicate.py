@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir import op as _op
+from ..ir.tensor import is_thread_tag
 
 _BINARY = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
            E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.And: "&", E.Or: "|"}
@@ -19,12 +20,6 @@ _BUILD = {"+": _op.add, "-": _op.sub, "*": _op.mul, "//": _op.floordiv, "%": _op
           "&": _op.logical_and, "|": _op.logical_or}
 ALLOWED = ("axes, thread indices, shape variables, integer constants, casts, + - * // %, comparisons "
            "and & | ~")
-
-
-def is_thread_tag(name):
-    parts = name.split(".")
-    return name in ("vthread", "cthread") or (len(parts) == 2 and parts[0] in ("threadIdx", "blockIdx")
-                                              and parts[1] in ("x", "y", "z"))
 
 
 def shape_vars(schedule):

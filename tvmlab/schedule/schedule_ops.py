@@ -14,7 +14,7 @@ from ..ir.arith import Analyzer
 from ..ir.expr import And, Call, IntImm, StringImm, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import STORE_PREDICATE, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
-from ..ir.tensor import ComputeOp, IterVar, Range
+from ..ir.tensor import ComputeOp, IterVar, Range, is_thread_tag
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Fuse, Split
@@ -195,7 +195,7 @@ class _Builder:
         the thread bound in this stage or a stage it is computed inside."""
         if st.store_predicate is None:
             return None
-        from .predicate import is_thread_tag, shape_vars
+        from .predicate import shape_vars
         threads = {}
         a = st
         while a is not None:
