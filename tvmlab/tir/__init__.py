@@ -1,13 +1,13 @@
 """Index arithmetic and expression nodes, spelled as in TVM's ``tvm.tir``."""
-from .ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Call, Cast, Div,  # noqa: F401
+from ..ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Call, Cast, Div,  # noqa: F401
                       FloatImm, FloorDiv, FloorMod, IntImm, Let, Load, Max, Min, Mod, Mul, Not, Or,
                       ProducerLoad, Ramp, Reduce, SizeVar, StringImm, Sub, Var, CommReducer)
-from .ir.function import Buffer, PrimFunc, IRModule  # noqa: F401
-from .ir.op import (abs, all, any, call_extern, call_pure_extern, ceil, const, erf, exp,  # noqa: F401
+from ..ir.function import Buffer, PrimFunc, IRModule  # noqa: F401
+from ..ir.op import (abs, all, any, call_extern, call_pure_extern, ceil, const, erf, exp,  # noqa: F401
                     floor, floordiv, floormod, fmod, if_then_else, likely, log, max, max_value, min,
                     min_value, power, round, rsqrt, sigmoid, sqrt, tanh, truncdiv, truncmod, cast)
-from .ir.op import select as Select  # noqa: F401
-from .ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
+from ..ir.op import select as Select  # noqa: F401
+from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
                       ProducerRealize, ProducerStore, SeqStmt, Stmt, Store)
 
 indexdiv = floordiv
