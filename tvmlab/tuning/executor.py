@@ -1,0 +1,353 @@
+"""Executors: run ``fn(*job)`` for many jobs somewhere else, one result per job, in job order.
+
+Tuning builds and times thousands of candidates, and a candidate may segfault
+or spin forever.  An executor runs each job away from the caller and turns
+every outcome into a ``JobResult``: "ok" (with the value), "error" (``fn``
+raised; the message is its traceback), "timeout" (the job ran past its limit
+and its worker was killed) or "crash" (the worker died, e.g. a segfault).
+One bad job never stops the others.
+
+``LocalExecutor`` uses worker processes on this machine.  With
+``method="fork"`` (the default) workers are forked for each ``run`` and
+inherit ``fn``, so functions defined in a notebook work without pickling;
+with ``method="spawn"`` workers are fresh interpreters (``python -m
+tvmlab.tuning.worker``, so a script without a ``__main__`` guard is not run
+again) kept across runs (``fn`` must be importable).  Use "spawn" to *run* compiled code: libgomp's
+thread pool does not survive a fork, so parallel code in a child forked from a
+process that already ran parallel code hangs.
+
+``DaskExecutor`` submits jobs to a ``distributed`` cluster, so measurement
+scales over many machines.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from ..errors import TVMLabError
+
+STATUSES = ("ok", "error", "timeout", "crash")
+
+
+class ExecutorError(TVMLabError, ValueError):
+    """An executor was given bad arguments or cannot reach its workers."""
+
+
+@dataclass
+class JobResult:
+    """The outcome of one job: ``status`` in STATUSES, ``value`` when "ok", ``message`` otherwise."""
+    status: str
+    value: Any = None
+    message: str = ""
+    elapsed: float = 0.0
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+
+def _call(fn, job):
+    t0 = time.perf_counter()
+    try:
+        return JobResult("ok", fn(*job), "", time.perf_counter() - t0)
+    except BaseException as e:  # noqa: BLE001 - every failure of user code becomes a record
+        msg = "".join(traceback.format_exception_only(type(e), e)).strip()
+        tb = traceback.format_exc(limit=-8)
+        return JobResult("error", None, f"{msg}\n{tb}", time.perf_counter() - t0)
+
+
+def _serve(conn, fn):
+    # a worker: receive a job (or (fn, job) when fn is None), answer a JobResult; None stops it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a notebook stops the parent only
+    while True:
+        try:
+            item = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if item is None:
+            return
+        f, job = (fn, item) if fn is not None else item
+        res = _call(f, job)
+        try:
+            conn.send(res)
+        except Exception as e:  # noqa: BLE001 - an unpicklable value
+            conn.send(JobResult("error", None, f"result could not be sent back: {e}", res.elapsed))
+
+
+class Executor:
+    """Runs jobs; subclasses implement ``run``."""
+
+    def run(self, fn, jobs, timeout):
+        """``[JobResult]`` for ``fn(*job)`` of each job, in job order; ``timeout`` seconds per job."""
+        raise NotImplementedError
+
+    def close(self):
+        """Release workers (also on ``with`` exit)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def check_jobs(jobs, timeout):
+    jobs = list(jobs)
+    for k, j in enumerate(jobs):
+        if not isinstance(j, tuple):
+            raise ExecutorError(f"job {k} must be a tuple of fn's arguments, got {type(j).__name__}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ExecutorError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    return jobs
+
+
+class _Worker:
+    def __init__(self, ctx, fn):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
+        self.proc.start()
+        child.close()
+        self.index, self.started = None, 0.0
+
+    def submit(self, index, msg):
+        self.index, self.started = index, time.monotonic()
+        self.conn.send(msg)
+
+    def kill(self):
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+    def stop(self):
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(2)
+        self.kill()
+
+
+class _Pipes:
+    """One end of a pair of pipes to a spawned worker: send, recv and fileno (for ``wait``)."""
+
+    def __init__(self, out_fd, in_fd):
+        from multiprocessing.connection import Connection
+        self._out = Connection(out_fd, readable=False)
+        self._in = Connection(in_fd, writable=False)
+
+    def send(self, obj):
+        self._out.send(obj)
+
+    def recv(self):
+        return self._in.recv()
+
+    def fileno(self):
+        return self._in.fileno()
+
+    def close(self):
+        self._out.close()
+        self._in.close()
+
+
+class _SpawnedProcess:
+    def __init__(self, popen):
+        self.popen = popen
+
+    def is_alive(self):
+        return self.popen.poll() is None
+
+    def kill(self):
+        self.popen.kill()
+
+    def join(self, timeout=None):
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    @property
+    def exitcode(self):
+        return self.popen.poll()
+
+
+class _SpawnWorker(_Worker):
+    def __init__(self):
+        child_in, to_child = os.pipe()
+        from_child, child_out = os.pipe()
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        popen = subprocess.Popen([sys.executable, "-m", "tvmlab.tuning.worker", str(child_in), str(child_out)],
+                                 pass_fds=(child_in, child_out), env=env, stdin=subprocess.DEVNULL)
+        os.close(child_in)
+        os.close(child_out)
+        self.proc = _SpawnedProcess(popen)
+        self.conn = _Pipes(to_child, from_child)
+        self.index, self.started = None, 0.0
+
+
+class LocalExecutor(Executor):
+    """Worker processes on this machine (see the module docstring).
+
+    ``n_parallel`` workers (default: the CPUs this process may use) run jobs at
+    once; a worker that crashes or times out is replaced.
+    """
+
+    def __init__(self, n_parallel=None, method="fork"):
+        if n_parallel is None:
+            n_parallel = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if isinstance(n_parallel, bool) or not isinstance(n_parallel, int) or n_parallel < 1:
+            raise ExecutorError(f"n_parallel must be an int >= 1, got {n_parallel!r}")
+        if method not in ("fork", "spawn"):
+            raise ExecutorError(f"method must be 'fork' or 'spawn', got {method!r}")
+        self.n_parallel, self.method = n_parallel, method
+        self._kept = []          # spawn workers, reused across runs
+
+    def _new(self, fn):
+        if self.method == "fork":
+            return _Worker(multiprocessing.get_context("fork"), fn)
+        return _SpawnWorker()
+
+    def run(self, fn, jobs, timeout):
+        jobs = check_jobs(jobs, timeout)
+        if not callable(fn):
+            raise ExecutorError(f"fn must be callable, got {fn!r}")
+        results = [None] * len(jobs)
+        if not jobs:
+            return results
+        n = min(self.n_parallel, len(jobs))
+        if self.method == "fork":
+            workers = [self._new(fn) for _ in range(n)]
+        else:
+            while len(self._kept) < n:
+                self._kept.append(self._new(fn))
+            workers = self._kept[:n]
+        msg = (lambda j: j) if self.method == "fork" else (lambda j: (fn, j))
+        pending = list(range(len(jobs)))[::-1]
+        try:
+            while pending or any(w.index is not None for w in workers):
+                for w in workers:
+                    if w.index is None and pending:
+                        k = pending.pop()
+                        try:
+                            w.submit(k, msg(jobs[k]))
+                        except Exception as e:  # noqa: BLE001 - unpicklable fn or job
+                            w.index = None
+                            results[k] = JobResult("error", None, f"job {k} could not be sent: {e}")
+                busy = [w for w in workers if w.index is not None]
+                if not busy:
+                    continue
+                now = time.monotonic()
+                left = min(timeout - (now - w.started) for w in busy)
+                ready = wait([w.conn for w in busy], timeout=max(0.0, left) + 0.01)
+                for slot, w in enumerate(workers):
+                    if w.index is None:
+                        continue
+                    k, elapsed = w.index, time.monotonic() - w.started
+                    if w.conn in ready:
+                        try:
+                            results[k] = w.conn.recv()
+                            w.index = None
+                            continue
+                        except (EOFError, OSError):
+                            w.proc.join(5)
+                            code = w.proc.exitcode
+                            results[k] = JobResult("crash", None, f"worker died (exit code {code}"
+                                                   f"{', signal ' + signal.Signals(-code).name if code and code < 0 else ''})",
+                                                   elapsed)
+                    elif elapsed > timeout:
+                        results[k] = JobResult("timeout", None, f"no result after {timeout:g} s", elapsed)
+                    else:
+                        continue
+                    w.kill()
+                    workers[slot] = self._new(fn)
+                    if self.method == "spawn":
+                        self._kept[slot] = workers[slot]
+        finally:
+            if self.method == "fork":
+                for w in workers:
+                    w.stop()
+            else:      # interrupted (Ctrl-C, an error here): a busy spawn worker is dropped
+                for w in workers:
+                    if w.index is not None:
+                        w.kill()
+                self._kept = [w for w in self._kept if w.index is None]
+        return results
+
+    def close(self):
+        for w in self._kept:
+            w.stop()
+        self._kept = []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return f"LocalExecutor(n_parallel={self.n_parallel}, method={self.method!r})"
+
+
+def _dask_call(fn, job):
+    return _call(fn, job)
+
+
+class DaskExecutor(Executor):
+    """Jobs submitted to a Dask ``distributed`` cluster: a ``Client`` or a scheduler address.
+
+    Each job runs ``fn(*job)`` on some worker (functions travel by cloudpickle);
+    a job whose worker dies is a "crash", one past ``timeout`` a "timeout"
+    (Dask cannot kill a running task: it is cancelled and its result ignored).
+    """
+
+    def __init__(self, client_or_address):
+        try:
+            import distributed
+        except ImportError as e:  # pragma: no cover - the tune extra installs it
+            raise ExecutorError("DaskExecutor needs the 'distributed' package (pip install tvmlab[tune])") from e
+        if isinstance(client_or_address, distributed.Client):
+            self.client, self._own = client_or_address, False
+        elif isinstance(client_or_address, str) and client_or_address:
+            try:
+                self.client, self._own = distributed.Client(client_or_address, timeout=30), True
+            except OSError as e:
+                raise ExecutorError(f"DaskExecutor: cannot reach the scheduler at {client_or_address!r}: {e}") \
+                    from None
+        else:
+            raise ExecutorError("DaskExecutor needs a distributed.Client or a scheduler address such as "
+                                f"'tcp://10.0.0.1:8786', got {client_or_address!r}")
+
+    def run(self, fn, jobs, timeout):
+        import distributed
+        jobs = check_jobs(jobs, timeout)
+        # pure=False: the same job twice is measured twice, never served from the cache
+        futures = [self.client.submit(_dask_call, fn, job, pure=False) for job in jobs]
+        results = []
+        for fut in futures:
+            try:      # each job gets `timeout` seconds once the one before it is done
+                results.append(fut.result(timeout=timeout))
+            except (TimeoutError, distributed.TimeoutError):
+                fut.cancel()
+                results.append(JobResult("timeout", None, f"no result after {timeout:g} s", timeout))
+            except distributed.KilledWorker as e:
+                results.append(JobResult("crash", None, f"the worker died: {e}"))
+            except Exception as e:  # noqa: BLE001 - a lost connection, a cancelled future
+                results.append(JobResult("error", None, f"{type(e).__name__}: {e}"))
+        return results
+
+    def close(self):
+        if self._own:
+            self.client.close()
+
+    def __repr__(self):
+        return f"DaskExecutor({self.client.scheduler.address if self.client.scheduler else '?'})"
