@@ -12,16 +12,74 @@ from .printer import Printer
 
 
 class Buffer:
-    """A typed region of memory: data pointer, shape, dtype, optional strides."""
-    __slots__ = ("name", "data", "shape", "dtype", "strides", "scope", "__weakref__")
+    """A typed region of memory: data pointer, shape, dtype, optional strides.
 
-    def __init__(self, name, shape, dtype, data=None, strides=None, scope="global"):
+    ``elem_offset`` (elements from ``data`` to the first element) and
+    ``offset_factor`` matter when a buffer is bound to part of a tensor
+    (tensorize): a Var offset or stride is bound to the region's, a constant
+    one must match it.
+    """
+    __slots__ = ("name", "data", "shape", "dtype", "strides", "scope", "elem_offset",
+                 "offset_factor", "__weakref__")
+
+    def __init__(self, name, shape, dtype, data=None, strides=None, scope="global",
+                 elem_offset=None, offset_factor=0):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = dt.canonical(dtype)
         self.data = data if data is not None else Var(name, "handle")
         self.strides = tuple(strides) if strides else None
         self.scope = scope
+        self.elem_offset = elem_offset if elem_offset is not None else IntImm("int32", 0)
+        self.offset_factor = int(offset_factor or 0)
+
+    def access_ptr(self, access_mask="rw", ptr_type="handle", content_lanes=1, offset=0, extent=None):
+        """A pointer to element ``offset`` (past ``elem_offset``), for ``call_extern``.
+
+        ``access_mask``: "r", "w", "rw" or an int (1 read, 2 write); the
+        pointer's element type is the buffer's dtype.
+        """
+        from . import op as _op
+        from .expr import Call, StringImm
+        if isinstance(access_mask, str):
+            if not access_mask or set(access_mask) - {"r", "w"}:
+                from ..errors import DSLError
+                raise DSLError(f"access_ptr of buffer {self.name}: access mask must use 'r' and 'w', "
+                               f"got {access_mask!r}")
+            access_mask = (1 if "r" in access_mask else 0) | (2 if "w" in access_mask else 0)
+        if extent is None:
+            extent = _op.const(1, "int32")
+            for d in self.shape:
+                extent = _op.mul(extent, d)
+        return Call("handle", "tvm_access_ptr",
+                    (StringImm(self.dtype), self.data, _op.add(self.elem_offset, offset),
+                     _op.convert(extent), _op.const(int(access_mask), "int32")))
+
+    def _flat(self, begin):
+        from . import op as _op
+        begin = tuple(begin) if isinstance(begin, (list, tuple)) else (begin,)
+        strides = self.strides
+        if not strides:
+            strides, acc = [], _op.const(1, "int32")
+            for d in reversed(self.shape):
+                strides.append(acc)
+                acc = _op.mul(acc, d)
+            strides = tuple(reversed(strides))
+        idx = self.elem_offset
+        for b, st in zip(begin, strides):
+            idx = _op.add(idx, _op.mul(b, st))
+        return idx
+
+    def vload(self, begin, dtype=None):
+        """Read the element at ``begin`` (a flat AST3 load)."""
+        from .expr import Load
+        return Load(dt.canonical(dtype) if dtype else self.dtype, self.data, self._flat(begin))
+
+    def vstore(self, begin, value):
+        """Write ``value`` at ``begin`` (a flat AST3 store)."""
+        from . import op as _op
+        from .stmt import Store
+        return Store(self.data, _op.convert(value), self._flat(begin))
 
     @property
     def ndim(self):
