@@ -8,8 +8,9 @@ from . import codegen, runtime  # noqa: F401
 from . import lower as _passes  # noqa: F401  (the pass package; tvmlab.lower is the function)
 from .codegen.registry import Target, register_target  # noqa: F401
 from .driver import build, lower  # noqa: F401
-from .errors import TVMLabError  # noqa: F401
-from .runtime import Device, cpu, cuda, device, opengl  # noqa: F401
+from .errors import TVMError, TVMLabError  # noqa: F401
+from . import error  # noqa: F401  (tvm.error.TVMError)
+from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vulkan  # noqa: F401
 from .runtime import ndarray as nd  # noqa: F401
 from . import testing  # noqa: F401
 from .ir import transform  # noqa: F401  (tvm.transform: Pass, Sequential, PassContext)

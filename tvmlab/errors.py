@@ -5,8 +5,15 @@ versus what was given, so they can be shown verbatim in the explorer.
 """
 
 
-class TVMLabError(Exception):
-    """Base class of every error tvmlab raises on bad input."""
+class TVMLabError(RuntimeError):
+    """Base class of every error tvmlab raises on bad input.
+
+    A RuntimeError, as TVM's ``TVMError`` is, so code written to catch TVM's
+    errors catches tvmlab's (``tvm.error.TVMError`` is this class).
+    """
+
+
+TVMError = TVMLabError
 
 
 class DSLError(TVMLabError, TypeError):

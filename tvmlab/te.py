@@ -15,12 +15,17 @@ from .ir import dtype as dt
 from .ir import expr as E
 from .ir import op as _op
 from .ir.op import (abs, acos, all, any, asin, atan, ceil, const, cos, cosh, erf, exp, exp2,  # noqa: F401
-                    exp10, floor, fmod, if_then_else, isnan, log, log1p, log2, log10,
+                    exp10, floor, floordiv, floormod, fmod, if_then_else, isnan, log, log1p, log2, log10,
+                    truncdiv, truncmod,
                     max_value, min_value, nearbyint, pow, power, round, rsqrt, sigmoid, sin,
                     sinh, sqrt, tan, tanh, trunc)
 from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
+from .ir.tensor import TensorSlice  # noqa: F401
 from .ir.tensor import is_thread_tag as _is_thread_tag
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
+from . import schedule  # noqa: F401  (te.schedule.InferBound / ScheduleOps)
+
+indexdiv, indexmod = floordiv, floormod
 
 _name_counts = {}
 
@@ -79,8 +84,44 @@ def _param_names(fcompute, ndim, name):
     return names, False
 
 
+class tag_scope:  # noqa: N801 - TVM's name
+    """Give every ``compute`` made inside a default tag (a ``with`` block, or a decorator).
+
+    Schedules and graph fusion find operators by tag ("injective", "conv2d_nchw", ...);
+    an explicit ``tag=`` wins, and the innermost scope wins when scopes nest.
+    """
+    _stack = []
+
+    def __init__(self, tag):
+        if not isinstance(tag, str):
+            raise DSLError(f"tag_scope needs a string tag, got {type(tag).__name__}: {tag!r}")
+        self.tag = tag
+
+    @classmethod
+    def get_current(cls):
+        return cls._stack[-1] if cls._stack else None
+
+    def __enter__(self):
+        tag_scope._stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        tag_scope._stack.remove(self)
+
+    def __call__(self, fdecl):
+        import functools
+
+        @functools.wraps(fdecl)
+        def tagged(*args, **kwargs):
+            with self:
+                return fdecl(*args, **kwargs)
+        return tagged
+
+
 def compute(shape, fcompute, name="compute", tag="", attrs=None):
     """A tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
+    if not tag and tag_scope._stack:
+        tag = tag_scope._stack[-1].tag
     shape = _shape(shape, f"compute {name!r}")
     names, varargs = _param_names(fcompute, len(shape), name)
     axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
@@ -94,6 +135,8 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
         if isinstance(b, Tensor) and b.ndim != 0:
             raise DSLError(f"compute {name!r}: fcompute returned tensor {b.name} itself; "
                            f"index it, e.g. {b.name}[{', '.join(names)}]")
+        if isinstance(b, TensorSlice):
+            b = b._as_expr()      # A[i] of a 2-d A: says how many indices are missing
         try:
             out.append(_op.convert(b))
         except DSLError:
@@ -164,6 +207,9 @@ def comm_reducer(fcombine, fidentity, name="comm_reduce"):
     and y are tuples); ``fidentity(dtype, ...)`` the identity element(s).  The result is called as ``reducer(expr, axis=k)``.
     """
     def reducer(expr, axis, where=None, init=None):
+        if where is None and init is None and not isinstance(axis, (IterVar, list, tuple)):
+            # te.max(a, b) of two values is the combine itself, as in TVM
+            return _op.convert(fcombine(_op.convert(expr), _op.convert(axis)))
         exprs = tuple(expr) if isinstance(expr, (list, tuple)) else (expr,)
         exprs = tuple(_op.convert(e) for e in exprs)
         axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
@@ -201,7 +247,7 @@ prod = comm_reducer(lambda x, y: x * y, lambda t: _op.const(1, t), name="prod")
 
 
 __all__ = ["placeholder", "compute", "reduce_axis", "thread_axis", "comm_reducer", "sum", "max",
-           "min", "prod", "var", "size_var", "const", "create_schedule", "if_then_else", "all",
+           "min", "prod", "var", "size_var", "tag_scope", "const", "create_schedule", "if_then_else", "all",
            "any", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "pow", "power", "floor",
            "ceil", "round", "fmod", "erf", "Tensor", "Operation", "ComputeOp", "PlaceholderOp",
            "IterVar", "Schedule", "Stage"]

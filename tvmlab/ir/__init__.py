@@ -4,3 +4,5 @@ from .expr import *  # noqa: F401,F403
 from .function import Buffer, IRModule, PrimFunc  # noqa: F401
 from .stmt import *  # noqa: F401,F403
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
+from .serialize import load_json, save_json  # noqa: F401
+from .structural import assert_structural_equal, structural_equal, structural_hash  # noqa: F401

@@ -107,11 +107,30 @@ class IntImm(Expr):
     dtype: str
     value: int
 
+    # A constant is usable as a Python number, as in TVM (``int(C.shape[0])``).
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
 
 @node
 class FloatImm(Expr):
     dtype: str
     value: float
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
 
 
 @node

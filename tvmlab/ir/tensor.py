@@ -178,7 +178,32 @@ class Tensor(ExprOp):
             indices = (indices,)
         if builtins_any(isinstance(x, slice) for x in indices):
             raise DSLError(f"slicing tensor {self.name} is not supported; index every dimension")
+        if len(indices) < self.ndim:
+            return TensorSlice(self, indices)     # A[i][j], as in TVM
         return self(*indices)
+
+    # Arithmetic on whole tensors makes an element-wise compute (TVM's te does
+    # this through topi's broadcast ops); a 0-d tensor stays a scalar.
+    def _tensor_op(self, opname, other, reflected=False):
+        if self.ndim == 0 and not (isinstance(other, Tensor) and other.ndim > 0):
+            return None
+        from .broadcast import binary
+        return binary(opname, other, self) if reflected else binary(opname, self, other)
+
+    def __add__(self, o): return self._tensor_op("add", o) or ExprOp.__add__(self, o)
+    def __radd__(self, o): return self._tensor_op("add", o, True) or ExprOp.__radd__(self, o)
+    def __sub__(self, o): return self._tensor_op("subtract", o) or ExprOp.__sub__(self, o)
+    def __rsub__(self, o): return self._tensor_op("subtract", o, True) or ExprOp.__rsub__(self, o)
+    def __mul__(self, o): return self._tensor_op("multiply", o) or ExprOp.__mul__(self, o)
+    def __rmul__(self, o): return self._tensor_op("multiply", o, True) or ExprOp.__rmul__(self, o)
+    def __truediv__(self, o): return self._tensor_op("divide", o) or ExprOp.__truediv__(self, o)
+    def __rtruediv__(self, o):
+        return self._tensor_op("divide", o, True) or ExprOp.__rtruediv__(self, o)
+    def __floordiv__(self, o): return self._tensor_op("floor_divide", o) or ExprOp.__floordiv__(self, o)
+    def __rfloordiv__(self, o):
+        return self._tensor_op("floor_divide", o, True) or ExprOp.__rfloordiv__(self, o)
+    def __mod__(self, o): return self._tensor_op("floor_mod", o) or ExprOp.__mod__(self, o)
+    def __rmod__(self, o): return self._tensor_op("floor_mod", o, True) or ExprOp.__rmod__(self, o)
 
     def _as_expr(self):
         if self.ndim != 0:
@@ -214,6 +239,39 @@ class Tensor(ExprOp):
         """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
         from ..widgets.repr import mimebundle
         return mimebundle(self)
+
+
+class TensorSlice(ExprOp):
+    """``A[i]`` of a tensor of higher rank: index it further (``A[i][j]``) to read an element."""
+    __slots__ = ("tensor", "indices")
+
+    def __init__(self, tensor, indices):
+        self.tensor = tensor
+        self.indices = tuple(indices)
+
+    def __getitem__(self, indices):
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return self.tensor[self.indices + indices]
+
+    def asobject(self):
+        """The element read, once every dimension is indexed."""
+        return self.tensor(*self.indices)
+
+    def _as_expr(self):
+        if len(self.indices) != self.tensor.ndim:
+            raise DSLError(f"tensor {self.tensor.name} has {self.tensor.ndim} dimensions, "
+                           f"indexed with {len(self.indices)} indices")
+        return self.asobject()
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    def __bool__(self):
+        return True
+
+    __hash__ = object.__hash__
 
 
 def builtins_any(it):

@@ -111,3 +111,25 @@ def opengl(device_id=0):
 register_device_type("cpu", aliases=("llvm",), exist=lambda device_id: True)
 register_device_type("cuda", aliases=("gpu", "nvptx"))
 register_device_type("opengl", aliases=("gl", "glsl"))
+# Devices of TVM's other backends: known names whose devices never exist here
+# (tvmlab has no codegen for them), so ``tvm.device("opencl", 0).exist`` is False.
+register_device_type("opencl", aliases=("cl",))
+register_device_type("vulkan")
+register_device_type("metal")
+register_device_type("rocm")
+
+
+def opencl(device_id=0):
+    return Device("opencl", device_id)
+
+
+def vulkan(device_id=0):
+    return Device("vulkan", device_id)
+
+
+def metal(device_id=0):
+    return Device("metal", device_id)
+
+
+def rocm(device_id=0):
+    return Device("rocm", device_id)
