@@ -1,0 +1,202 @@
+"""Build and time one candidate schedule, with TVM's error codes (``MeasureErrorNo``).
+
+Building and running are separate steps, as in TVM: ``build_candidate`` runs
+the user's ``make() -> (s, args)``, builds it with ``tvmlab.build`` and
+exports a shared library (so many builds can run in parallel workers and the
+library can travel to another machine); ``run_candidate`` loads that library
+in a clean process, fills the arguments with random data and times the
+function with ``time_evaluator``.  With a reference library it also checks
+every output against the reference's on the same inputs.  ``measure`` does
+both in the calling process (handy from a notebook, no isolation).
+
+Failures raise ``MeasureError`` carrying the code the records store.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+
+import numpy as np
+
+from ..errors import TVMLabError
+
+
+class MeasureErrorNo:
+    """TVM's error numbers for a measurement."""
+    NO_ERROR = 0
+    INSTANTIATION_ERROR = 1   # the template raised for this config
+    COMPILE_HOST = 2          # lowering or code generation failed
+    COMPILE_DEVICE = 3
+    RUNTIME_DEVICE = 4        # running the code failed or crashed
+    WRONG_ANSWER = 5          # outputs differ from the reference
+    BUILD_TIMEOUT = 6
+    RUN_TIMEOUT = 7
+    UNKNOWN_ERROR = 8
+
+    @classmethod
+    def name(cls, code):
+        for k, v in vars(cls).items():
+            if k.isupper() and v == code:
+                return k
+        return f"ERROR_{code}"
+
+
+class MeasureError(TVMLabError):
+    """A candidate failed; ``error_no`` is its MeasureErrorNo."""
+
+    def __init__(self, error_no, message):
+        super().__init__(f"{MeasureErrorNo.name(error_no)}: {message}")
+        self.error_no = error_no
+
+
+def arg_info(args):
+    """``[(shape, dtype)]`` of the tensor arguments; every dim must be a constant."""
+    from ..ir.expr import IntImm
+    from ..ir.tensor import Tensor
+    info = []
+    for a in args:
+        if not isinstance(a, Tensor):
+            raise MeasureError(MeasureErrorNo.INSTANTIATION_ERROR,
+                               f"tuning needs tensor arguments only, got {type(a).__name__} {a!r}")
+        shape = [d.value if isinstance(d, IntImm) else d if isinstance(d, int) else None for d in a.shape]
+        if any(d is None for d in shape):
+            raise MeasureError(MeasureErrorNo.INSTANTIATION_ERROR,
+                               f"tuning needs constant shapes; {a.name} has shape {tuple(a.shape)}")
+        info.append((tuple(shape), str(a.dtype)))
+    return info
+
+
+def build_module(make, target):
+    """``(module, arg_info)`` for ``make() -> (s, args)`` built for ``target``."""
+    import tvmlab
+    try:
+        s, args = make()
+    except MeasureError:
+        raise
+    except Exception as e:  # noqa: BLE001 - an invalid config raises anything
+        raise MeasureError(MeasureErrorNo.INSTANTIATION_ERROR, f"{type(e).__name__}: {e}") from None
+    info = arg_info(args)
+    try:
+        mod = tvmlab.build(s, args, target=target)
+    except Exception as e:  # noqa: BLE001
+        raise MeasureError(MeasureErrorNo.COMPILE_HOST, f"{type(e).__name__}: {e}") from None
+    return mod, info
+
+
+def build_candidate(make, target, out_dir=None):
+    """Build ``make() -> (s, args)`` and export it: ``{"path", "args"}`` (args as ``arg_info``)."""
+    mod, info = build_module(make, target)
+    out_dir = out_dir or tempfile.gettempdir()
+    path = os.path.join(out_dir, f"tvmlab_tune_{os.getpid()}_{uuid.uuid4().hex[:12]}.so")
+    try:
+        mod.export_library(path)
+    except Exception as e:  # noqa: BLE001
+        raise MeasureError(MeasureErrorNo.COMPILE_HOST, f"export failed: {type(e).__name__}: {e}") from None
+    return {"path": path, "args": info}
+
+
+def _materialise(lib):
+    # a library given as bytes (sent to another machine) is written to a temporary file
+    if isinstance(lib, (bytes, bytearray)):
+        fd, path = tempfile.mkstemp(suffix=".so", prefix="tvmlab_tune_")
+        with os.fdopen(fd, "wb") as f:
+            f.write(lib)
+        return path, True
+    return os.fspath(lib), False
+
+
+def random_inputs(info, seed=0):
+    """numpy arrays for ``arg_info``: random values (never all zero)."""
+    from ..testing import random_data
+    rng = np.random.default_rng(seed)
+    return [random_data(shape, dtype, rng) for shape, dtype in info]
+
+
+def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs):
+    import tvmlab
+    dev = tvmlab.cpu(0)
+    arrays = [tvmlab.nd.array(x, dev) for x in inputs]
+    f = fn_module.get_function(fn_module.entry_name)
+    written = [i for i, p in enumerate(f.spec.params) if p.kind == "buffer" and p.written]
+    try:
+        f(*arrays)
+        outputs = [arrays[i].numpy().copy() for i in written]
+        timer = fn_module.time_evaluator(fn_module.entry_name, dev, number=number, repeat=repeat,
+                                         min_repeat_ms=min_repeat_ms)
+        costs = list(timer(*arrays).results)
+    except Exception as e:  # noqa: BLE001
+        raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"{type(e).__name__}: {e}") from None
+    return costs, written, outputs
+
+
+def _check(outputs, ref_outputs, written, info, rtol=1e-3, atol=1e-3):
+    for i, got, want in zip(written, outputs, ref_outputs):
+        if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False):
+            bad = int(np.sum(~np.isclose(got, want, rtol=rtol, atol=atol)))
+            raise MeasureError(MeasureErrorNo.WRONG_ANSWER,
+                               f"argument {i} {info[i][0]}: {bad} elements differ from the reference")
+
+
+def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed=0, remove=True):
+    """Seconds per call (one per repeat) of the library ``lib`` (a path or its bytes).
+
+    ``ref`` (a path or bytes of a library with the same arguments) gives the
+    expected outputs on the same random inputs; outputs start as NaN.
+    ``remove`` deletes ``lib`` afterwards.
+    """
+    import tvmlab
+    path, temp = _materialise(lib)
+    try:
+        try:
+            mod = tvmlab.runtime.load_module(path)
+        except Exception as e:  # noqa: BLE001
+            raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"cannot load the build: {e}") from None
+        inputs = random_inputs(info, seed)
+        costs, written, outputs = _time_function(mod, info, number, repeat, min_repeat_ms,
+                                                 _poisoned(inputs, mod))
+        if ref is not None:
+            rpath, rtemp = _materialise(ref)
+            try:
+                rmod = tvmlab.runtime.load_module(rpath)
+                _, rwritten, ref_outputs = _time_function(rmod, info, 1, 1, 0, _poisoned(inputs, rmod))
+            finally:
+                if rtemp:
+                    os.unlink(rpath)
+            _check(outputs, ref_outputs, written, info)
+        return costs
+    finally:
+        if temp or remove:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _poisoned(inputs, mod):
+    # outputs start as NaN (or a sentinel) so an element the code forgets to write shows up
+    from ..testing import poison
+    f = mod.get_function(mod.entry_name)
+    out = [x.copy() for x in inputs]
+    for i, p in enumerate(f.spec.params):
+        if p.kind == "buffer" and p.written and i < len(out):
+            poison(out[i])
+    return out
+
+
+def measure(make, target="llvm", number=1, repeat=1, min_repeat_ms=0, check_against=None, seed=0):
+    """Build and time ``make()`` in this process: seconds per call, one per repeat.
+
+    ``check_against`` is another ``make`` whose outputs are the reference.
+    Parallel code run here is not isolated: a crash takes this process down.
+    """
+    mod, info = build_module(make, target)
+    inputs = random_inputs(info, seed)
+    costs, written, outputs = _time_function(mod, info, number, repeat, min_repeat_ms, _poisoned(inputs, mod))
+    if check_against is not None:
+        rmod, rinfo = build_module(check_against, target)
+        if rinfo != info:
+            raise MeasureError(MeasureErrorNo.WRONG_ANSWER, f"the reference takes {rinfo}, the candidate {info}")
+        _, _, ref_outputs = _time_function(rmod, info, 1, 1, 0, _poisoned(inputs, rmod))
+        _check(outputs, ref_outputs, written, info)
+    return costs
