@@ -22,7 +22,20 @@ def register_target(name, builder, override=False, keys=None):
     if name in _BUILDERS and not override:
         raise BuildError(f"target {name!r} is already registered; pass override=True to replace it")
     _BUILDERS[name] = (builder, tuple(keys) if keys else (name,))
+    _register_global(name, builder)
     return builder
+
+
+def _register_global(name, builder):
+    """Also reachable as TVM's global ``codegen.build_<name>(mod, target)`` (target: str or Target)."""
+    from ..runtime.registry import register_func
+
+    def build(mod, target=name):
+        return builder(mod, target if isinstance(target, Target) else Target(target))
+    build.__name__ = f"build_{name}"
+    build.__doc__ = f"Build a lowered IRModule for target {name!r} (the registered builder)."
+    build.builder = builder
+    register_func(f"codegen.build_{name}", build, override=True)
 
 
 def list_targets():

@@ -23,6 +23,11 @@ class Range(Node):
     def from_min_extent(mn, extent):
         return Range(_op.convert(mn), _op.convert(extent))
 
+    def __repr__(self):
+        return f"range(min={self.min}, ext={self.extent})"
+
+    __str__ = __repr__
+
 
 def is_thread_tag(tag):
     """Whether ``tag`` names a thread index: blockIdx.x/y/z, threadIdx.x/y/z, vthread or cthread."""

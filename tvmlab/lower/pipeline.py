@@ -51,10 +51,18 @@ def _unroll(stmt, ctx):
     return unroll(stmt, **ctx.config.get("unroll", {}))
 
 
+def _vectorize(stmt, ctx):
+    """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
+    if ctx.config.get("disable_vectorize"):
+        from .vectorize import serialize_vectorized
+        return serialize_vectorized(stmt)
+    return vectorize(stmt)
+
+
 PIPELINE = [
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
-    ("vectorize", lambda stmt, ctx: vectorize(stmt)),
+    ("vectorize", _vectorize),
     ("unroll", _unroll),
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
@@ -78,13 +86,31 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
     ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
     history = {"AST2": func} if keep_history else {}
     current = func
+    phases = ctx.config.get("phases", {})   # {phase: [fn(PrimFunc) -> PrimFunc]}, see PHASE_AFTER
+
+    def user(phase, current):
+        for k, f in enumerate(phases.get(phase, ())):
+            current = f(current)
+            if keep_history:
+                history[f"phase{phase}.{getattr(f, '__name__', k)}"] = current
+        return current
+
+    current = user(0, current)
     for name, fn in PIPELINE:
         if simple_mode and name in SIMPLE_MODE_SKIPS:
             continue
         current = current.with_body(fn(current.body, ctx))
         if keep_history:
             history[name] = current
+        for phase, after in PHASE_AFTER.items():
+            if after == name:
+                current = user(phase, current)
     return current, history
+
+
+# TVM's tir.add_lower_pass phases: 0 runs on AST2, 1 after flattening, 2 after
+# vectorize/unroll, 3 at the end.
+PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
 
 
 # ------------------------------------------------------------------ GPU targets
@@ -100,7 +126,7 @@ DEVICE_PASSES = [
 GPU_PIPELINE = [
     ("storage_flatten", PIPELINE[0][1]),
     DEVICE_PASSES[0],
-    ("vectorize", lambda stmt, ctx: vectorize(stmt)),
+    ("vectorize", _vectorize),
     ("unroll", _unroll),
     DEVICE_PASSES[1],
     ("simplify", _simplify),

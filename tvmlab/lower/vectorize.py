@@ -366,3 +366,16 @@ class _Pass(IRMutator):
 def vectorize(stmt):
     """Vectorize every ``vectorized`` loop of ``stmt`` (AST3), innermost first."""
     return _Pass().visit(stmt)
+
+
+class _Serialize(IRMutator):
+    def visit_For(self, s):
+        body = self.visit(s.body)
+        if s.kind == "vectorized":
+            return _scalarised(s, body)
+        return s if body is s.body else s.replace(body=body)
+
+
+def serialize_vectorized(stmt):
+    """Every ``vectorized`` loop as a serial loop (TVM's ``tir.disable_vectorize``)."""
+    return _Serialize().visit(stmt)

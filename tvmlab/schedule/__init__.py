@@ -2,3 +2,4 @@
 from .schedule import Schedule, create_schedule  # noqa: F401
 from .stage import Stage  # noqa: F401
 from .trace import Trace  # noqa: F401
+from .steps import InferBound, ScheduleOps  # noqa: F401

@@ -12,3 +12,4 @@ from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse
 
 indexdiv = floordiv
 indexmod = floormod
+from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering passes)

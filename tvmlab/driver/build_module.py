@@ -1,16 +1,18 @@
-"""``lower`` and ``build``: the few lines that walk the pipeline.
+"""``lower``, ``build`` and ``schedule_to_module``: the few lines that walk the pipeline.
+
+Spelled as TVM's ``tvm.driver.build_module``.
 
     AST1 (te.compute) --schedule--> InferBound + ScheduleOps --> AST2
          --lowering passes--> AST3 --codegen[target]--> runtime Module
 """
 from __future__ import annotations
 
-from .errors import BuildError, LoweringError, TVMLabError
-from .ir.expr import Var
-from .ir.function import Buffer, IRModule, PrimFunc
-from .ir.functor import collect_vars
-from .ir.tensor import PlaceholderOp, Tensor
-from .schedule import Schedule
+from ..errors import BuildError, LoweringError, TVMLabError
+from ..ir.expr import Var
+from ..ir.function import Buffer, IRModule, PrimFunc
+from ..ir.functor import collect_vars
+from ..ir.tensor import PlaceholderOp, Tensor
+from ..schedule import Schedule
 
 
 def _check_args(sch, args):
@@ -34,8 +36,8 @@ def _check_args(sch, args):
 
 def make_function(sch, args, name):
     """AST2 as a PrimFunc plus the buffers of its tensor arguments."""
-    from .schedule.bound import canonical_tensor, effective_bodies, infer_bound
-    from .schedule.schedule_ops import schedule_ops
+    from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
+    from ..schedule.schedule_ops import schedule_ops
     _check_args(sch, args)
     bodies = effective_bodies(sch)
     dom_map = infer_bound(sch, bodies)
@@ -66,7 +68,7 @@ def uses_device_lowering(target):
     A builder may decide by carrying ``builder.device_lowering(target) ->
     bool``; otherwise targets with the key "gpu" use it.
     """
-    from .codegen.registry import get_builder
+    from ..codegen.registry import get_builder
     pred = getattr(get_builder(target.kind), "device_lowering", None)
     return bool(pred(target)) if pred is not None else "gpu" in target.keys
 
@@ -79,38 +81,84 @@ def _device_module(split, history):
     return mod
 
 
-def lower(sch, args=None, name="main", simple_mode=False, binds=None, target=None):
+from ..tir.transform import BINDS_ATTR, pipeline_config
+
+
+def schedule_to_module(sch, args=None, name="main", binds=None):
+    """AST2 of ``sch`` as an IRModule holding one PrimFunc ``name``, ready for ``tir.transform`` passes.
+
+    The function keeps the tensor -> buffer map of its arguments (attr
+    ``"tvmlab.binds"``), which ``tir.transform.StorageFlatten`` consumes.
+    """
+    if not isinstance(sch, Schedule):
+        raise LoweringError(f"schedule_to_module expects a schedule from te.create_schedule, got "
+                            f"{type(sch).__name__}")
+    if args is None:
+        raise LoweringError("schedule_to_module needs the argument tensors, e.g. "
+                            "schedule_to_module(s, [A, B, C])")
+    func, binds_map = make_function(sch, list(args), name)
+    return IRModule({name: func.with_body(func.body, **{BINDS_ATTR: binds_map})}, {"AST2": func})
+
+
+def config_from_context(ctx=None):
+    """run_passes options from the current PassContext's TVM config keys (see tir.transform.pipeline_config)."""
+    from ..ir.transform import PassContext
+    return pipeline_config(ctx or PassContext.current())
+
+
+def _lower_module(mod, simple_mode):
+    """An IRModule from schedule_to_module (AST2) lowered to AST3; others as they are."""
+    from ..lower.pipeline import run_passes
+    if not any(BINDS_ATTR in f.attrs for f in mod.functions.values()):
+        return mod
+    funcs, history = {}, dict(mod.history)
+    for k, f in mod.functions.items():
+        binds = f.attrs.get(BINDS_ATTR, {})
+        attrs = {a: v for a, v in f.attrs.items() if a != BINDS_ATTR}
+        f = PrimFunc(f.name, f.params, f.buffer_map, f.body, attrs)
+        funcs[k], h = run_passes(f, binds, simple_mode=simple_mode, config=config_from_context())
+        history.update(h)
+    return IRModule(funcs, history)
+
+
+def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=None):
     """Lower a schedule to AST3; the result prints as readable IR.
 
     ``result.history`` holds the function after each step by name ("AST2",
     "storage_flatten", ...), which the explorer shows.  With a GPU
     ``target`` ("cuda", ...) the module holds the host function ``name`` and
     its kernels (see ``tvmlab.lower.pipeline.lower_for_device``), and
-    ``result.device_split`` the split itself.
+    ``result.device_split`` the split itself.  The current PassContext's
+    config applies (see ``config_from_context``).  An IRModule from
+    ``schedule_to_module`` is lowered; an already lowered one is returned.
     """
     if isinstance(sch, IRModule):
-        return sch
+        return _lower_module(sch, simple_mode)
+    if isinstance(sch, PrimFunc):
+        return _lower_module(IRModule({sch.name: sch}), simple_mode)
     if not isinstance(sch, Schedule):
         raise LoweringError(f"lower expects a schedule from te.create_schedule, got "
                             f"{type(sch).__name__}")
     if args is None:
         raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
-    from .lower.pipeline import run_passes
+    if isinstance(binds, bool):     # lower(s, args, name, True): simple_mode given by position
+        binds, simple_mode = None, binds
+    from ..lower.pipeline import run_passes
     func, binds_map = make_function(sch, list(args), name)
     if target is not None:
-        from .codegen.registry import Target
+        from ..codegen.registry import Target
         tgt = target if isinstance(target, Target) else Target(target)
         if uses_device_lowering(tgt):
-            from .lower.pipeline import lower_for_device
+            from ..lower.pipeline import lower_for_device
             split, history = lower_for_device(func, binds_map, tgt.kind, simple_mode=simple_mode,
                                               config={"gpu_limits": _gpu_limits(tgt)})
             return _device_module(split, history)
-    out, history = run_passes(func, binds_map, simple_mode=simple_mode)
+    out, history = run_passes(func, binds_map, simple_mode=simple_mode, config=config_from_context())
     return IRModule({name: out}, history)
 
 
 def _gpu_limits(tgt):
-    from .lower.verify_gpu import DEFAULT_LIMITS
+    from ..lower.verify_gpu import DEFAULT_LIMITS
     return {k: v for k, v in tgt.options.items() if k in DEFAULT_LIMITS}
 
 
@@ -121,16 +169,28 @@ def _for_device(mod, tgt):
     if len(mod.functions) != 1:
         raise BuildError(f"building for {tgt} needs a module with one function, got "
                          f"{list(mod.functions)}; lower with tvm.lower(s, args, target={str(tgt)!r})")
-    from .lower.pipeline import lower_for_device
+    from ..lower.pipeline import lower_for_device
     func = next(iter(mod.functions.values()))
     split, history = lower_for_device(func, {}, tgt.kind, already_lowered=True,
                                       config={"gpu_limits": _gpu_limits(tgt)})
     return _device_module(split, dict(mod.history) | history)
 
 
-def build(sch, args=None, target="llvm", name="default_function", target_host=None):
-    """Compile a schedule (or a lowered IRModule) for ``target``; returns a runtime Module."""
-    from .codegen.registry import Target, get_builder
+def build(sch, args=None, target=None, target_host=None, name="default_function", binds=None):
+    """Compile a schedule (or a lowered IRModule) for ``target``; returns a runtime Module.
+
+    As in TVM, ``target_host`` (the target of the code that launches GPU
+    kernels) may be given by position: ``build(s, args, "cuda", "llvm",
+    name="f")``.  tvmlab's host code for GPU targets runs in Python, so the
+    host target must be a CPU target ("llvm") and only its validity is checked.
+    """
+    from ..codegen.registry import Target, get_builder
+    if target is None:
+        target = "llvm"
+    if target_host is not None:
+        host = target_host if isinstance(target_host, Target) else Target(target_host)
+        if "cpu" not in host.keys:
+            raise BuildError(f"target_host must be a CPU target such as 'llvm', got {str(host)!r}")
     tgt = target if isinstance(target, Target) else Target(target)
     builder = get_builder(tgt.kind)
     device = uses_device_lowering(tgt)

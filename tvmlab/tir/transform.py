@@ -1,0 +1,248 @@
+"""tvmlab's lowering passes as TVM's ``tvm.tir.transform``: IRModule -> IRModule passes.
+
+    mod = tvm.driver.build_module.schedule_to_module(s, [A, B, C])    # AST2
+    mod = tvm.tir.transform.StorageFlatten(64)(mod)
+    mod = tvm.transform.Sequential([tvm.tir.transform.LoopPartition(),
+                                    tvm.tir.transform.VectorizeLoop(),
+                                    tvm.tir.transform.UnrollLoop(),
+                                    tvm.tir.transform.Simplify(),
+                                    tvm.tir.transform.RemoveNoOp()])(mod)   # == tvm.lower(s, ...)
+
+Each pass runs the same function as ``tvm.lower`` (``lower.pipeline``) on
+every PrimFunc of the module, under the current ``tvm.transform.PassContext``
+whose config keys ``tir.disable_vectorize`` and ``tir.UnrollLoop`` they
+honour.  A one-function module keeps a history of the steps, as tvm.lower's.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from ..errors import LoweringError
+from ..ir.function import IRModule, PrimFunc
+from ..ir.stmt import Stmt
+from ..ir.transform import Pass, PassInfo, module_pass
+from ..lower import pipeline as _pl
+
+BINDS_ATTR = "tvmlab.binds"   # {Tensor: Buffer} of an AST2 function's arguments (schedule_to_module)
+
+_UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_depth",
+                "auto_max_extent": "auto_max_extent", "explicit_unroll": "explicit"}
+
+
+def pipeline_config(ctx):
+    """``lower.pipeline`` options from TVM's PassContext config keys.
+
+    ``tir.disable_vectorize`` (vectorized loops stay serial loops),
+    ``tir.UnrollLoop`` ({"auto_max_step", "auto_max_depth",
+    "auto_max_extent", "explicit_unroll"}) and ``tir.add_lower_pass``
+    ([(phase 0..3, pass)], a pass being a ``tir.transform`` pass or a
+    function PrimFunc -> PrimFunc (or body Stmt -> Stmt)).
+    """
+    cfg = ctx.config
+    out = {}
+    if cfg.get("tir.disable_vectorize"):
+        out["disable_vectorize"] = True
+    unroll = cfg.get("tir.UnrollLoop")
+    if unroll:
+        if not isinstance(unroll, dict):
+            raise LoweringError(f"config tir.UnrollLoop must be a dict, got {unroll!r}")
+        bad = sorted(set(unroll) - set(_UNROLL_KEYS))
+        if bad:
+            raise LoweringError(f"config tir.UnrollLoop: unknown keys {bad}; known: {sorted(_UNROLL_KEYS)}")
+        out["unroll"] = {_UNROLL_KEYS[k]: v for k, v in unroll.items()}
+    extra = cfg.get("tir.add_lower_pass")
+    if extra:
+        phases = {}
+        for item in extra:
+            if not (isinstance(item, (list, tuple)) and len(item) == 2 and item[0] in (0, 1, 2, 3)):
+                raise LoweringError(f"config tir.add_lower_pass takes (phase 0..3, pass) pairs, "
+                                    f"got {item!r}")
+            phases.setdefault(item[0], []).append(as_func_pass(item[1]))
+        out["phases"] = phases
+    return out
+
+
+def as_func_pass(p):
+    """A tir.transform pass (IRModule -> IRModule) or a plain function, as PrimFunc -> PrimFunc."""
+    if isinstance(p, Pass):
+        def run(func):
+            return next(iter(p(IRModule({func.name: func})).functions.values()))
+        run.__name__ = p.info.name
+        return run
+    if not callable(p):
+        raise LoweringError(f"config tir.add_lower_pass: {p!r} is not a pass")
+
+    def call(func):
+        out = p(func)
+        if isinstance(out, PrimFunc):
+            return out
+        if isinstance(out, Stmt):       # an old-style pass on the body
+            return func.with_body(out)
+        raise LoweringError(f"lower pass {getattr(p, '__name__', p)!r} returned "
+                            f"{type(out).__name__}, expected a PrimFunc or a statement")
+    call.__name__ = getattr(p, "__name__", "pass")
+    return call
+
+
+# ---------------------------------------------------------------- prim_func_pass
+class PrimFuncPass(Pass):
+    """Runs ``fn(func, mod, ctx) -> PrimFunc`` on every PrimFunc of a module."""
+
+    def __init__(self, fn, info):
+        self._fn = fn
+        self.info = info
+
+    def transform_module(self, mod, ctx):
+        funcs = {}
+        for name, f in mod.functions.items():
+            out = self._fn(f, mod, ctx)
+            if not isinstance(out, PrimFunc):
+                raise LoweringError(f"pass {self.info.name} returned {type(out).__name__} for "
+                                    f"{name}, expected a PrimFunc")
+            funcs[name] = out
+        history = dict(mod.history)
+        if len(funcs) == 1:
+            history[self.info.name] = next(iter(funcs.values()))
+        new = IRModule(funcs, history)
+        for k, v in vars(mod).items():            # device_split and the like
+            if k not in ("functions", "history"):
+                setattr(new, k, v)
+        return new
+
+
+def prim_func_pass(pass_func=None, opt_level=0, name=None, required=None):
+    """Make a pass from ``fn(func, mod, ctx) -> PrimFunc`` or a class with ``transform_function``.
+
+    Works as ``@prim_func_pass(opt_level=0)`` or ``prim_func_pass(fn, opt_level=0)``.
+    """
+    def create(fn):
+        pname = name or fn.__name__
+        info = PassInfo(opt_level, pname, required)
+        if inspect.isclass(fn):
+            cls = fn
+
+            @functools.wraps(cls, updated=())
+            def make(*args, **kwargs):
+                return PrimFuncPass(cls(*args, **kwargs).transform_function, info)
+            return make
+        if not callable(fn):
+            raise LoweringError(f"prim_func_pass needs a function or a class, got {fn!r}")
+        return PrimFuncPass(fn, info)
+
+    return create(pass_func) if pass_func is not None else create
+
+
+# ---------------------------------------------------------------- tvmlab's passes
+def _step(name, pname, func, ctx, **config):
+    """Run pipeline step ``name`` on ``func``'s body."""
+    fn = dict(_pl.PIPELINE + _pl.DEVICE_PASSES)[name]
+    binds = func.attrs.get(BINDS_ATTR) or {b.data: b for b in func.buffer_map.values()}
+    pctx = _pl.PassContext(dict(binds), False, pipeline_config(ctx) | config)
+    return func.with_body(fn(func.body, pctx))
+
+
+def _make(pname, step, doc, **config):
+    def run(func, mod, ctx):
+        return _step(step, pname, func, ctx, **config)
+    run.__doc__ = doc
+    return PrimFuncPass(run, PassInfo(0, pname))
+
+
+def StorageFlatten(cache_line_size=64, create_bound_attribute=False):  # noqa: N802 - TVM's names
+    """AST2 -> AST3: realized tensors become flat buffers (Allocate / Load / Store).
+
+    Needs the argument buffers that ``schedule_to_module`` records on the
+    function; ``cache_line_size`` is accepted for TVM's signature (tvmlab
+    does not pad allocations).
+    """
+    def run(func, mod, ctx):
+        if BINDS_ATTR not in func.attrs:
+            raise LoweringError(f"StorageFlatten: function {func.name} has no tensor bindings; "
+                                "make the module with tvm.driver.build_module.schedule_to_module")
+        out = _step("storage_flatten", "tir.StorageFlatten", func, ctx)
+        out.attrs = {k: v for k, v in out.attrs.items() if k != BINDS_ATTR}
+        return out
+    return PrimFuncPass(run, PassInfo(0, "tir.StorageFlatten"))
+
+
+def LoopPartition():  # noqa: N802
+    """A split that does not divide gets a guard-free main loop and one guarded tail."""
+    return _make("tir.LoopPartition", "loop_partition", LoopPartition.__doc__)
+
+
+def VectorizeLoop(enable=True):  # noqa: N802
+    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops."""
+    if enable:
+        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
+    return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, disable_vectorize=True)
+
+
+def UnrollLoop():  # noqa: N802
+    """Loops marked ``unroll`` (and, with config tir.UnrollLoop auto_max_step, small loops) are unrolled."""
+    return _make("tir.UnrollLoop", "unroll", UnrollLoop.__doc__)
+
+
+def Simplify():  # noqa: N802
+    """Arithmetic simplification of every expression, and masks that cannot fault dropped."""
+    return _make("tir.Simplify", "simplify", Simplify.__doc__)
+
+
+def RemoveNoOp():  # noqa: N802
+    """Statements that do nothing (empty loops, x = x, ...) removed."""
+    return _make("tir.RemoveNoOp", "remove_no_op", RemoveNoOp.__doc__)
+
+
+def InjectVirtualThread():  # noqa: N802
+    """Loops bound to ``vthread`` become unrolled loops (GPU targets)."""
+    return _make("tir.InjectVirtualThread", "inject_virtual_thread", InjectVirtualThread.__doc__)
+
+
+def LowerThreadAllreduce():  # noqa: N802
+    """Cross-thread reductions become shared-memory trees with barriers (GPU targets)."""
+    return _make("tir.LowerThreadAllreduce", "lower_thread_allreduce", LowerThreadAllreduce.__doc__)
+
+
+def ThreadSync(storage_scope="shared"):  # noqa: N802
+    """Barriers where threads read shared memory others wrote (only "shared" is synchronised)."""
+    if storage_scope != "shared":
+        raise LoweringError(f"ThreadSync: tvmlab synchronises 'shared' storage only, got "
+                            f"{storage_scope!r}")
+    return _make("tir.ThreadSync", "thread_sync", ThreadSync.__doc__)
+
+
+def SplitHostDevice(target_kind="cuda"):  # noqa: N802
+    """A GPU function cut into its kernels and the host function that launches them.
+
+    The module then holds the host function and each kernel (the split itself
+    is ``mod.device_split``).  ``target_kind`` is recorded on the kernels.
+    """
+    from ..lower.split_host_device import split_host_device
+
+    def run(mod, ctx):
+        funcs, history, split = {}, dict(mod.history), None
+        for f in mod.functions.values():
+            split = split_host_device(f, target_kind)
+            funcs[split.host.name] = split.host
+            funcs.update((k.name, k) for k in split.kernels)
+        out = IRModule(funcs, history)
+        out.device_split = split if len(mod.functions) == 1 else None
+        if split is not None and len(mod.functions) == 1:
+            history["tir.SplitHostDevice"] = split.host
+        return out
+    return module_pass(run, opt_level=0, name="tir.SplitHostDevice")
+
+
+def lower_sequence(simple_mode=False):
+    """The passes of ``tvm.lower`` in order, as one Sequential (after ``schedule_to_module``)."""
+    from ..ir.transform import Sequential
+    passes = [StorageFlatten(64)]
+    if not simple_mode:
+        passes.append(LoopPartition())
+    passes += [VectorizeLoop(), UnrollLoop(), Simplify(), RemoveNoOp()]
+    return Sequential(passes, name="tir.lower")
+
+
+__all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "InjectVirtualThread", "LowerThreadAllreduce",
+           "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
