@@ -23,6 +23,7 @@ from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tens
 from .ir.tensor import TensorSlice  # noqa: F401
 from .ir.tensor import is_thread_tag as _is_thread_tag
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
+from .schedule.tensorize import TensorIntrin, decl_tensor_intrin  # noqa: F401
 from . import schedule  # noqa: F401  (te.schedule.InferBound / ScheduleOps)
 
 indexdiv, indexmod = floordiv, floormod

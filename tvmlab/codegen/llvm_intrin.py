@@ -217,6 +217,30 @@ class IntrinMixin:
 
     _call_call_pure_extern = _call_call_extern
 
+    def _call_tvm_access_ptr(self, e):
+        """``&data[offset]`` (``Buffer.access_ptr``): a pointer a C function can take."""
+        from .llvm_types import memory_type
+        data = e.args[1]
+        elem = self.buf_elem.get(data, e.args[0].value if isinstance(e.args[0], E.StringImm) else "float32")
+        return self.b.gep(memory_type(elem), self.buffer_ptr(data), self.expr(e.args[2]), inbounds=False)
+
+    def _call_address_of(self, e):
+        """``&buffer[index]`` of a scalar load."""
+        from .llvm_types import memory_type
+        ld = e.args[0]
+        if not isinstance(ld, E.Load) or dt.lanes(ld.index.dtype) != 1:
+            raise BuildError(f"{self.func_name}: address_of needs a scalar load, got {ld!r}")
+        elem = self.buf_elem.get(ld.buffer_var, dt.element_of(ld.dtype))
+        return self.b.gep(memory_type(elem), self.buffer_ptr(ld.buffer_var), self.expr(ld.index),
+                          inbounds=False)
+
+    def _call_prefetch(self, e):
+        """``prefetch(address, rw, locality, cache)``: LLVM's prefetch hint (never faults)."""
+        addr = self.expr(e.args[0])
+        flags = [L.const("i32", int(a.value)) for a in e.args[1:4]]
+        self.intrinsic("llvm.prefetch", "void", [addr] + flags, [addr.ty])
+        return L.const("i32", 0)
+
     def _call_if_then_else(self, e):
         """Evaluate only the taken branch: branches and a phi (a vector condition masks memory instead)."""
         cond_e, t_e, f_e = e.args

@@ -73,13 +73,15 @@ class Buffer:
     def vload(self, begin, dtype=None):
         """Read the element at ``begin`` (a flat AST3 load)."""
         from .expr import Load
-        return Load(dt.canonical(dtype) if dtype else self.dtype, self.data, self._flat(begin))
+        dtype = dt.canonical(dtype) if dtype else self.dtype
+        return Load(dtype, self.data, _lanes_index(self._flat(begin), dt.lanes(dtype)))
 
     def vstore(self, begin, value):
         """Write ``value`` at ``begin`` (a flat AST3 store)."""
         from . import op as _op
         from .stmt import Store
-        return Store(self.data, _op.convert(value), self._flat(begin))
+        value = _op.convert(value)
+        return Store(self.data, value, _lanes_index(self._flat(begin), dt.lanes(value.dtype)))
 
     @property
     def ndim(self):
@@ -88,6 +90,15 @@ class Buffer:
     def __repr__(self):
         shape = ", ".join(str(s) for s in self.shape)
         return f'T.Buffer(({shape}{"," if len(self.shape) == 1 else ""}), "{self.dtype}")'
+
+
+def _lanes_index(index, lanes):
+    """A vector access of ``lanes`` consecutive elements from ``index`` (a Ramp)."""
+    if lanes == 1:
+        return index
+    from .expr import Ramp
+    from . import op as _op
+    return Ramp(index, _op.const(1, index.dtype), lanes)
 
 
 class PrimFunc:

@@ -91,6 +91,15 @@ class _Flattener(IRMutator):
         cond = self.visit(s.condition) if s.condition is not None else _op.const(True)
         return Allocate(data, t.dtype, (_element_count(extents),), cond, body, scope)
 
+    def visit_AttrStmt(self, s):
+        if s.attr_key == "buffer_bind_scope":     # tensorize: a Buffer on a tile of a tensor
+            from .buffer_bind import bind_buffer
+            buf, t = s.node
+            lay = self.layout(t, "bound to buffer " + buf.name)
+            tup = self.visit(s.value)
+            return self.visit(bind_buffer(buf, t, lay.data, lay.mins, lay.strides, tup, s.body))
+        return self.generic_visit(s)
+
     def visit_ProducerStore(self, s):
         t = s.producer
         lay = self.layout(t, "written")

@@ -77,6 +77,9 @@ class _Builder:
         return r
 
     def nest(self, st):
+        from .tensorize import make_nest, tensorized_leaf
+        if tensorized_leaf(st) is not None:
+            return make_nest(self, st)
         op = st.op
         leaves = st.leaf_iter_vars
         values = pass_up_index(st, self.dom_map, leaf_values(st))

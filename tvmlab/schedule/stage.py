@@ -15,7 +15,7 @@ from ..ir.expr import IntImm, Var
 from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
 from .relations import Fuse, Rebase, Singleton, Split
 
-KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding", "tensorized")
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class IterVarAttr:
     kind: str = "serial"
     bind_thread: object = None
     pragmas: tuple = ()
+    tensor_intrin: object = None
 
 
 class Stage:
@@ -40,7 +41,7 @@ class Stage:
         if isinstance(op, ComputeOp):
             roots = list(op.axis) + list(op.reduce_axis)
         else:
-            roots = []
+            roots = list(getattr(op, "root_iter_vars", ()))     # a scan's time and state axes
         self.all_iter_vars = list(roots)
         self.leaf_iter_vars = list(roots)
         self.relations = []
@@ -76,7 +77,7 @@ class Stage:
     def root_iter_vars(self):
         if isinstance(self.op, ComputeOp):
             return list(self.op.axis) + list(self.op.reduce_axis)
-        return []
+        return list(getattr(self.op, "root_iter_vars", ()))
 
     def __repr__(self):
         return f"stage({self.name}, {type(self.op).__name__})"
@@ -121,6 +122,11 @@ class Stage:
         return "[" + ", ".join(iv.var.name for iv in self.leaf_iter_vars) + "]"
 
     def _check_compute(self, prim):
+        if not isinstance(self.op, ComputeOp) and not self.is_placeholder:
+            if prim in ("compute_at", "compute_root"):
+                return                   # an extern or scan stage is placed like any other
+            raise ScheduleError(f"{prim}: stage {self.name} is a {type(self.op).__name__} (te.extern / te.scan); "
+                                "its loops are its own: only compute_at and compute_root apply to it")
         if not isinstance(self.op, ComputeOp):
             raise ScheduleError(f"{prim}: stage {self.name} is a placeholder (an input); "
                                 "only computed stages can be scheduled")
@@ -333,6 +339,11 @@ class Stage:
             prs = tuple(p for p in cur.pragmas if p[0] != pragma_type) + ((pragma_type, pragma_value),)
             self.iter_var_attrs[iv] = replace(cur, pragmas=prs)
             self._record("pragma", axis=iv, pragma_type=pragma_type, pragma_value=pragma_value)
+
+    def tensorize(self, var, tensor_intrin):
+        """Compute the loops from ``var`` inward with ``tensor_intrin`` (te.decl_tensor_intrin)."""
+        from .tensorize import apply
+        apply(self, var, tensor_intrin)
 
     def compute_at(self, parent, scope):
         """Compute this stage inside loop ``scope`` of its consumer stage ``parent``."""

@@ -178,6 +178,9 @@ def apply_step(sch, step):
         elif p == "set_store_predicate":
             from .predicate import decode
             return fn(decode(args["predicate"]["expr"], st))
+        elif p == "tensorize":
+            from .tensorize import lookup
+            return fn(st.axis(args["axis"], "tensorize axis"), lookup(args["intrin"]))
         return fn(**args)
     if p == "cache_read":
         readers = [sch.stage_by_name(r).op for r in args["readers"]]
@@ -292,6 +295,9 @@ class _PythonWriter:
                 return f"{S}.{p}()"
             if p == "set_scope":
                 return f"{S}.set_scope({a['scope']!r})"
+            if p == "tensorize":
+                return (f"{S}.tensorize({ax(a['axis'])}, "
+                        f"tvmlab.schedule.tensorize.lookup({a['intrin']!r}))")
             if p == "set_store_predicate":
                 from .predicate import as_python
                 return f"{S}.set_store_predicate({as_python(a['predicate']['expr'], ax)})"

@@ -1,0 +1,241 @@
+"""Tensorize: te.decl_tensor_intrin and s[C].tensorize, checked against numpy on random data."""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.errors import DSLError, LoweringError, ScheduleError
+from tvmlab.ir.function import Buffer
+
+GEMV_C = r"""
+int gemv_update(float *cc, float *aa, float *bb, int m, int l, int stride) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < l; ++j) cc[i] += aa[j] * bb[i * stride + j];
+  return 0;
+}
+int gemv_full(float *cc, float *aa, float *bb, int m, int l, int stride) {
+  for (int i = 0; i < m; ++i) {
+    float acc = 0.0f;
+    for (int j = 0; j < l; ++j) acc += aa[j] * bb[i * stride + j];
+    cc[i] = acc;
+  }
+  return 0;
+}
+int gemv_reset(float *cc, int m) {
+  for (int i = 0; i < m; ++i) cc[i] = 0.0f;
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def gemv_lib(tmp_path_factory):
+    """The tutorial's C kernels, compiled with the system's cc and loaded into the process."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler (cc) on this machine to build the gemv kernel")
+    d = tmp_path_factory.mktemp("gemv")
+    src, lib = d / "gemv.c", d / "libgemv.so"
+    src.write_text(GEMV_C)
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    import llvmlite.binding as llvm
+    llvm.load_library_permanently(str(lib))
+    return str(lib)
+
+
+def _gemm(N, M, L):
+    A = te.placeholder((N, L), name="A")
+    B = te.placeholder((M, L), name="B")
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    return A, B, C
+
+
+def intrin_gemv(m, l, with_reset=False):
+    a = te.placeholder((l,), name="a")
+    b = te.placeholder((m, l), name="b")
+    k = te.reduce_axis((0, l), name="k")
+    c = te.compute((m,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+    Ab = Buffer("A", a.shape, a.dtype, offset_factor=1, strides=[1], elem_offset=te.var("a_off"))
+    Bb = Buffer("B", b.shape, b.dtype, offset_factor=1, strides=[te.var("s1"), 1],
+                elem_offset=te.var("b_off"))
+    Cb = Buffer("C", c.shape, c.dtype, offset_factor=1, strides=[1], elem_offset=te.var("c_off"))
+
+    def intrin_func(ins, outs):
+        aa, bb = ins
+        cc = outs[0]
+        # A whole reduction in one call must write its result (gemv_full); split
+        # over several calls it resets once, then accumulates (gemv_update).
+        fn = "gemv_update" if with_reset else "gemv_full"
+        body = tvm.tir.call_extern("int32", fn, cc.access_ptr("w"), aa.access_ptr("r"),
+                                   bb.access_ptr("r"), m, l, bb.strides[0])
+        if not with_reset:
+            return body
+        return body, tvm.tir.call_extern("int32", "gemv_reset", cc.access_ptr("w"), m), body
+
+    return te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, b: Bb, c: Cb},
+                                 name="gemv_reset" if with_reset else "gemv")
+
+
+def _run(s, args, shapes, ref):
+    f = tvm.build(s, args, target="llvm")
+    rng = np.random.default_rng(0)
+    arrs = [rng.uniform(-1, 1, size=sh).astype("float32") for sh in shapes[:-1]]
+    out = tvm.nd.array(np.full(shapes[-1], np.nan, "float32"))
+    f(*[tvm.nd.array(a) for a in arrs], out)
+    np.testing.assert_allclose(out.numpy(), ref(*arrs), rtol=1e-4, atol=1e-4)
+
+
+def test_gemv_tutorial_whole_reduction(gemv_lib):
+    N, M, L = 37, 48, 24            # 37 rows: the outer loop needs no tile
+    A, B, C = _gemm(N, M, L)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=16)
+    s[C].reorder(x, yo, yi, z)
+    s[C].tensorize(yi, intrin_gemv(16, L))
+    text = str(tvm.lower(s, [A, B, C], simple_mode=True))
+    assert "gemv_full" in text and "j.inner" not in text
+    _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+
+
+def test_gemv_tutorial_reduce_reset_update(gemv_lib):
+    N, M, L = 21, 32, 48
+    A, B, C = _gemm(N, M, L)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=16)
+    zo, zi = s[C].split(z, factor=16)
+    s[C].reorder(x, yo, zo, yi, zi)
+    s[C].tensorize(yi, intrin_gemv(16, 16, with_reset=True))
+    text = str(tvm.lower(s, [A, B, C], simple_mode=True))
+    assert text.index("gemv_reset") < text.index("k.outer") < text.index("gemv_update")
+    _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+
+
+def test_trace_records_replays_and_renders(gemv_lib):
+    N, M, L = 8, 32, 16
+    A, B, C = _gemm(N, M, L)
+    s = te.create_schedule(C.op)
+    yo, yi = s[C].split(C.op.axis[1], factor=16)
+    s[C].reorder(C.op.axis[0], yo, yi, C.op.reduce_axis[0])
+    s[C].tensorize(yi, intrin_gemv(16, L))
+    assert s.trace[-1] == {"primitive": "tensorize", "stage": "C", "axis": "j.inner", "intrin": "gemv"}
+    trace = tvm.schedule.trace.Trace.from_json(s.trace.to_json())
+    s2 = trace.replay([C.op])
+    assert str(tvm.lower(s2, [A, B, C])) == str(tvm.lower(s, [A, B, C]))
+    code = s.trace.as_python()
+    ns = {"te": te, "tvmlab": tvm, "C": C}
+    exec(code, ns)
+    assert str(tvm.lower(ns["s"], [A, B, C])) == str(tvm.lower(s, [A, B, C]))
+    _run(s2, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+
+
+def intrin_vadd(n):
+    """A vector-add kernel written in tvmlab IR: one n-lane load, add and store."""
+    x = te.placeholder((n,), name="x")
+    y = te.placeholder((n,), name="y")
+    z = te.compute((n,), lambda i: x[i] + y[i], name="z")
+
+    def intrin_func(ins, outs):
+        vt = f"float32x{n}"
+        return outs[0].vstore(0, ins[0].vload(0, vt) + ins[1].vload(0, vt))
+
+    return te.decl_tensor_intrin(z.op, intrin_func, name="vadd",
+                                 default_buffer_params={"offset_factor": 1})
+
+
+def test_vector_intrinsic_in_ir_on_2d_tiles():
+    n, m = 5, 24
+    A = te.placeholder((n, m), name="A")
+    B = te.placeholder((n, m), name="B")
+    C = te.compute((n, m), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].tensorize(ji, intrin_vadd(8))
+    text = str(tvm.lower(s, [A, B, C]))
+    assert "T.Ramp(i * 24 + j.outer * 8, 1, 8)" in text
+    _run(s, [A, B, C], [(n, m), (n, m), (n, m)], lambda a, b: a + b)
+
+
+def _vadd_schedule(factor):
+    A = te.placeholder((4, 32), name="A")
+    B = te.placeholder((4, 32), name="B")
+    C = te.compute((4, 32), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=factor)
+    return A, B, C, s, ji
+
+
+def test_tile_of_the_wrong_size_is_refused_unchanged():
+    A, B, C, s, ji = _vadd_schedule(4)
+    before = (list(s.trace.steps), dict(s[C].iter_var_attrs))
+    with pytest.raises(ScheduleError, match="spans 4 inside the tile.*16"):
+        s[C].tensorize(ji, intrin_vadd(16))
+    assert (list(s.trace.steps), dict(s[C].iter_var_attrs)) == before
+
+
+def test_body_that_differs_is_refused():
+    A = te.placeholder((4, 32), name="A")
+    B = te.placeholder((4, 32), name="B")
+    C = te.compute((4, 32), lambda i, j: A[i, j] * B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    with pytest.raises(ScheduleError, match="computes"):
+        s[C].tensorize(ji, intrin_vadd(8))
+
+
+def test_split_that_does_not_divide_inside_the_tile_is_refused():
+    A = te.placeholder((4, 30), name="A")
+    B = te.placeholder((4, 30), name="B")
+    C = te.compute((4, 30), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    with pytest.raises(ScheduleError, match="does not divide"):
+        s[C].tensorize(ji, intrin_vadd(8))
+
+
+def test_compact_buffer_on_strided_tile_is_a_lowering_error():
+    """The intrinsic's buffer is 2-d and compact, the tile's rows are 32 apart."""
+    x = te.placeholder((2, 8), name="x")
+    y = te.placeholder((2, 8), name="y")
+    z = te.compute((2, 8), lambda i, j: x[i, j] + y[i, j], name="z")
+    intrin = te.decl_tensor_intrin(
+        z.op, lambda ins, outs: tvm.tir.call_extern("int32", "nothing", outs[0].access_ptr("w")),
+        default_buffer_params={"offset_factor": 1})
+    A = te.placeholder((4, 32), name="A")
+    B = te.placeholder((4, 32), name="B")
+    C = te.compute((4, 32), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], factor=2)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].reorder(io, jo, ii, ji)
+    s[C].tensorize(ii, intrin)
+    with pytest.raises(LoweringError, match="not contiguous"):
+        tvm.lower(s, [A, B, C])
+
+
+def test_misuse_is_refused():
+    A, B, C, s, ji = _vadd_schedule(8)
+    with pytest.raises(ScheduleError, match="expected an intrinsic"):
+        s[C].tensorize(ji, "vadd")
+    s[C].vectorize(ji)
+    with pytest.raises(ScheduleError, match="vectorized"):
+        s[C].tensorize(ji, intrin_vadd(8))
+    x = te.placeholder((4,), name="x")
+    with pytest.raises(DSLError, match="te.compute"):
+        te.decl_tensor_intrin(x.op, lambda i, o: None)
+    y = te.compute((4,), lambda i: x[i] * 2, name="y")
+    z = te.compute((4,), lambda i: y[i] + 1, name="z")
+    with pytest.raises(DSLError, match="placeholders"):
+        te.decl_tensor_intrin(z.op, lambda i, o: None)
+    with pytest.raises(DSLError, match="returned 2 values"):
+        te.decl_tensor_intrin(y.op, lambda i, o: (None, None))

@@ -1,0 +1,377 @@
+"""Tensorize: replace a loop nest by a hand-written kernel that computes the same tile.
+
+``te.decl_tensor_intrin(op, intrin_func, binds=)`` declares what a kernel
+computes (``op``, a small compute over placeholders) and how to call it
+(``intrin_func(ins, outs)`` -> a statement, or ``(body, reduce_reset,
+reduce_update)``, given one Buffer per tensor).  ``s[C].tensorize(axis,
+intrin)`` replaces the loops from ``axis`` inward.  ScheduleOps checks that
+those loops compute exactly the declared tile: each axis's range over the
+loops equals the intrinsic's (leading axes of extent 1 may be dropped, as in
+TVM), and the body read over the tile, with the inputs' tiles renamed to the
+intrinsic's placeholders, simplifies to the intrinsic's body.  Each Buffer is
+then bound to its tensor's tile (``buffer_bind_scope``), which storage
+flattening resolves into a data pointer, an element offset and strides.
+"""
+from __future__ import annotations
+
+import weakref
+
+from ..errors import DSLError, LoweringError, ScheduleError
+from ..ir import op as _op
+from ..ir.expr import Call, Expr, IntImm, ProducerLoad, Reduce, Var
+from ..ir.function import Buffer
+from ..ir.functor import IRMutator, substitute
+from ..ir.stmt import AttrStmt, Evaluate, Stmt, seq
+from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
+
+BIND_SCOPE = "buffer_bind_scope"
+
+_REGISTRY = weakref.WeakValueDictionary()     # name -> TensorIntrin (for trace replay)
+
+
+class TensorIntrin:
+    """A declared kernel: the compute it performs, its buffers and its statements."""
+
+    def __init__(self, name, op, inputs, buffers, body, reduce_init, reduce_update):
+        self.name = name
+        self.op = op
+        self.inputs = list(inputs)
+        self.buffers = list(buffers)          # inputs' then outputs'
+        self.body = body
+        self.reduce_init = reduce_init
+        self.reduce_update = reduce_update
+
+    def __repr__(self):
+        return f"TensorIntrin({self.name!r}, op={self.op.name})"
+
+
+def lookup(name):
+    """The most recent intrinsic declared under ``name`` (used to replay traces)."""
+    intrin = _REGISTRY.get(name)
+    if intrin is None:
+        raise ScheduleError(f"no tensor intrinsic named {name!r} is declared in this process; "
+                            "declare it with te.decl_tensor_intrin(..., name=...) before replaying")
+    return intrin
+
+
+def _as_stmt(x, what):
+    if x is None or isinstance(x, Stmt):
+        return x
+    if isinstance(x, Expr):
+        return Evaluate(x)
+    raise DSLError(f"decl_tensor_intrin: {what} must be a statement (ib.get()) or an expression, "
+                   f"got {type(x).__name__}: {x!r}")
+
+
+def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_params=None,
+                       default_buffer_params=None):
+    """Declare a tensor intrinsic computing ``op`` by the statements ``fcompute`` returns."""
+    if isinstance(op, Tensor):
+        op = op.op
+    if not isinstance(op, ComputeOp):
+        raise DSLError(f"decl_tensor_intrin: expected the operation of a te.compute (c.op), got {op!r}")
+    if scalar_params:
+        raise DSLError("decl_tensor_intrin: scalar_params are not supported")
+    inputs = op.input_tensors
+    for t in inputs:
+        if not isinstance(t.op, PlaceholderOp):
+            raise DSLError(f"decl_tensor_intrin {name!r}: input {t.name} of {op.name} is computed; the "
+                           "intrinsic's compute must read placeholders only")
+    binds = dict(binds or {})
+    params = dict(default_buffer_params or {})
+    unknown = set(params) - {"offset_factor", "data_alignment", "scope", "strides", "elem_offset"}
+    if unknown:
+        raise DSLError(f"decl_tensor_intrin {name!r}: unknown default_buffer_params {sorted(unknown)}")
+    buffers = []
+    for t in list(inputs) + list(op.outputs):
+        buf = binds.pop(t, None)
+        if buf is None:
+            buf = _default_buffer(t, params)
+        if not isinstance(buf, Buffer):
+            raise DSLError(f"decl_tensor_intrin {name!r}: binds[{t.name}] must be a Buffer "
+                           f"(tvm.tir.decl_buffer), got {buf!r}")
+        if buf.dtype != t.dtype or len(buf.shape) != t.ndim:
+            raise DSLError(f"decl_tensor_intrin {name!r}: buffer {buf.name} is {buf.dtype} with "
+                           f"{len(buf.shape)} dimensions, tensor {t.name} is {t.dtype} with {t.ndim}")
+        buffers.append(buf)
+    if binds:
+        raise DSLError(f"decl_tensor_intrin {name!r}: binds name tensors that {op.name} does not use: "
+                       f"{[getattr(t, 'name', t) for t in binds]}")
+    res = fcompute(buffers[:len(inputs)], buffers[len(inputs):])
+    if isinstance(res, (list, tuple)):
+        if len(res) != 3:
+            raise DSLError(f"decl_tensor_intrin {name!r}: intrin_func returned {len(res)} values; "
+                           "expected one statement or (body, reduce_reset, reduce_update)")
+        body, init, update = (_as_stmt(x, w) for x, w in zip(res, ("body", "reduce_reset", "reduce_update")))
+    else:
+        body, init, update = _as_stmt(res, "the result"), None, None
+    if body is None and update is None:
+        raise DSLError(f"decl_tensor_intrin {name!r}: intrin_func gave neither a body nor an update")
+    intrin = TensorIntrin(name, op, inputs, buffers, body, init, update)
+    _REGISTRY[name] = intrin
+    return intrin
+
+
+def _default_buffer(t, params):
+    factor = int(params.get("offset_factor", 0) or 0)
+    off = params.get("elem_offset")
+    if off is None and factor:
+        off = Var(f"{t.name}_elem_offset", "int32")
+    return Buffer(t.name, t.shape, t.dtype, strides=params.get("strides"),
+                  scope=params.get("scope", "global"), elem_offset=off, offset_factor=factor)
+
+
+# ------------------------------------------------------------------ matching
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _prod(xs):
+    acc = IntImm("int32", 1)
+    for x in xs:
+        acc = _op.mul(acc, x)
+    return acc
+
+
+def _ordered_reads(exprs):
+    """[(tensor, [indices...])] in order of first read."""
+    from .bound import accesses
+    return list(accesses(exprs).items())
+
+
+class Match:
+    """Where the intrinsic's tensors lie in the stage's: (buffer, tensor, [Range per dim])."""
+
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs = inputs, outputs
+
+
+def match(st, intrin, body, values, dom_map, inner, ana):
+    """Check that the loops ``inner`` of stage ``st`` compute ``intrin``; return the tiles."""
+    op, iop = st.op, intrin.op
+    where = f"tensorize of {st.name} with {intrin.name!r}"
+    relax = {iv.var: dom_map[iv] for iv in inner}
+    region = {}
+    for iv in list(op.axis) + list(op.reduce_axis):
+        s = ana.int_set(values[iv], relax)
+        lo = ana.simplify(s.min)
+        region[iv] = Range(lo, ana.simplify(_op.add(_op.sub(s.max, lo), 1)))
+    if not ana.can_prove_equal(_prod(dom_map[iv].extent for iv in inner),
+                               _prod(r.extent for r in region.values())):
+        raise _Mismatch(f"{where}: the loops from {inner[0].var.name} inward do not cover a "
+                        "rectangular tile of the stage's axes once each")
+    vmap = {}
+    for mine, theirs, kind in ((op.axis, iop.axis, "axes"), (op.reduce_axis, iop.reduce_axis,
+                                                              "reduction axes")):
+        skip = len(mine) - len(theirs)
+        if skip < 0:
+            raise _Mismatch(f"{where}: the intrinsic has {len(theirs)} {kind}, stage {st.name} only "
+                            f"{len(mine)}")
+        for k, iv in enumerate(mine):
+            r = region[iv]
+            if k < skip:
+                if not ana.can_prove_equal(r.extent, 1):
+                    raise _Mismatch(f"{where}: axis {iv.var.name} spans {r.extent} inside the tile; "
+                                    f"only the last {len(theirs)} {kind} may (the intrinsic's)")
+                vmap[iv.var] = r.min
+            else:
+                it = theirs[k - skip]
+                if not ana.can_prove_equal(r.extent, it.dom.extent):
+                    raise _Mismatch(f"{where}: axis {iv.var.name} spans {r.extent} inside the tile, "
+                                    f"the intrinsic's axis {it.var.name} {it.dom.extent}")
+                vmap[iv.var] = _op.add(r.min, it.var)
+    mine_reads = _ordered_reads(body)
+    their_reads = _ordered_reads(iop.body)
+    if len(mine_reads) != len(their_reads):
+        raise _Mismatch(f"{where}: stage {st.name} reads {len(mine_reads)} tensors "
+                        f"({[t.name for t, _ in mine_reads]}), the intrinsic {len(their_reads)} "
+                        f"({[t.name for t, _ in their_reads]})")
+    root_vals = {iv.var: values[iv] for iv in region}
+    rename, inputs = {}, []
+    for (t, idx_list), (p, _) in zip(mine_reads, their_reads):
+        if t.dtype != p.dtype or t.ndim < p.ndim:
+            raise _Mismatch(f"{where}: tensor {t.name} ({t.dtype}, {t.ndim}-d) cannot be the "
+                            f"intrinsic's {p.name} ({p.dtype}, {p.ndim}-d)")
+        rng = []
+        for d in range(t.ndim):
+            lo = hi = None
+            for idx in idx_list:
+                s = ana.int_set(substitute(idx[d], root_vals), relax)
+                lo = s.min if lo is None else _op.min(lo, s.min)
+                hi = s.max if hi is None else _op.max(hi, s.max)
+            lo = ana.simplify(lo)
+            rng.append(Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1))))
+        skip = t.ndim - p.ndim
+        for d, r in enumerate(rng):
+            want = 1 if d < skip else p.shape[d - skip]
+            if not ana.can_prove_equal(r.extent, want):
+                raise _Mismatch(f"{where}: the tile reads {r.extent} elements of {t.name} along "
+                                f"dimension {d}; the intrinsic's {p.name} expects {want}")
+        rename[t] = (p, [r.min for r in rng], skip)
+        inputs.append((intrin.buffers[len(inputs)], t, rng))
+    _compare_bodies(st, intrin, body, vmap, rename, ana, where)
+    outs = [(intrin.buffers[len(intrin.inputs) + k], t, [region[iv] for iv in op.axis])
+            for k, t in enumerate(op.outputs)]
+    return Match(inputs, outs)
+
+
+def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
+    class Rename(IRMutator):
+        def visit_ProducerLoad(self, ld):
+            idx = tuple(self.visit(i) for i in ld.indices)
+            p, mins, skip = rename[ld.producer]
+            return ProducerLoad(p, tuple(ana.simplify(_op.sub(i, m))
+                                         for i, m in list(zip(idx, mins))[skip:]))
+
+    def norm(e):
+        return ana.simplify(Rename().visit(substitute(e, vmap)))
+
+    iop = intrin.op
+    if len(body) != len(iop.body):
+        raise _Mismatch(f"{where}: stage {st.name} has {len(body)} outputs, the intrinsic {len(iop.body)}")
+    for mine, theirs in zip(body, iop.body):
+        if isinstance(mine, Reduce) != isinstance(theirs, Reduce):
+            raise _Mismatch(f"{where}: one of stage {st.name} and the intrinsic is a reduction, "
+                            "the other is not")
+        if isinstance(mine, Reduce):
+            cm, ct = mine.combiner, theirs.combiner
+            swap = dict(zip(ct.lhs, cm.lhs)) | dict(zip(ct.rhs, cm.rhs))
+            same = len(cm.result) == len(ct.result) and all(
+                ana.can_prove_equal(a, substitute(b, swap)) for a, b in zip(cm.result, ct.result)) \
+                and all(ana.can_prove_equal(a, b) for a, b in zip(cm.identity_element, ct.identity_element))
+            if not same:
+                raise _Mismatch(f"{where}: the reductions combine differently")
+            pairs = [(norm(a), ana.simplify(b)) for a, b in zip(mine.source, theirs.source)]
+            pairs.append((norm(mine.condition), ana.simplify(theirs.condition)))
+        else:
+            pairs = [(norm(mine), ana.simplify(theirs))]
+        for a, b in pairs:
+            if a.dtype != b.dtype or not ana.can_prove_equal(a, b):
+                raise _Mismatch(f"{where}: over the tile, stage {st.name} computes {a}; the intrinsic "
+                                f"computes {b}")
+
+
+# ------------------------------------------------------------------ ScheduleOps
+
+
+def bind(stmt, tiles):
+    """``stmt`` inside one ``buffer_bind_scope`` per (buffer, tensor, ranges) tile."""
+    for buf, t, rng in reversed(tiles):
+        tup = Call("handle", "tvm_tuple", tuple(x for r in rng for x in (r.min, r.extent)))
+        stmt = AttrStmt((buf, t), BIND_SCOPE, tup, stmt)
+    return stmt
+
+
+def tensorized_leaf(st):
+    for k, iv in enumerate(st.leaf_iter_vars):
+        if st.attr(iv).kind == "tensorized":
+            return k
+    return None
+
+
+def make_nest(b, st):
+    """AST2 of a tensorized stage (``b`` is ScheduleOps' builder)."""
+    from .passes import leaf_values, pass_up_index
+    leaves = st.leaf_iter_vars
+    t = tensorized_leaf(st)
+    intrin = st.attr(leaves[t]).tensor_intrin
+    inner = leaves[t:]
+    values = pass_up_index(st, b.dom_map, leaf_values(st))
+    guards = b._guards(st, values)
+    pos = {iv.var: k for k, iv in enumerate(leaves)}
+    where = f"tensorize of {st.name} at {leaves[t].var.name}"
+    if any(d >= t for _, d in guards):
+        raise LoweringError(f"{where}: a split inside the tile does not divide its axis, so the tile "
+                            "would run past the tensor; choose factors that divide the extents")
+    for iv in inner:
+        if b.attached.get(iv):
+            raise LoweringError(f"{where}: stage {b.attached[iv][0].name} is computed inside the tile")
+    try:
+        m = match(st, intrin, b.bodies[st], values, b.dom_map, inner, b.ana)
+    except _Mismatch as e:
+        raise LoweringError(str(e)) from None
+    first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE), len(leaves))
+    if first_red >= t:
+        if intrin.body is None:
+            raise LoweringError(f"{where}: the tile holds the whole reduction but {intrin.name!r} has "
+                                "no body (it gave only reduce_reset and reduce_update)")
+        return b._wrap(st, 0, t, bind(intrin.body, m.inputs + m.outputs), guards, pos)
+    if intrin.reduce_update is None or intrin.reduce_init is None:
+        raise LoweringError(f"{where}: reduction axis {leaves[first_red].var.name} is outside the tile, "
+                            f"so {intrin.name!r} must give (body, reduce_reset, reduce_update)")
+    update = bind(intrin.reduce_update, m.inputs + m.outputs)
+    inner_stmt = b._wrap(st, first_red, t, update, [(c, d) for c, d in guards if d >= first_red], pos,
+                         outer_guards=False)
+    # The reset runs once per output tile: over the data-parallel loops between the
+    # first reduction loop and the tile, with fresh variables.
+    fresh, loops = {}, []
+    for iv in leaves[first_red:t]:
+        if iv.iter_type != IterVar.REDUCE:
+            nv = Var(iv.var.name + ".init", iv.var.dtype)
+            fresh[iv.var] = nv
+            loops.append((iv, nv))
+    outs = [(buf, tn, [Range(substitute(r.min, fresh), r.extent) for r in rng])
+            for buf, tn, rng in m.outputs]
+    init = bind(intrin.reduce_init, outs)
+    for iv, nv in reversed(loops):
+        init = b._loop(st, iv, nv, b.dom_map[iv], init)
+    outer = [(c, d) for c, d in guards if d < first_red]
+    return b._wrap(st, 0, first_red, seq(init, inner_stmt), outer, pos)
+
+
+def check(st, iv, intrin):
+    """At ``s[C].tensorize`` time: the match ScheduleOps will make, as a ScheduleError."""
+    from .bound import effective_bodies, infer_bound
+    from .passes import leaf_values, pass_up_index
+    from ..ir.arith import Analyzer
+    sch = st.schedule
+    try:
+        bodies = effective_bodies(sch)
+        dom_map = infer_bound(sch, bodies)
+    except LoweringError:
+        return      # the schedule is not lowerable yet; ScheduleOps checks again
+    ana = Analyzer()
+    for k, r in dom_map.items():
+        ana.bind(k.var, r)
+    values = pass_up_index(st, dom_map, leaf_values(st))
+    t = st.leaf_iter_vars.index(iv)
+    inner = st.leaf_iter_vars[t:]
+    from .schedule_ops import _Builder
+    if any(d >= t for _, d in _Builder(sch, dom_map, bodies, ())._guards(st, values)):
+        raise ScheduleError(f"tensorize of {st.name} at {iv.var.name}: a split inside the tile does not "
+                            "divide its axis, so the tile would run past the tensor; choose factors "
+                            "that divide the extents")
+    try:
+        match(st, intrin, bodies[st], values, dom_map, inner, ana)
+    except _Mismatch as e:
+        raise ScheduleError(str(e)) from None
+
+
+def apply(st, var, intrin):
+    """``s[C].tensorize(var, intrin)``."""
+    from dataclasses import replace
+    with st._txn():
+        st._check_compute("tensorize")
+        st._check_not_inlined("tensorize")
+        iv = st.axis(var, "tensorize axis")
+        if not isinstance(intrin, TensorIntrin):
+            raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: expected an intrinsic from "
+                                f"te.decl_tensor_intrin, got {intrin!r}")
+        if tensorized_leaf(st) is not None:
+            raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: the stage is already tensorized at "
+                                f"{st.leaf_iter_vars[tensorized_leaf(st)].var.name}")
+        k = st.leaf_iter_vars.index(iv)
+        for x in st.leaf_iter_vars[k:]:
+            a = st.attr(x)
+            if a.kind != "serial":
+                raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: axis {x.var.name} inside the "
+                                    f"tile is already {a.kind}")
+        for other in st.schedule.stages:
+            if other.attach_stage is st and other.attach_ivar in st.leaf_iter_vars[k:]:
+                raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: stage {other.name} is computed "
+                                    f"at {other.attach_ivar.var.name}, inside the tile")
+        check(st, iv, intrin)
+        st.iter_var_attrs[iv] = replace(st.attr(iv), kind="tensorized", tensor_intrin=intrin)
+        st._record("tensorize", axis=iv, intrin=intrin.name)
