@@ -148,12 +148,23 @@ class PrimFunc:
 class IRModule:
     """Named PrimFuncs (usually one) plus, when kept, the IR after every lowering step."""
 
-    def __init__(self, functions, history=None):
-        self.functions = dict(functions)
+    def __init__(self, functions=None, history=None):
+        self.functions = dict(functions or {})
         self.history = dict(history or {})
+
+    @classmethod
+    def from_expr(cls, expr, functions=None, type_defs=None):
+        """A module whose "main" is ``expr`` (a graph-level function; see ``tvmlab.relay``)."""
+        if _FROM_EXPR is None:
+            from ..errors import TVMLabError
+            raise TVMLabError("IRModule.from_expr needs the graph level: `from tvmlab import relay` first")
+        return _FROM_EXPR(cls, expr, functions)
 
     def __getitem__(self, name):
         return self.functions[name]
+
+    def __setitem__(self, name, func):
+        self.functions[name] = func
 
     def __contains__(self, name):
         return name in self.functions
@@ -183,6 +194,15 @@ class IRModule:
         """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
         from ..widgets.repr import mimebundle
         return mimebundle(self)
+
+
+_FROM_EXPR = None
+
+
+def register_from_expr(fn):
+    """Set how ``IRModule.from_expr`` wraps an expression (the graph level registers it; ir imports nothing above)."""
+    global _FROM_EXPR
+    _FROM_EXPR = fn
 
 
 def const_int(x):

@@ -1,0 +1,39 @@
+"""The graph level, spelled as TVM's Relay: build a graph, run passes, compile it whole.
+
+    x = relay.var("x", shape=(1, 3, 8, 8)); w = relay.var("w", shape=(4, 3, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params={"w": w_np})
+"""
+from __future__ import annotations
+
+from ..ir import function as _function
+from . import analysis, op, transform  # noqa: F401
+from .base import RelayError, TypeInferenceError  # noqa: F401
+from .expr import (Attrs, Call, Constant, Function, Let, Tuple, TupleGetItem, TupleWrapper, Var,  # noqa: F401
+                   bind, const, var)
+from .op import nn  # noqa: F401
+from .op.tensor import *  # noqa: F401,F403
+from .ty import FuncType, TensorType, TupleType  # noqa: F401
+from .visit import free_vars as _free_vars
+
+Expr = RelayExpr = __import__("tvmlab.relay.expr", fromlist=["RelayExpr"]).RelayExpr
+
+
+def _from_expr(cls, expr, functions=None):
+    from .expr import RelayExpr as _E
+    if isinstance(expr, TupleWrapper):
+        expr = expr.astuple()
+    if not isinstance(expr, _E):
+        raise RelayError(f"IRModule.from_expr needs a relay expression or function, got {type(expr).__name__}")
+    if not isinstance(expr, Function):
+        expr = Function(_free_vars(expr), expr)
+    funcs = dict(functions or {})
+    funcs["main"] = expr
+    return cls(funcs)
+
+
+_function.register_from_expr(_from_expr)
+
+

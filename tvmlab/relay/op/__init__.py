@@ -1,0 +1,5 @@
+"""Operators: the registry (``relay.op.get``), and the constructors by family."""
+from . import nn, tensor  # noqa: F401
+from .registry import (Op, OpPattern, get, list_op_names, register_compute, register_pattern,  # noqa: F401
+                       register_schedule)
+from .tensor import *  # noqa: F401,F403

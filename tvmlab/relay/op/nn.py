@@ -1,0 +1,711 @@
+"""Neural-network operators: ``relay.nn.conv2d``, ``dense``, pools, normalisations, ... (TVM's names and attrs)."""
+from __future__ import annotations
+
+from ... import te
+from ...ir import op as _tir
+from ..base import RelayError, TypeInferenceError
+from ..expr import TupleWrapper
+from ..ty import TensorType, TupleType
+from .registry import OpPattern, make_call, register
+from .tensor import _ints, _unary
+from .typerel import norm_axis, padding4, pair, same_dtype, tensor_arg
+
+OUT_FUSABLE = OpPattern.OUT_ELEMWISE_FUSABLE
+
+
+def _check_layout(name, attrs, data_layout="NCHW", kernel_layout=None):
+    if attrs.get("data_layout", attrs.get("layout", data_layout)) != data_layout:
+        raise TypeInferenceError(f"only layout {data_layout} is supported, got "
+                                 f"{attrs.get('data_layout', attrs.get('layout'))!r} (use relay.transpose first)")
+    if kernel_layout and attrs.get("kernel_layout") != kernel_layout:
+        raise TypeInferenceError(f"only kernel_layout {kernel_layout} is supported, got {attrs.kernel_layout!r}")
+
+
+def conv_out(size, k, stride, dilation, pad_before, pad_after):
+    return (size + pad_before + pad_after - ((k - 1) * dilation + 1)) // stride + 1
+
+
+# ------------------------------------------------------------------ conv2d
+def _conv2d_rel(types, attrs):
+    _check_layout("nn.conv2d", attrs, "NCHW", "OIHW")
+    d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
+    same_dtype(d, w, "data", "weight")
+    if len(d.shape) != 4 or len(w.shape) != 4:
+        raise TypeInferenceError(f"data and weight must be 4-D (NCHW, OIHW), got {d.shape} and {w.shape}")
+    n, c, h, wd = d.shape
+    o, ci, kh, kw = w.shape
+    g = attrs.groups
+    if g < 1 or c % g or o % g or ci * g != c:
+        raise TypeInferenceError(f"data has {c} channels and weight {w.shape} with groups={g}: "
+                                 f"expected weight input channels {c // max(g, 1)} and both counts divisible by groups")
+    if attrs.channels is not None and attrs.channels != o:
+        raise TypeInferenceError(f"channels={attrs.channels} but the weight has {o} output channels")
+    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
+        raise TypeInferenceError(f"kernel_size={tuple(attrs.kernel_size)} but the weight is {kh}x{kw}")
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    oh, ow = conv_out(h, kh, sh, dh, pt, pb), conv_out(wd, kw, sw, dw, pl, pr)
+    if oh < 1 or ow < 1:
+        raise TypeInferenceError(f"the {kh}x{kw} kernel does not fit the {h}x{wd} input (with padding {attrs.padding})")
+    return TensorType((n, o, oh, ow), attrs.out_dtype or d.dtype)
+
+
+def pad_stage(x, pads, value, name):
+    """``x`` (N, C, H, W) padded by (top, left, bottom, right) with ``value``, or ``x`` itself."""
+    pt, pl, pb, pr = pads
+    if not any(pads):
+        return x
+    n, c, h, w = _ints(x)
+    val = te.const(value, x.dtype)
+    return te.compute((n, c, h + pt + pb, w + pl + pr),
+                      lambda b, ch, y, xx: te.if_then_else(te.all(y >= pt, y < h + pt, xx >= pl, xx < w + pl),
+                                                            x[b, ch, y - pt, xx - pl], val), name=name)
+
+
+def _conv2d_compute(attrs, inputs, out_type):
+    data, kernel = inputs
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pads = attrs.padding
+    dtype = out_type.dtype
+    if attrs.groups == 1 and (sh, dh, dw) == (sw, 1, 1) and len(set(pads)) == 1 and dtype == data.dtype:
+        from ...topi.conv2d import conv2d_nchw
+        return [conv2d_nchw(data, kernel, sh, pads[0])]
+    o, ci, kh, kw = _ints(kernel)
+    og = o // attrs.groups
+    p = pad_stage(data, pads, 0, "pad")
+    rc = te.reduce_axis((0, ci), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def body(b, f, y, x):
+        ch = (f // og) * ci + rc if attrs.groups > 1 else rc
+        return te.sum(p[b, ch, y * sh + ry * dh, x * sw + rx * dw].astype(dtype) *
+                      kernel[f, rc, ry, rx].astype(dtype), axis=[rc, ry, rx])
+    return [te.compute(out_type.shape, body, name="conv2d", tag="conv2d_generic")]
+
+
+register("nn.conv2d", _conv2d_rel, OUT_FUSABLE, _conv2d_compute,
+         {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
+          "kernel_size": None, "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "",
+          "out_dtype": ""}, 2)
+
+
+def _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype):
+    try:
+        return dict(strides=pair(strides, "strides"), padding=padding4(padding), dilation=pair(dilation, "dilation"),
+                    groups=int(groups), channels=None if channels is None else int(channels),
+                    kernel_size=None if kernel_size is None else pair(kernel_size, "kernel_size"),
+                    out_dtype=out_dtype or "")
+    except TypeInferenceError as e:
+        raise RelayError(str(e)) from None
+
+
+def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
+           kernel_size=None, data_layout="NCHW", kernel_layout="OIHW", out_layout="", out_dtype=""):
+    """``relay.nn.conv2d``: 2-D convolution, NCHW data and OIHW weight (groups, strides, padding, dilation)."""
+    a = _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype)
+    if min(a["strides"]) < 1 or min(a["dilation"]) < 1 or a["groups"] < 1:
+        raise RelayError(f"nn.conv2d: strides, dilation and groups must be >= 1, got {a['strides']}, "
+                         f"{a['dilation']}, {a['groups']}")
+    return make_call("nn.conv2d", [data, weight], data_layout=data_layout, kernel_layout=kernel_layout,
+                     out_layout=out_layout, **a)
+
+
+# ------------------------------------------------------------------ conv2d_transpose
+def _convt_rel(types, attrs):
+    _check_layout("nn.conv2d_transpose", attrs, "NCHW", "IOHW")
+    d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
+    same_dtype(d, w, "data", "weight")
+    if len(d.shape) != 4 or len(w.shape) != 4:
+        raise TypeInferenceError(f"data and weight must be 4-D, got {d.shape} and {w.shape}")
+    n, c, h, wd = d.shape
+    ci, og, kh, kw = w.shape
+    g = attrs.groups
+    if ci != c or c % g:
+        raise TypeInferenceError(f"data has {c} channels but the weight (IOHW) {w.shape} expects {ci} "
+                                 f"(groups={g})")
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    oph, opw = attrs.output_padding
+    if pt > dh * (kh - 1) or pb > dh * (kh - 1) or pl > dw * (kw - 1) or pr > dw * (kw - 1):
+        raise TypeInferenceError(f"padding {attrs.padding} is larger than the dilated kernel")
+    oh = (h - 1) * sh - pt - pb + dh * (kh - 1) + 1 + oph
+    ow = (wd - 1) * sw - pl - pr + dw * (kw - 1) + 1 + opw
+    return TensorType((n, og * g, oh, ow), attrs.out_dtype or d.dtype)
+
+
+def _convt_compute(attrs, inputs, out_type):
+    data, w = inputs
+    n, c, h, wd = _ints(data)
+    ci, og, kh, kw = _ints(w)
+    g = attrs.groups
+    cg = c // g
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl, _, _ = attrs.padding
+    bt, bl = dh * (kh - 1) - pt, dw * (kw - 1) - pl          # zeros before the dilated input
+    zero = te.const(0, data.dtype)
+    _, _, oh, ow = out_type.shape
+    ph, pw = oh + dh * (kh - 1), ow + dw * (kw - 1)
+
+    def dil(b, ch, y, x):
+        yy, xx = y - bt, x - bl
+        inside = te.all(yy >= 0, xx >= 0, yy < (h - 1) * sh + 1, xx < (wd - 1) * sw + 1,
+                        _tir.floormod(yy, sh) == 0, _tir.floormod(xx, sw) == 0)
+        return te.if_then_else(inside, data[b, ch, _tir.floordiv(yy, sh), _tir.floordiv(xx, sw)], zero)
+    dpad = te.compute((n, c, ph, pw), dil, name="dilate_pad")
+    rc = te.reduce_axis((0, cg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def body(b, f, y, x):
+        grp = f // og
+        return te.sum(dpad[b, grp * cg + rc, y + ry * dh, x + rx * dw] *
+                      w[grp * cg + rc, f % og, kh - 1 - ry, kw - 1 - rx], axis=[rc, ry, rx])
+    return [te.compute(out_type.shape, body, name="conv2d_transpose", tag="conv2d_generic")]
+
+
+register("nn.conv2d_transpose", _convt_rel, OUT_FUSABLE, _convt_compute,
+         {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
+          "kernel_size": None, "data_layout": "NCHW", "kernel_layout": "IOHW", "out_layout": "",
+          "output_padding": (0, 0), "out_dtype": ""}, 2)
+
+
+def conv2d_transpose(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
+                     kernel_size=None, data_layout="NCHW", kernel_layout="IOHW", out_layout="",
+                     output_padding=(0, 0), out_dtype=""):
+    """``relay.nn.conv2d_transpose``: NCHW data, IOHW weight (input channels first)."""
+    a = _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype)
+    return make_call("nn.conv2d_transpose", [data, weight], data_layout=data_layout, kernel_layout=kernel_layout,
+                     out_layout=out_layout, output_padding=pair(output_padding, "output_padding"), **a)
+
+
+# ------------------------------------------------------------------ dense / matmul / batch_matmul
+def _dense_rel(types, attrs):
+    d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
+    same_dtype(d, w, "data", "weight")
+    if len(d.shape) < 1 or len(w.shape) != 2 or d.shape[-1] != w.shape[1]:
+        raise TypeInferenceError(f"data {d.shape} and weight {w.shape} do not fit: dense needs weight "
+                                 f"(units, {d.shape[-1] if d.shape else '?'})")
+    if attrs.units is not None and attrs.units != w.shape[0]:
+        raise TypeInferenceError(f"units={attrs.units} but the weight has {w.shape[0]} rows")
+    return TensorType(d.shape[:-1] + (w.shape[0],), attrs.out_dtype or d.dtype)
+
+
+def _dense_compute(attrs, inputs, out_type):
+    a, w = inputs
+    k = te.reduce_axis((0, _ints(w)[1]), name="k")
+    dt = out_type.dtype
+    return [te.compute(out_type.shape, lambda *i: te.sum(a[i[:-1] + (k,)].astype(dt) * w[i[-1], k].astype(dt),
+                                                         axis=k), name="dense", tag="dense")]
+
+
+register("nn.dense", _dense_rel, OUT_FUSABLE, _dense_compute, {"units": None, "out_dtype": ""}, 2)
+
+
+def dense(data, weight, units=None, out_dtype=""):
+    """``relay.nn.dense(data, weight)``: ``data @ weight.T`` (weight is (units, in))."""
+    return make_call("nn.dense", [data, weight], units=units, out_dtype=out_dtype)
+
+
+def _matmul_rel(types, attrs):
+    a, b = tensor_arg(types, 0), tensor_arg(types, 1, "tensor_b")
+    same_dtype(a, b, "tensor_a", "tensor_b")
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise TypeInferenceError(f"nn.matmul needs 2-D tensors, got {a.shape} and {b.shape}")
+    m, k = a.shape[::-1] if attrs.transpose_a else a.shape
+    k2, n = b.shape[::-1] if attrs.transpose_b else b.shape
+    if k != k2:
+        raise TypeInferenceError(f"inner dimensions differ: {a.shape} x {b.shape} "
+                                 f"(transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
+    return TensorType((m, n), attrs.out_dtype or a.dtype)
+
+
+def _matmul_compute(attrs, inputs, out_type):
+    a, b = inputs
+    kk = _ints(a)[0] if attrs.transpose_a else _ints(a)[1]
+    k = te.reduce_axis((0, kk), name="k")
+    dt = out_type.dtype
+
+    def body(i, j):
+        x = a[k, i] if attrs.transpose_a else a[i, k]
+        y = b[j, k] if attrs.transpose_b else b[k, j]
+        return te.sum(x.astype(dt) * y.astype(dt), axis=k)
+    return [te.compute(out_type.shape, body, name="matmul", tag="dense")]
+
+
+register("nn.matmul", _matmul_rel, OUT_FUSABLE, _matmul_compute,
+         {"units": None, "out_dtype": "", "transpose_a": False, "transpose_b": False}, 2)
+
+
+def matmul(tensor_a, tensor_b, units=None, out_dtype="", transpose_a=False, transpose_b=False):
+    """``relay.nn.matmul(a, b, transpose_a=False, transpose_b=False)``."""
+    return make_call("nn.matmul", [tensor_a, tensor_b], units=units, out_dtype=out_dtype,
+                     transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))
+
+
+def _bmm_rel(types, attrs):
+    a, b = tensor_arg(types, 0), tensor_arg(types, 1, "y")
+    same_dtype(a, b, "x", "y")
+    if len(a.shape) != 3 or len(b.shape) != 3:
+        raise TypeInferenceError(f"nn.batch_matmul needs 3-D tensors, got {a.shape} and {b.shape}")
+    ba, m, k = (a.shape[0], a.shape[2], a.shape[1]) if attrs.transpose_a else a.shape
+    bb, n, k2 = (b.shape[0], b.shape[2], b.shape[1]) if not attrs.transpose_b else b.shape
+    if k != k2 or (ba != bb and 1 not in (ba, bb)):
+        raise TypeInferenceError(f"batch_matmul shapes do not fit: {a.shape} x {b.shape} "
+                                 f"(transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
+    return TensorType((max(ba, bb), m, n), attrs.out_dtype or a.dtype)
+
+
+def _bmm_compute(attrs, inputs, out_type):
+    a, b = inputs
+    sa, sb = _ints(a), _ints(b)
+    k = te.reduce_axis((0, sa[1] if attrs.transpose_a else sa[2]), name="k")
+
+    def body(z, i, j):
+        za, zb = (0 if sa[0] == 1 else z), (0 if sb[0] == 1 else z)
+        x = a[za, k, i] if attrs.transpose_a else a[za, i, k]
+        y = b[zb, j, k] if attrs.transpose_b else b[zb, k, j]
+        return te.sum(x * y, axis=k)
+    return [te.compute(out_type.shape, body, name="batch_matmul", tag="dense")]
+
+
+register("nn.batch_matmul", _bmm_rel, OUT_FUSABLE, _bmm_compute,
+         {"out_dtype": "", "transpose_a": False, "transpose_b": True}, 2)
+
+
+def batch_matmul(x, y, out_dtype="", transpose_a=False, transpose_b=True):
+    """``relay.nn.batch_matmul(x, y)``: (B, M, K) x (B, N, K) -> (B, M, N) by default."""
+    return make_call("nn.batch_matmul", [x, y], out_dtype=out_dtype, transpose_a=bool(transpose_a),
+                     transpose_b=bool(transpose_b))
+
+
+# ------------------------------------------------------------------ bias_add, activations
+def _channel_vec_rel(what):
+    def rel(types, attrs):
+        d, v = tensor_arg(types, 0), tensor_arg(types, 1, what)
+        same_dtype(d, v, "data", what)
+        a = norm_axis(attrs.axis, len(d.shape))
+        if v.shape != (d.shape[a],):
+            raise TypeInferenceError(f"{what} must have shape ({d.shape[a]},) (axis {a} of {d.shape}), got {v.shape}")
+        return d
+    return rel
+
+
+def _bias_compute(attrs, inputs, out_type):
+    x, b = inputs
+    a = attrs.axis % len(x.shape)
+    return [te.compute(x.shape, lambda *i: x[i] + b[i[a]], name="bias_add")]
+
+
+register("nn.bias_add", _channel_vec_rel("bias"), OpPattern.BROADCAST, _bias_compute, {"axis": 1}, 2)
+
+
+def bias_add(data, bias, axis=1):
+    """``relay.nn.bias_add(data, bias, axis=1)``."""
+    return make_call("nn.bias_add", [data, bias], axis=int(axis))
+
+
+relu = _unary("nn.relu", lambda x, a, d: _tir.max(x, te.const(0, d)))
+_leaky = _unary("nn.leaky_relu", lambda x, a, d: te.if_then_else(x > te.const(0, d), x, x * te.const(a.alpha, d)),
+                alpha=0.01)
+
+
+def leaky_relu(data, alpha=0.01):
+    """``relay.nn.leaky_relu(data, alpha)``."""
+    return _leaky(data, alpha=float(alpha))
+
+
+def _prelu_compute(attrs, inputs, out_type):
+    x, al = inputs
+    a = attrs.axis % len(x.shape)
+    zero = te.const(0, x.dtype)
+    return [te.compute(x.shape, lambda *i: te.if_then_else(x[i] > zero, x[i], x[i] * al[i[a]]), name="prelu")]
+
+
+register("nn.prelu", _channel_vec_rel("alpha"), OpPattern.BROADCAST, _prelu_compute, {"axis": 1}, 2)
+
+
+def prelu(data, alpha, axis=1):
+    """``relay.nn.prelu(data, alpha, axis=1)``: alpha per channel."""
+    return make_call("nn.prelu", [data, alpha], axis=int(axis))
+
+
+# ------------------------------------------------------------------ batch_norm, dropout, instance_norm
+def _bn_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    a = norm_axis(attrs.axis, len(d.shape))
+    for k, what in enumerate(("gamma", "beta", "moving_mean", "moving_var"), 1):
+        v = tensor_arg(types, k, what)
+        if v.shape != (d.shape[a],) or v.dtype != d.dtype:
+            raise TypeInferenceError(f"{what} must be {d.dtype}[{d.shape[a]}] (axis {a} of {d.shape}), got {v!r}")
+    vec = TensorType((d.shape[a],), d.dtype)
+    return TupleType([d, vec, vec])
+
+
+def _bn_compute(attrs, inputs, out_type):
+    x, g, b, m, v = inputs
+    a = attrs.axis % len(x.shape)
+    eps = te.const(attrs.epsilon, x.dtype)
+    one = te.const(1, x.dtype)
+
+    def body(*i):
+        c = i[a]
+        y = (x[i] - m[c]) / te.sqrt(v[c] + eps)
+        y = y * (g[c] if attrs.scale else one)
+        return y + b[c] if attrs.center else y
+    out = te.compute(x.shape, body, name="batch_norm")
+    return [out, te.compute(m.shape, lambda c: m[c], name="bn_mean"), te.compute(v.shape, lambda c: v[c], name="bn_var")]
+
+
+register("nn.batch_norm", _bn_rel, OpPattern.OPAQUE, _bn_compute,
+         {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True}, 5)
+
+
+def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5, center=True, scale=True):
+    """``relay.nn.batch_norm`` (inference): a TupleWrapper whose ``[0]`` is the normalised data."""
+    call = make_call("nn.batch_norm", [data, gamma, beta, moving_mean, moving_var], axis=int(axis),
+                     epsilon=float(epsilon), center=bool(center), scale=bool(scale))
+    return TupleWrapper(call, 3)
+
+
+_dropout = _unary("nn.dropout", lambda x, a, d: x, rate=0.5)
+
+
+def dropout(data, rate=0.5):
+    """``relay.nn.dropout(data, rate)``: the identity at inference (SimplifyInference removes it)."""
+    return _dropout(data, rate=float(rate))
+
+
+def _inorm_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    if len(d.shape) < 3:
+        raise TypeInferenceError(f"instance_norm needs data of rank >= 3, got {d.shape}")
+    a = norm_axis(attrs.axis, len(d.shape))
+    for k, what in ((1, "gamma"), (2, "beta")):
+        v = tensor_arg(types, k, what)
+        if v.shape != (d.shape[a],):
+            raise TypeInferenceError(f"{what} must have shape ({d.shape[a]},), got {v.shape}")
+    return d
+
+
+def _inorm_compute(attrs, inputs, out_type):
+    x, g, b = inputs
+    shape = _ints(x)
+    a = attrs.axis % len(shape)
+    red = [d for d in range(len(shape)) if d not in (0, a)]
+    count = 1
+    for d in red:
+        count *= shape[d]
+    keep = (shape[0], shape[a])
+
+    def reduce(fn, name):
+        rs = [te.reduce_axis((0, shape[d]), name=f"r{d}") for d in red]
+
+        def body(n, c):
+            idx, r = [], iter(rs)
+            for d in range(len(shape)):
+                idx.append(n if d == 0 else c if d == a else next(r))
+            return te.sum(fn(tuple(idx), n, c), axis=rs)
+        return te.compute(keep, body, name=name)
+    inv = te.const(1.0 / count, x.dtype)
+    mean = reduce(lambda i, n, c: x[i], "in_sum")
+    var = reduce(lambda i, n, c: (x[i] - mean[n, c] * inv) * (x[i] - mean[n, c] * inv), "in_sqsum")
+    eps = te.const(attrs.epsilon, x.dtype)
+    return [te.compute(x.shape, lambda *i: (x[i] - mean[i[0], i[a]] * inv) / te.sqrt(var[i[0], i[a]] * inv + eps)
+                       * g[i[a]] + b[i[a]], name="instance_norm")]
+
+
+register("nn.instance_norm", _inorm_rel, OpPattern.OPAQUE, _inorm_compute,
+         {"axis": 1, "epsilon": 1e-5, "center": True, "scale": True}, 3)
+
+
+def instance_norm(data, gamma, beta, axis=1, epsilon=1e-5, center=True, scale=True):
+    """``relay.nn.instance_norm``: per sample and channel over the remaining axes."""
+    return make_call("nn.instance_norm", [data, gamma, beta], axis=int(axis), epsilon=float(epsilon),
+                     center=bool(center), scale=bool(scale))
+
+
+# ------------------------------------------------------------------ softmax, lrn
+def _softmax_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    norm_axis(attrs.axis, len(d.shape))
+    return d
+
+
+def _softmax(log):
+    def compute(attrs, inputs, out_type):
+        x = inputs[0]
+        shape = _ints(x)
+        a = attrs.axis % len(shape)
+        red_shape = shape[:a] + shape[a + 1:]
+
+        def at(i, k):
+            return tuple(i[:a]) + (k,) + tuple(i[a:])
+        k1 = te.reduce_axis((0, shape[a]), name="k1")
+        mx = te.compute(red_shape, lambda *i: te.max(x[at(i, k1)], axis=k1), name="softmax_max")
+        ex = te.compute(shape, lambda *i: te.exp(x[i] - mx[tuple(i[:a]) + tuple(i[a + 1:])]), name="softmax_exp")
+        k2 = te.reduce_axis((0, shape[a]), name="k2")
+        sm = te.compute(red_shape, lambda *i: te.sum(ex[at(i, k2)], axis=k2), name="softmax_sum")
+        rest = (lambda i: tuple(i[:a]) + tuple(i[a + 1:]))
+        if log:
+            return [te.compute(shape, lambda *i: x[i] - mx[rest(i)] - te.log(sm[rest(i)]), name="log_softmax")]
+        return [te.compute(shape, lambda *i: ex[i] / sm[rest(i)], name="softmax")]
+    return compute
+
+
+register("nn.softmax", _softmax_rel, OpPattern.OPAQUE, _softmax(False), {"axis": -1}, 1)
+register("nn.log_softmax", _softmax_rel, OpPattern.OPAQUE, _softmax(True), {"axis": -1}, 1)
+
+
+def softmax(data, axis=-1):
+    """``relay.nn.softmax(data, axis=-1)``."""
+    return make_call("nn.softmax", [data], axis=int(axis))
+
+
+def log_softmax(data, axis=-1):
+    """``relay.nn.log_softmax(data, axis=-1)``."""
+    return make_call("nn.log_softmax", [data], axis=int(axis))
+
+
+def _lrn_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    norm_axis(attrs.axis, len(d.shape))
+    if attrs.size < 1:
+        raise TypeInferenceError(f"size must be >= 1, got {attrs.size}")
+    return d
+
+
+def _lrn_compute(attrs, inputs, out_type):
+    x = inputs[0]
+    shape = _ints(x)
+    a = attrs.axis % len(shape)
+    before = (attrs.size - 1) // 2
+    r = te.reduce_axis((0, attrs.size), name="r")
+    zero = te.const(0, x.dtype)
+
+    def sq(*i):
+        c = i[a] + r - before
+        idx = tuple(i[:a]) + (c,) + tuple(i[a + 1:])
+        return te.sum(te.if_then_else(te.all(c >= 0, c < shape[a]), x[idx] * x[idx], zero), axis=r)
+    s = te.compute(shape, sq, name="lrn_sqsum")
+    al = te.const(attrs.alpha / attrs.size, x.dtype)
+    return [te.compute(shape, lambda *i: x[i] / te.power(te.const(attrs.bias, x.dtype) + al * s[i],
+                                                         te.const(attrs.beta, x.dtype)), name="lrn")]
+
+
+register("nn.lrn", _lrn_rel, OpPattern.OPAQUE, _lrn_compute,
+         {"size": 5, "axis": 1, "bias": 2.0, "alpha": 1e-5, "beta": 0.75}, 1)
+
+
+def lrn(data, size=5, axis=1, bias=2.0, alpha=1e-5, beta=0.75):
+    """``relay.nn.lrn``: ``x / (bias + alpha / size * sum(x^2 over size channels)) ** beta``."""
+    return make_call("nn.lrn", [data], size=int(size), axis=int(axis), bias=float(bias), alpha=float(alpha),
+                     beta=float(beta))
+
+
+# ------------------------------------------------------------------ pooling
+def _pool_out(attrs, h, w):
+    kh, kw = attrs.pool_size
+    sh, sw = attrs.strides
+    dh, dw = attrs.dilation
+    pt, pl, pb, pr = attrs.padding
+    out = []
+    for size, k, s, d, p0, p1 in ((h, kh, sh, dh, pt, pb), (w, kw, sw, dw, pl, pr)):
+        span = size + p0 + p1 - ((k - 1) * d + 1)
+        if span < 0:
+            raise TypeInferenceError(f"pool window {attrs.pool_size} does not fit the {h}x{w} input")
+        o = (span + (s - 1 if attrs.ceil_mode else 0)) // s + 1
+        if attrs.ceil_mode and (o - 1) * s >= size + p0:
+            o -= 1      # the last window must start inside the input or its leading padding
+        out.append(o)
+    return out
+
+
+def _pool_rel(types, attrs):
+    _check_layout("pool2d", attrs, "NCHW")
+    d = tensor_arg(types, 0)
+    if len(d.shape) != 4:
+        raise TypeInferenceError(f"data must be 4-D NCHW, got {d.shape}")
+    oh, ow = _pool_out(attrs, d.shape[2], d.shape[3])
+    return TensorType(d.shape[:2] + (oh, ow), d.dtype)
+
+
+def _pool_compute(kind):
+    def compute(attrs, inputs, out_type):
+        x = inputs[0]
+        n, c, h, w = _ints(x)
+        kh, kw = attrs.pool_size
+        sh, sw = attrs.strides
+        dh, dw = attrs.dilation
+        pt, pl, pb, pr = attrs.padding
+        ry = te.reduce_axis((0, kh), name="ry")
+        rx = te.reduce_axis((0, kw), name="rx")
+
+        def window(b, ch, y, xx, fill):
+            yy, xv = y * sh - pt + ry * dh, xx * sw - pl + rx * dw
+            return te.if_then_else(te.all(yy >= 0, yy < h, xv >= 0, xv < w), x[b, ch, yy, xv], fill)
+        if kind == "max":
+            low = te.min_value(x.dtype)
+            return [te.compute(out_type.shape, lambda b, ch, y, xx: te.max(window(b, ch, y, xx, low), axis=[ry, rx]),
+                               name="max_pool2d", tag="pool")]
+        zero = te.const(0, x.dtype)
+        total = te.compute(out_type.shape, lambda b, ch, y, xx: te.sum(window(b, ch, y, xx, zero), axis=[ry, rx]),
+                           name="avg_pool2d_sum", tag="pool")
+
+        def count(y, xx):
+            lo_y, lo_x = (-pt, -pl) if attrs.count_include_pad else (0, 0)
+            hi_y, hi_x = (h + pb, w + pr) if attrs.count_include_pad else (h, w)
+            cy = _tir.min(y * sh - pt + kh, hi_y) - _tir.max(y * sh - pt, lo_y)
+            cx = _tir.min(xx * sw - pl + kw, hi_x) - _tir.max(xx * sw - pl, lo_x)
+            return _tir.max(cy * cx, 1).astype(x.dtype)
+        return [te.compute(out_type.shape, lambda b, ch, y, xx: total[b, ch, y, xx] / count(y, xx),
+                           name="avg_pool2d")]
+    return compute
+
+
+_POOL = {"pool_size": (1, 1), "strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0),
+         "layout": "NCHW", "out_layout": "", "ceil_mode": False}
+register("nn.max_pool2d", _pool_rel, OUT_FUSABLE, _pool_compute("max"), dict(_POOL), 1)
+register("nn.avg_pool2d", _pool_rel, OUT_FUSABLE, _pool_compute("avg"), {**_POOL, "count_include_pad": False}, 1)
+
+
+def _pool_attrs(pool_size, strides, dilation, padding):
+    try:
+        a = dict(pool_size=pair(pool_size, "pool_size"), strides=pair(strides, "strides"),
+                 dilation=pair(dilation, "dilation"), padding=padding4(padding))
+    except TypeInferenceError as e:
+        raise RelayError(f"pool2d: {e}") from None
+    if min(a["pool_size"] + a["strides"] + a["dilation"]) < 1:
+        raise RelayError(f"pool2d: pool_size, strides and dilation must be >= 1, got {a}")
+    return a
+
+
+def max_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
+               out_layout="", ceil_mode=False):
+    """``relay.nn.max_pool2d`` (NCHW; padding never wins the max)."""
+    return make_call("nn.max_pool2d", [data], layout=layout, out_layout=out_layout, ceil_mode=bool(ceil_mode),
+                     **_pool_attrs(pool_size, strides, dilation, padding))
+
+
+def avg_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
+               out_layout="", ceil_mode=False, count_include_pad=False):
+    """``relay.nn.avg_pool2d`` (NCHW; ``count_include_pad`` counts the padding in the divisor)."""
+    a = _pool_attrs(pool_size, strides, dilation, padding)
+    if a["dilation"] != (1, 1):
+        raise RelayError(f"nn.avg_pool2d: dilation {a['dilation']} is not supported (only (1, 1))")
+    return make_call("nn.avg_pool2d", [data], layout=layout, out_layout=out_layout, ceil_mode=bool(ceil_mode),
+                     count_include_pad=bool(count_include_pad), **a)
+
+
+def _gpool_rel(types, attrs):
+    _check_layout("global_pool2d", attrs, "NCHW")
+    d = tensor_arg(types, 0)
+    if len(d.shape) != 4:
+        raise TypeInferenceError(f"data must be 4-D NCHW, got {d.shape}")
+    return TensorType(d.shape[:2] + (1, 1), d.dtype)
+
+
+def _gpool_compute(kind):
+    def compute(attrs, inputs, out_type):
+        x = inputs[0]
+        n, c, h, w = _ints(x)
+        ry = te.reduce_axis((0, h), name="ry")
+        rx = te.reduce_axis((0, w), name="rx")
+        if kind == "max":
+            return [te.compute(out_type.shape, lambda b, ch, y, xx: te.max(x[b, ch, ry, rx], axis=[ry, rx]),
+                               name="global_max_pool2d", tag="pool")]
+        s = te.compute(out_type.shape, lambda b, ch, y, xx: te.sum(x[b, ch, ry, rx], axis=[ry, rx]),
+                       name="global_avg_pool2d_sum", tag="pool")
+        inv = te.const(1.0 / (h * w), x.dtype)
+        return [te.compute(out_type.shape, lambda *i: s[i] * inv, name="global_avg_pool2d")]
+    return compute
+
+
+register("nn.global_avg_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("avg"), {"layout": "NCHW", "out_layout": ""}, 1)
+register("nn.global_max_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("max"), {"layout": "NCHW", "out_layout": ""}, 1)
+
+
+def global_avg_pool2d(data, layout="NCHW", out_layout=""):
+    """``relay.nn.global_avg_pool2d``: (N, C, H, W) -> (N, C, 1, 1)."""
+    return make_call("nn.global_avg_pool2d", [data], layout=layout, out_layout=out_layout)
+
+
+def global_max_pool2d(data, layout="NCHW", out_layout=""):
+    """``relay.nn.global_max_pool2d``: (N, C, H, W) -> (N, C, 1, 1)."""
+    return make_call("nn.global_max_pool2d", [data], layout=layout, out_layout=out_layout)
+
+
+# ------------------------------------------------------------------ pad, batch_flatten
+def _pad_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    pw = attrs.pad_width
+    if len(pw) != len(d.shape) or any(len(p) != 2 or min(p) < 0 for p in pw):
+        raise TypeInferenceError(f"pad_width must give (before, after) >= 0 for each of the {len(d.shape)} "
+                                 f"axes, got {pw}")
+    return TensorType([s + a + b for s, (a, b) in zip(d.shape, pw)], d.dtype)
+
+
+def _pad_compute(attrs, inputs, out_type):
+    x = inputs[0]
+    shape = _ints(x)
+    pw = attrs.pad_width
+    val = te.const(attrs.pad_value, x.dtype)
+
+    def body(*i):
+        src = [j - a for j, (a, _) in zip(i, pw)]
+        if attrs.pad_mode == "edge":
+            return x[tuple(_tir.min(_tir.max(s, 0), n - 1) for s, n in zip(src, shape))]
+        if attrs.pad_mode == "reflect":
+            def refl(s, n):
+                s = te.if_then_else(s < 0, -s, s)
+                return te.if_then_else(s >= n, 2 * (n - 1) - s, s)
+            return x[tuple(refl(s, n) for s, n in zip(src, shape))]
+        conds = [c for s, n, (a, b) in zip(src, shape, pw) if a or b for c in (s >= 0, s < n)]
+        return te.if_then_else(te.all(*conds), x[tuple(src)], val) if conds else x[tuple(src)]
+    return [te.compute(out_type.shape, body, name="pad")]
+
+
+register("nn.pad", _pad_rel, OpPattern.INJECTIVE, _pad_compute,
+         {"pad_width": None, "pad_value": 0.0, "pad_mode": "constant"}, 1)
+
+
+def pad(data, pad_width, pad_value=0.0, pad_mode="constant"):
+    """``relay.nn.pad(data, ((before, after), ...), pad_value=0, pad_mode="constant" | "edge" | "reflect")``."""
+    if pad_mode not in ("constant", "edge", "reflect"):
+        raise RelayError(f"nn.pad: pad_mode must be 'constant', 'edge' or 'reflect', got {pad_mode!r}")
+    if hasattr(pad_value, "value") and hasattr(pad_value, "children"):
+        pad_value = float(pad_value.value)
+    return make_call("nn.pad", [data], pad_width=[tuple(int(v) for v in p) for p in pad_width],
+                     pad_value=float(pad_value), pad_mode=pad_mode)
+
+
+def _flatten_rel(types, attrs):
+    d = tensor_arg(types, 0)
+    if not d.shape:
+        raise TypeInferenceError("batch_flatten needs a tensor of rank >= 1")
+    rest = 1
+    for s in d.shape[1:]:
+        rest *= s
+    return TensorType((d.shape[0], rest), d.dtype)
+
+
+def _flatten_compute(attrs, inputs, out_type):
+    from .tensor import _reshape_compute
+    return _reshape_compute(attrs, inputs, out_type)
+
+
+register("nn.batch_flatten", _flatten_rel, OpPattern.INJECTIVE, _flatten_compute, {}, 1)
+
+
+def batch_flatten(data):
+    """``relay.nn.batch_flatten(data)``: (N, ...) -> (N, prod(...))."""
+    return make_call("nn.batch_flatten", [data])
+
+
+__all__ = ["conv2d", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu",
+           "prelu", "batch_norm", "dropout", "instance_norm", "softmax", "log_softmax", "lrn", "max_pool2d",
+           "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "pad", "batch_flatten"]
