@@ -217,6 +217,11 @@ class IntrinMixin:
 
     _call_call_pure_extern = _call_call_extern
 
+    def _call_tvm_call_packed(self, e):
+        """``tir.call_packed``: a registered Python function, through the runtime's trampoline."""
+        from .llvm_packed import emit_call_packed
+        return emit_call_packed(self, e)
+
     def _call_tvm_access_ptr(self, e):
         """``&data[offset]`` (``Buffer.access_ptr``): a pointer a C function can take."""
         from .llvm_types import memory_type

@@ -98,6 +98,9 @@ class _Flattener(IRMutator):
             lay = self.layout(t, "bound to buffer " + buf.name)
             tup = self.visit(s.value)
             return self.visit(bind_buffer(buf, t, lay.data, lay.mins, lay.strides, tup, s.body))
+        if s.attr_key == "scan_state_alias":      # te.scan: the state placeholder is the scan's output
+            from ..schedule.extern_ops import alias_states
+            return alias_states(self, s)
         return self.generic_visit(s)
 
     def visit_ProducerStore(self, s):

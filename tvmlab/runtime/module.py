@@ -319,6 +319,9 @@ class Function(ArgBinder):
 
     def _raise(self, rc):
         kind, msg = self.spec.errors.get(rc, ("assert", f"failed with error code {rc}"))
+        if kind.startswith("packed:"):        # a call_packed function raised (tvmlab.runtime.packed)
+            from .packed import take_error
+            raise take_error(int(kind[7:]), self.name)
         cls = DeviceError if kind == "oom" else RuntimeArgError
         raise cls(f"{self.name}: {msg}")
 

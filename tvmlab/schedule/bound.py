@@ -155,11 +155,18 @@ def infer_bound(sch, bodies=None):
     dom_map = {}
     ana = Analyzer()
     reads = {st: accesses(bodies[st]) for st in bodies}
-    order = [st for st in sch.stages if isinstance(st.op, ComputeOp)]
+    order = [st for st in sch.stages if not st.is_placeholder]
+    from . import extern_ops
+    reads.update((st, extern_ops.stage_reads(sch, st)) for st in order if st not in reads)
     for st in reversed(order):
         if st.attach_type == "inline":
             continue
         op = st.op
+        if extern_ops.is_special(op):        # te.extern / te.scan: whole outputs, a scan's own axes
+            extern_ops.set_domains(st, dom_map)
+            for iv in st.all_iter_vars:
+                ana.bind(iv.var, dom_map[iv])
+            continue
         consumers = [q for q in order if q is not st and q.attach_type != "inline"
                      and any(t.op is op for t in reads[q])]
         if st.is_output or not consumers:
@@ -175,6 +182,10 @@ def infer_bound(sch, bodies=None):
                 qroot = _root_sets(ana, q, dom_map, relax)
                 for t, idx_list in reads[q].items():
                     if t.op is not op:
+                        continue
+                    if extern_ops.is_special(q.op):
+                        for d, s in enumerate(extern_ops.region_read(q, t, lambda e: _eval(ana, e, relax))):
+                            req[d] = s if req[d] is None else _union(ana, req[d], s)
                         continue
                     for idx in idx_list:
                         for d, e in enumerate(idx):

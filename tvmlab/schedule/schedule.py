@@ -64,6 +64,8 @@ class Schedule:
             st.is_output = op in self.outputs
             self.stages.append(st)
             self.stage_map[op] = st
+        from .extern_ops import attach_scan_bodies
+        attach_scan_bodies(self)
         self.trace = Trace(self)
         self._depth = 0
 
@@ -129,7 +131,7 @@ class Schedule:
         """Stages that read ``stage``'s outputs directly."""
         outs = {t for op, st in self.stage_map.items() if st is stage for t in op.outputs}
         return [s for s in self.stages
-                if isinstance(s.op, ComputeOp) and any(t in outs for t in s.op.input_tensors)]
+                if not s.is_placeholder and any(t in outs for t in s.op.input_tensors)]
 
     def _reads_through_inline(self, consumer, producer):
         """True if ``consumer`` reads ``producer``, directly or through inlined stages."""

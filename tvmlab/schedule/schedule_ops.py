@@ -15,6 +15,7 @@ from ..ir.expr import And, Call, IntImm, StringImm, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import STORE_PREDICATE, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import ComputeOp, IterVar, Range, is_thread_tag
+from . import extern_ops
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Fuse, Split
@@ -47,7 +48,7 @@ class _Builder:
 
     def build(self):
         roots = [st for st in self.sch.stages
-                 if isinstance(st.op, ComputeOp) and st.attach_type == "root"]
+                 if not st.is_placeholder and st.attach_type == "root"]
         return self.produce_then(roots, None)
 
     # ---------------------------------------------------------- one stage
@@ -63,7 +64,10 @@ class _Builder:
             for t in reversed(st.op.outputs):
                 if t in self.args:
                     continue
-                bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
+                if extern_ops.is_special(st.op):
+                    bounds = extern_ops.realize_bounds(st, t)
+                else:
+                    bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
                 body = ProducerRealize(t, bounds, _op.const(True), body, storage_scope(st))
         return body
 
@@ -77,6 +81,8 @@ class _Builder:
         return r
 
     def nest(self, st):
+        if extern_ops.is_special(st.op):
+            return extern_ops.make_nest(self, st)
         from .tensorize import make_nest, tensorized_leaf
         if tensorized_leaf(st) is not None:
             return make_nest(self, st)

@@ -13,3 +13,6 @@ from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse
 indexdiv = floordiv
 indexmod = floormod
 from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering passes)
+from ..ir.buffer import decl_buffer  # noqa: F401,E402
+from ..ir.extern import call_packed  # noqa: F401,E402
+from . import ir_builder  # noqa: F401,E402  (tvm.tir.ir_builder.create())

@@ -1,0 +1,147 @@
+"""Calls from generated code into registered Python functions (``tir.call_packed``).
+
+The C ABI is one entry point the JIT resolves by name::
+
+    int32_t tvmlab_packed_call(int32_t site, int64_t *values)
+
+``site`` numbers a call site: the registered name and what each argument is
+(a buffer with its dtype and rank, an int, a float, a bool, a string), fixed
+at build time.  ``values`` holds the runtime parts, 64 bits each: a buffer's
+address then its shape then its strides (in elements), an integer
+sign-extended, a float as a double's bits.  Strings live in the site.
+
+The trampoline (a ctypes CFUNCTYPE kept alive for the life of the process)
+wraps buffers as NDArrays viewing that memory, calls the function and returns
+0.  It never lets an exception unwind into native code: it keeps the exception
+and returns 1, the generated code returns at once with an error code, and
+the Function that was called raises ``PackedFuncError`` from it.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from ..errors import TVMLabError
+from ..ir import dtype as dt
+
+SYMBOL = "tvmlab_packed_call"
+
+
+class PackedFuncError(TVMLabError):
+    """A function called through ``call_packed`` raised, or is not registered."""
+
+
+_SITES = []          # site -> (name, kinds)
+_SITE_IDS = {}       # (name, kinds) -> site
+_PENDING = {}        # site -> exception raised in the call
+_LOCK = threading.Lock()
+
+
+def register_site(name, kinds):
+    """The number of a call site calling ``name`` with arguments described by ``kinds``."""
+    key = (name, tuple(kinds))
+    with _LOCK:
+        site = _SITE_IDS.get(key)
+        if site is None:
+            site = len(_SITES)
+            _SITES.append(key)
+            _SITE_IDS[key] = site
+    return site
+
+
+def site_of(site):
+    return _SITES[site]
+
+
+def _view(addr, dtype, shape, strides):
+    """An NDArray on the memory at ``addr`` (no copy)."""
+    from .device import cpu
+    from .ndarray import NDArray
+    np_dtype = np.dtype(dt.to_numpy(dtype))
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count == 0:
+        arr = np.empty(shape, np_dtype)
+    else:
+        span = (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * np_dtype.itemsize
+        raw = (ctypes.c_char * span).from_address(addr)
+        arr = np.ndarray(shape, dtype=np_dtype, buffer=raw,
+                         strides=tuple(s * np_dtype.itemsize for s in strides))
+    return NDArray(arr, cpu(0))
+
+
+def decode(site, values):
+    """(name, Python arguments) of a call at ``site`` with the 64-bit ``values``."""
+    name, kinds = _SITES[site]
+    args, k = [], 0
+    for kind in kinds:
+        tag = kind[0]
+        if tag == "str":
+            args.append(kind[1])
+        elif tag == "buffer":
+            _, dtype, ndim = kind
+            addr = values[k]
+            shape = tuple(int(values[k + 1 + d]) for d in range(ndim))
+            strides = tuple(int(values[k + 1 + ndim + d]) for d in range(ndim))
+            args.append(_view(addr, dtype, shape, strides))
+            k += 1 + 2 * ndim
+        elif tag == "float":
+            args.append(float(np.array([values[k]], np.int64).view(np.float64)[0]))
+            k += 1
+        elif tag == "bool":
+            args.append(bool(values[k]))
+            k += 1
+        elif tag == "handle":
+            args.append(ctypes.c_void_p(values[k] or None))
+            k += 1
+        else:      # int
+            args.append(int(values[k]))
+            k += 1
+    return name, args
+
+
+def _dispatch(site, values):
+    try:
+        from .registry import get_global_func
+        name, args = decode(site, values)
+        fn = get_global_func(name, allow_missing=True)
+        if fn is None:
+            raise PackedFuncError(f"global function {name!r} is not registered (tvm.register_func)")
+        fn(*args)
+        return 0
+    except BaseException as e:     # noqa: BLE001 - nothing may unwind into native code
+        with _LOCK:
+            _PENDING.setdefault(site, e)
+        return 1
+
+
+_CALLBACK_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64))
+_TRAMPOLINE = _CALLBACK_TYPE(_dispatch)        # module global: alive as long as the process
+_STATE = {"symbol": False}
+
+
+def ensure_symbol():
+    """Make ``tvmlab_packed_call`` resolvable by the JIT (once per process)."""
+    if not _STATE["symbol"]:
+        import llvmlite.binding as llvm
+        llvm.add_symbol(SYMBOL, ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value)
+        _STATE["symbol"] = True
+
+
+def take_error(site, func_name):
+    """The PackedFuncError to raise after a call of ``func_name`` failed at ``site``."""
+    with _LOCK:
+        exc = _PENDING.pop(site, None)
+    name = _SITES[site][0] if 0 <= site < len(_SITES) else "?"
+    if isinstance(exc, PackedFuncError):
+        err = PackedFuncError(f"{func_name}: {exc}")
+    elif exc is not None:
+        err = PackedFuncError(f"{func_name}: packed function {name!r} raised {type(exc).__name__}: {exc}")
+    else:
+        err = PackedFuncError(f"{func_name}: packed function {name!r} failed")
+    err.__cause__ = exc
+    return err
+
+
+__all__ = ["PackedFuncError", "register_site", "ensure_symbol", "take_error", "decode", "SYMBOL"]

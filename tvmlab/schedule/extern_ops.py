@@ -1,0 +1,221 @@
+"""Extern and scan stages in bound inference and ScheduleOps.
+
+An extern stage (``te.extern``) reads and writes whole tensors: its inputs are
+required in full and its body runs once, inside ``buffer_bind_scope``
+attributes that storage flattening resolves onto the tensors' memory.
+
+A scan stage (``te.scan``) owns a time loop over ``scan_axis``.  The stages
+that read a state placeholder (its body: the update and what leads to it)
+are computed at that axis by default, each step seeing the state's previous
+steps; ScheduleOps emits
+
+    state[0:k] = init
+    for t in [k, T):  <body stages at t>;  state[t] = update[t]
+
+with the placeholder's reads pointed at the scan's output (a
+``scan_state_alias`` attribute for storage flattening).
+"""
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir import op as _op
+from ..ir.arith import IntervalSet
+from ..ir.expr import IntImm, ProducerLoad, Var
+from ..ir.extern import ExternOp, ScanOp
+from ..ir.stmt import AttrStmt, For, ProducerStore, seq
+from ..ir.tensor import Range
+from .rewrite import canonical_tensor
+
+SCAN_STATE_ALIAS = "scan_state_alias"
+BUFFER_BIND = "buffer_bind_scope"
+
+
+def is_special(op):
+    return isinstance(op, (ExternOp, ScanOp))
+
+
+# ------------------------------------------------------------ schedule creation
+def scan_body_ops(scan):
+    """Operations between ``scan``'s update tensors and its state placeholders (the recurrence)."""
+    states = set(scan.state_placeholder)
+    reads_state = {}
+
+    def visit(op):
+        if op in reads_state:
+            return reads_state[op]
+        reads_state[op] = False      # a cycle cannot occur in AST1; guards deep recursion on revisits
+        found = False
+        for t in op.input_tensors:
+            if t in states or visit(t.op):
+                found = True
+        reads_state[op] = found
+        return found
+    body = []
+    for u in scan.update:
+        visit(u.op)
+    for op, hit in reads_state.items():
+        if hit:
+            body.append(op)
+    for u in scan.update:            # the update is part of the step even when it ignores the state
+        if u.op not in body:
+            body.append(u.op)
+    return body
+
+
+def attach_scan_bodies(sch):
+    """Compute each scan's body stages at its time axis (their default place, as in TVM)."""
+    for st in sch.stages:
+        if isinstance(st.op, ScanOp):
+            for op in scan_body_ops(st.op):
+                body = sch.stage_map.get(op)
+                if body is not None and body.attach_type == "root" and not body.is_output:
+                    body.attach_type, body.attach_stage, body.attach_ivar = "scope", st, st.op.scan_axis
+
+
+# ------------------------------------------------------------ bound inference
+def stage_reads(sch, st):
+    """{tensor: []} for the tensors an extern or scan stage reads (whole regions)."""
+    return {canonical_tensor(sch, t): [] for t in st.op.input_tensors}
+
+
+def set_domains(st, dom_map):
+    """Ranges of a scan's own axes (an extern stage has none)."""
+    op = st.op
+    if isinstance(op, ScanOp):
+        for iv in op.root_iter_vars:
+            dom_map[iv] = iv.dom
+
+
+def region_read(q, tensor, evaluate):
+    """IntervalSets, one per dimension, of ``tensor`` read by extern or scan stage ``q``.
+
+    ``evaluate(expr)`` gives an expression's interval where the producer is
+    computed (the scan axis is one point inside the time loop, its whole range outside).
+    """
+    full = [IntervalSet(_op.const(0, _op.convert(d).dtype), _op.sub(d, 1)) for d in tensor.shape]
+    op = q.op
+    if isinstance(op, ScanOp) and any(tensor is u or tensor.op is u.op for u in op.update):
+        return [evaluate(op.scan_axis.var)] + full[1:]
+    return full
+
+
+# ------------------------------------------------------------ ScheduleOps
+def realize_bounds(st, tensor):
+    """Extern and scan outputs are realized whole."""
+    return tuple(Range(_op.const(0, _op.convert(d).dtype), _op.convert(d)) for d in tensor.shape)
+
+
+def make_nest(builder, st):
+    if isinstance(st.op, ExternOp):
+        return _extern_nest(builder, st)
+    return _scan_nest(builder, st)
+
+
+def _bind(buf, tensor, body):
+    tup = _op.convert(0)
+    from ..ir.expr import Call
+    args = []
+    for d in tensor.shape:
+        d = _op.convert(d)
+        args += [_op.const(0, d.dtype), d]
+    tup = Call("handle", "tvm_tuple", tuple(args))
+    return AttrStmt((buf, tensor), BUFFER_BIND, tup, body)
+
+
+def _extern_nest(builder, st):
+    op, sch = st.op, builder.sch
+    body = op.body
+    for buf, t in reversed(list(zip(op.output_placeholders, op.outputs))):
+        body = _bind(buf, t, body)
+    for buf, t in reversed(list(zip(op.input_placeholders, op.inputs))):
+        ct = canonical_tensor(sch, t)
+        prod = sch.stage_map.get(ct.op)
+        if prod is not None and prod.attach_type == "inline":
+            raise LoweringError(f"extern stage {op.name} reads {ct.name} through a buffer, but stage {prod.name} "
+                                f"is inlined (it has no storage); call s[{prod.name}].compute_root()")
+        body = _bind(buf, ct, body)
+    return body
+
+
+def _scan_nest(builder, st):
+    op, sch = st.op, builder.sch
+    for iv in op.spatial_axis_:
+        if builder.attached.get(iv):
+            names = [s.name for s in builder.attached[iv]]
+            raise LoweringError(f"scan {op.name}: stages {names} are computed at its axis {iv.var.name}; only its "
+                                f"time axis {op.scan_axis.var.name} can hold stages")
+    _check_body_inside(sch, st)
+    t = op.scan_axis
+    rng = builder.dom_map[t]
+    inits, steps = [], []
+    for k, (state, out) in enumerate(zip(op.state_placeholder, op.outputs)):
+        init = canonical_tensor(sch, op.init[k])
+        upd = canonical_tensor(sch, op.update[k])
+        inits.append(_copy(out, init, None, f"{op.name}.init{k}"))
+        steps.append(_copy(out, upd, t.var, f"{op.name}.s{k}"))
+    step = builder.produce_then(builder.attached.get(t, []), seq(*steps))
+    loop = For(t.var, rng.min, rng.extent, "serial", step)
+    body = seq(*inits, loop)
+    for state, out in zip(op.state_placeholder, op.outputs):
+        body = AttrStmt((state, out), SCAN_STATE_ALIAS, IntImm("int32", 0), body)
+    return body
+
+
+def _copy(dst, src, time, prefix):
+    """``dst[t, ...] = src[t, ...]`` over ``src``'s first dimension (or only at ``time``) and all the rest."""
+    loops, idx = [], []
+    for d, ext in enumerate(src.shape):
+        if d == 0 and time is not None:
+            idx.append(time)
+            continue
+        v = Var(f"{prefix}.i{d}", _op.convert(ext).dtype)
+        loops.append((v, _op.convert(ext)))
+        idx.append(v)
+    stmt = ProducerStore(dst, ProducerLoad(src, tuple(idx)), tuple(idx))
+    for v, ext in reversed(loops):
+        stmt = For(v, _op.const(0, ext.dtype), ext, "serial", stmt)
+    return stmt
+
+
+def _check_body_inside(sch, scan_stage):
+    """Every stage that reads a state placeholder must be computed inside the scan's time loop."""
+    states = set(scan_stage.op.state_placeholder)
+    for st in sch.stages:
+        if st.is_placeholder or st.attach_type == "inline" or st is scan_stage:
+            continue
+        if not any(t in states for t in st.op.input_tensors) and not _reads_state_inlined(sch, st, states):
+            continue
+        a = st
+        while a is not None and a is not scan_stage:
+            a = a.attach_stage
+        if a is None:
+            raise LoweringError(f"stage {st.name} reads the state of scan {scan_stage.name} but is computed "
+                                f"outside its time loop; compute it at s[{scan_stage.name}].op.scan_axis (its "
+                                "default place)")
+
+
+def _reads_state_inlined(sch, st, states, seen=None):
+    seen = seen if seen is not None else set()
+    for t in st.op.input_tensors:
+        p = sch.stage_map.get(t.op)
+        if p is None or p in seen or p.attach_type != "inline":
+            continue
+        seen.add(p)
+        if any(x in states for x in p.op.input_tensors) or _reads_state_inlined(sch, p, states, seen):
+            return True
+    return False
+
+
+def alias_states(flattener, s):
+    """Storage flattening of ``scan_state_alias``: the placeholder reads the scan output's storage."""
+    state, out = s.node
+    lay = flattener.layout(out, "the state of a scan")
+    old = flattener.layouts.get(state)
+    flattener.layouts[state] = lay
+    try:
+        return flattener.visit(s.body)
+    finally:
+        if old is None:
+            del flattener.layouts[state]
+        else:
+            flattener.layouts[state] = old
