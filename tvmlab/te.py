@@ -68,7 +68,17 @@ def size_var(name="size", dtype="int32"):
 
 def placeholder(shape, dtype="float32", name="placeholder"):
     """An input tensor of ``shape`` and ``dtype``."""
-    return PlaceholderOp(name, _shape(shape, f"placeholder {name!r}"), dt.canonical(dtype)).output(0)
+    return PlaceholderOp(name, _shape(shape, f"placeholder {name!r}"),
+                         _scalar_dtype(dtype, f"placeholder {name!r}")).output(0)
+
+
+def _scalar_dtype(dtype, what):
+    """``dtype`` canonical; tensors of vector elements ("float32x2") are refused clearly."""
+    d = dt.canonical(dtype)
+    if dt.lanes(d) != 1:
+        raise DSLError(f"{what}: tensors of vector elements ({d}) are not supported; use a scalar "
+                       f"dtype ({dt.element_of(d)}) with one more dimension of {dt.lanes(d)}")
+    return d
 
 
 def _param_names(fcompute, ndim, name):
@@ -144,6 +154,7 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
         except DSLError:
             raise DSLError(f"compute {name!r}: fcompute must return an expression, got "
                            f"{type(b).__name__}: {b!r}") from None
+        _scalar_dtype(out[-1].dtype, f"compute {name!r}")
     _check_reduce_top(out, name)
     return _outputs(ComputeOp(name, tag, attrs, axis, out))
 

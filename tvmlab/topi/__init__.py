@@ -3,8 +3,18 @@
     C = topi.matmul(A, B); s = topi.schedule_matmul(C)     # then tvm.build(s, [A, B, C])
 """
 from .conv2d import conv2d_nchw, schedule_conv2d_nchw
-from .elementwise import add, schedule_elementwise
+from .elementwise import schedule_elementwise
 from .matmul import matmul, schedule_matmul
 from .softmax import schedule_softmax, softmax
+# TVM's topi names: computes at the top level and in topi.nn, schedules in topi.x86 / cuda / generic
+from . import generic, nn, tag, testing, utils, x86  # noqa: E402,F401
+from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mod, greater,  # noqa: F401
+                        greater_equal, less, less_equal, logical_and, logical_or, maximum, minimum, mod,
+                        multiply, not_equal, power, subtract)
+from .math import (abs, cast, ceil, clip, cos, erf, exp, fast_exp, floor, identity, log, negative,  # noqa: F401
+                   round, rsqrt, sigmoid, sin, sqrt, tanh)
+from .reduction import argmax, argmin, max, mean, min, prod, sum  # noqa: F401
+from .transform import (concatenate, expand_dims, gather, layout_transform, repeat, reshape,  # noqa: F401
+                        split, squeeze, stack, strided_slice, take, tile, transpose, where)
 
 __all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_elementwise", "schedule_matmul", "schedule_softmax", "softmax"]

@@ -1,0 +1,60 @@
+"""Elementwise operators on one tensor (tag ``elemwise``), spelled as in TVM's ``topi``.
+
+    B = topi.exp(A); C = topi.clip(B, 0.0, 6.0)
+"""
+from __future__ import annotations
+
+from .. import te
+from ..ir import dtype as dt
+from ..ir import op as _op
+from . import tag
+from .utils import OperatorError, check_tensor, shape_str
+
+
+def _unary(name, fn, floats=False):
+    def build(x):
+        check_tensor(name, x, "x")
+        if floats and not dt.is_float(x.dtype):
+            raise OperatorError(f"{name} needs a float tensor, got {shape_str(x)}")
+        return te.compute(x.shape, lambda *i: fn(x(*i)), name="T_" + name, tag=tag.ELEMWISE)
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"Elementwise {name} of tensor ``x``."
+    return build
+
+
+exp = _unary("exp", _op.exp, True)
+log = _unary("log", _op.log, True)
+sqrt = _unary("sqrt", _op.sqrt, True)
+rsqrt = _unary("rsqrt", _op.rsqrt, True)
+tanh = _unary("tanh", _op.tanh, True)
+sigmoid = _unary("sigmoid", _op.sigmoid, True)
+erf = _unary("erf", _op.erf, True)
+floor = _unary("floor", _op.floor)
+ceil = _unary("ceil", _op.ceil)
+round = _unary("round", _op.round)  # noqa: A001
+abs = _unary("abs", _op.abs)  # noqa: A001
+negative = _unary("negative", _op.neg)
+identity = _unary("identity", lambda v: v)
+sin = _unary("sin", _op.sin, True)
+cos = _unary("cos", _op.cos, True)
+
+
+def clip(x, a_min, a_max):
+    """``min(max(x, a_min), a_max)`` elementwise."""
+    check_tensor("clip", x, "x")
+    if isinstance(a_min, (int, float)) and isinstance(a_max, (int, float)) and a_min > a_max:
+        raise OperatorError(f"clip: a_min ({a_min}) is greater than a_max ({a_max})")
+    lo, hi = _op.const(a_min, x.dtype), _op.const(a_max, x.dtype)
+    return te.compute(x.shape, lambda *i: _op.min(_op.max(x(*i), lo), hi), name="T_clip", tag=tag.ELEMWISE)
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype``."""
+    check_tensor("cast", x, "x")
+    dtype = dt.canonical(dtype)
+    return te.compute(x.shape, lambda *i: _op.cast(dtype, x(*i)), name="T_cast", tag=tag.ELEMWISE)
+
+
+def fast_exp(x):
+    """``exp`` (the precise one: the CPU backend already vectorises it)."""
+    return exp(x)

@@ -1,0 +1,247 @@
+"""2-D convolutions in NCHW (plain, grouped, depthwise) and blocked NCHW[x]c, as TVM's ``topi.nn``.
+
+    Y = topi.nn.conv2d_nchw(X, W, strides=(2, 2), padding=(1, 1), dilation=1)
+    G = topi.nn.group_conv2d_nchw(X, W, 1, 1, 1, groups=4)
+    D = topi.nn.depthwise_conv2d_nchw(X, Wd, 1, 1, 1)             # Wd (C, multiplier, KH, KW)
+    B = topi.nn.conv2d_NCHWc(Xc, Wc, 1, 1, 1, "NCHW8c", "NCHW8c")   # Xc (N, C/8, H, W, 8)
+
+The NCHW convolutions compute as ``topi.conv2d_nchw`` does: the kernel packed into blocks of
+``oc_block`` output channels (``<name>_packK``, zero past the last channel), the sum in the blocked
+layout (``<name>_NCHWc``, channels of a block in vector lanes), copied out to NCHW by the tagged
+output stage (tag ``conv2d_nchw`` / ``group_conv2d_nchw`` / ``depthwise_conv2d_nchw``, attribute
+``oc_block``).  A group's output channels are blocked within the group, so the input channels a block
+reads do not depend on the lane.  A depthwise convolution (one output channel per input channel) also
+packs the padded input into channel blocks (``<name>_pad_pack``), so its lanes load contiguously.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...ir import dtype as dt
+from ...ir import op as _op
+from ..util import pack_blocks, vector_block
+from ..utils import OperatorError, check_tensor, const_or_none, shape_str
+from .pad import pad as _pad
+from .utils import get_pad_tuple, out_size, pair
+
+CONV_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
+
+
+def _cast(dtype, v):
+    return v if v.dtype == dtype else _op.cast(dtype, v)
+
+
+def _args(op, data, kernel, strides, padding, dilation, out_dtype):
+    check_tensor(op, data, "data", 4)
+    check_tensor(op, kernel, "kernel", 4)
+    if data.dtype != kernel.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: data is {shape_str(data)} but kernel is {shape_str(kernel)}; give out_dtype")
+    kh, kw = (const_or_none(x) for x in kernel.shape[2:])
+    if kh is None or kw is None:
+        raise OperatorError(f"{op}: the kernel's spatial size must be constant, got {shape_str(kernel)}")
+    sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilation", dilation)
+    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    return kh, kw, sh, sw, dh, dw, pads, dt.canonical(out_dtype or data.dtype)
+
+
+def _padded(data, pads, name):
+    pt, pl, pb, pr = pads
+    if not any(pads):
+        return data
+    return _pad(data, (0, 0, pt, pl), (0, 0, pb, pr), 0.0, name=name + "_pad")
+
+
+def _largest_divisor(n, limit):
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtype=None, name="conv2d",
+                      tag="group_conv2d_nchw", oc_block=None, target="llvm"):
+    """Grouped convolution: Input (N, C, H, W), Filter (O, C / groups, KH, KW) -> (N, O, OH, OW)."""
+    op = tag
+    kh, kw, sh, sw, dh, dw, pads, out_dtype = _args(op, Input, Filter, stride, padding, dilation, out_dtype)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise OperatorError(f"{op}: groups must be an int >= 1, got {groups!r}")
+    n, c, h, w = Input.shape
+    o, ipg, _, _ = Filter.shape
+    C, O, IPG = const_or_none(c), const_or_none(o), const_or_none(ipg)
+    if O is None or IPG is None:
+        raise OperatorError(f"{op}: the kernel's channel counts must be constant, got {shape_str(Filter)}")
+    if O % groups:
+        raise OperatorError(f"{op}: {O} output channels do not split into {groups} groups")
+    if C is not None and C != IPG * groups:
+        raise OperatorError(f"{op}: data has {C} channels but the kernel expects {IPG} x {groups} groups = "
+                            f"{IPG * groups}")
+    opg = O // groups
+    vb = vector_block(out_dtype, target)
+    ob = oc_block or (vb if groups == 1 else _largest_divisor(opg, vb))
+    if groups > 1 and opg % ob:
+        raise OperatorError(f"{op}: oc_block {ob} must divide the {opg} output channels of a group")
+    oh = out_size(op, h, pads[0] + pads[2], kh, sh, dh)
+    ow = out_size(op, w, pads[1] + pads[3], kw, sw, dw)
+    pad = _padded(Input, pads, name)
+    packed = pack_blocks(((O + ob - 1) // ob, IPG, kh, kw, ob),
+                         lambda fo, ch, y, x, fi: Filter[fo * ob + fi, ch, y, x], O, Filter.dtype, name + "_packK")
+    rc = te.reduce_axis((0, IPG), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def channel(fo):
+        return rc if groups == 1 else (fo * ob) // opg * IPG + rc
+    blocked = te.compute((n, (O + ob - 1) // ob, oh, ow, ob),
+                         lambda b, fo, y, x, fi: te.sum(
+                             _cast(out_dtype, pad[b, channel(fo), y * sh + ry * dh, x * sw + rx * dw]) *
+                             _cast(out_dtype, packed[fo, rc, ry, rx, fi]), axis=[rc, ry, rx]),
+                         name=name + "_NCHWc")
+    return te.compute((n, O, oh, ow), lambda b, f, y, x: blocked[b, f // ob, y, x, f % ob], name=name, tag=tag,
+                      attrs={"oc_block": ob, "groups": groups, "strides": (sh, sw), "dilation": (dh, dw),
+                             "padding": pads})
+
+
+def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None, name="conv2d", oc_block=None,
+                target="llvm"):
+    """Convolution: Input (N, C, H, W), Filter (O, C, KH, KW) -> (N, O, OH, OW); tag ``conv2d_nchw``.
+
+    ``padding``: an int, (h, w), (top, left, bottom, right), "SAME" or "VALID"."""
+    return group_conv2d_nchw(Input, Filter, stride, padding, dilation, 1, out_dtype, name, "conv2d_nchw",
+                             oc_block, target)
+
+
+def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None, name="depthwise_conv2d",
+                          target="llvm"):
+    """Depthwise convolution: Input (N, C, H, W), Filter (C, M, KH, KW) -> (N, C * M, OH, OW), output
+    channel ``c * M + m`` reading input channel ``c``; tag ``depthwise_conv2d_nchw``."""
+    op = "depthwise_conv2d_nchw"
+    kh, kw, sh, sw, dh, dw, pads, out_dtype = _args(op, Input, Filter, stride, padding, dilation, out_dtype)
+    n, c, h, w = Input.shape
+    C, M = const_or_none(Filter.shape[0]), const_or_none(Filter.shape[1])
+    if C is None or M is None:
+        raise OperatorError(f"{op}: the kernel's channel counts must be constant, got {shape_str(Filter)}")
+    if const_or_none(c) is not None and const_or_none(c) != C:
+        raise OperatorError(f"{op}: data has {const_or_none(c)} channels but the kernel has {C}")
+    if M != 1:
+        # a multiplier: the grouped convolution (one group per input channel) computes it
+        flat = te.compute((C * M, 1, kh, kw), lambda f, z, y, x: Filter[f // M, f % M, y, x],
+                          name=name + "_kernel", tag="injective")
+        return group_conv2d_nchw(Input, flat, stride, padding, dilation, C, out_dtype, name, "depthwise_conv2d_nchw",
+                                 None, target)
+    cb = vector_block(out_dtype, target)
+    pt, pl, pb, pr = pads
+    oh = out_size(op, h, pt + pb, kh, sh, dh)
+    ow = out_size(op, w, pl + pr, kw, sw, dw)
+    nb = (C + cb - 1) // cb
+    zero = _op.const(0, Input.dtype)
+
+    def pack(b, co, y, x, ci):
+        ch = co * cb + ci
+        conds = [y >= pt, y < h + pt, x >= pl, x < w + pl] if any(pads) else []
+        if C % cb:
+            conds.append(ch < C)
+        v = Input[b, _op.min(ch, C - 1) if C % cb else ch, y - pt, x - pl]
+        return _op.if_then_else(_op.all(*conds), v, zero) if conds else v
+    padc = te.compute((n, nb, h + pt + pb, w + pl + pr, cb), pack, name=name + "_pad_pack", tag="conv2d_pack")
+    packed = pack_blocks((nb, kh, kw, cb), lambda fo, y, x, fi: Filter[fo * cb + fi, 0, y, x], C, Filter.dtype,
+                         name + "_packK")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    blocked = te.compute((n, nb, oh, ow, cb),
+                         lambda b, fo, y, x, fi: te.sum(
+                             _cast(out_dtype, padc[b, fo, y * sh + ry * dh, x * sw + rx * dw, fi]) *
+                             _cast(out_dtype, packed[fo, ry, rx, fi]), axis=[ry, rx]),
+                         name=name + "_NCHWc")
+    return te.compute((n, C, oh, ow), lambda b, f, y, x: blocked[b, f // cb, y, x, f % cb], name=name,
+                      tag="depthwise_conv2d_nchw",
+                      attrs={"oc_block": cb, "groups": C, "strides": (sh, sw), "dilation": (dh, dw), "padding": pads})
+
+
+def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc"):
+    """Blocked convolution: data (N, C/ic, H, W, ic), kernel (O/oc, C/ic, KH, KW, ic, oc) ->
+    (N, O/oc, OH, OW, oc); ``layout`` / ``out_layout`` name the blocking ("NCHW8c"). Tag ``conv2d_NCHWc``."""
+    op = "conv2d_NCHWc"
+    check_tensor(op, data, "data", 5)
+    check_tensor(op, kernel, "kernel", 6)
+    n, cbk, h, w, ic = data.shape
+    ofo, kcb, kh, kw, kic, oc = kernel.shape
+    ic, kic, oc, kh, kw = (const_or_none(x) for x in (ic, kic, oc, kh, kw))
+    if None in (ic, kic, oc, kh, kw) or ic != kic or const_or_none(cbk) != const_or_none(kcb):
+        raise OperatorError(f"{op}: data {shape_str(data)} and kernel {shape_str(kernel)} do not match "
+                            f"(expected (N, C/ic, H, W, ic) and (O/oc, C/ic, KH, KW, ic, oc))")
+    for lay, block in ((layout, ic), (out_layout, oc)):
+        if lay not in (f"NCHW{block}c", None):
+            raise OperatorError(f"{op}: layout {lay!r} does not match the block of {block} channels "
+                                f"(expected 'NCHW{block}c')")
+    if data.dtype != kernel.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: data is {shape_str(data)} but kernel is {shape_str(kernel)}; give out_dtype")
+    out_dtype = dt.canonical(out_dtype or data.dtype)
+    sh, sw = pair(op, "strides", stride)
+    dh, dw = pair(op, "dilation", dilation)
+    pt, pl, pb, pr = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    oh = out_size(op, h, pt + pb, kh, sh, dh)
+    ow = out_size(op, w, pl + pr, kw, sw, dw)
+    pad = data if not (pt or pl or pb or pr) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0,
+                                                     name=name + "_pad")
+    rc = te.reduce_axis((0, cbk * ic), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute((n, ofo, oh, ow, oc),
+                      lambda b, fo, y, x, fi: te.sum(
+                          _cast(out_dtype, pad[b, rc // ic, y * sh + ry * dh, x * sw + rx * dw, rc % ic]) *
+                          _cast(out_dtype, kernel[fo, rc // ic, ry, rx, rc % ic, fi]), axis=[rc, ry, rx]),
+                      name=name, tag="conv2d_NCHWc", attrs={"oc_block": oc, "ic_block": ic})
+
+
+def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, output_padding=(0, 0),
+                          name="conv2d_transpose"):
+    """Transposed convolution: Input (N, C, H, W), Filter (C, O, KH, KW) -> (N, O, (H-1)*s - pads + KH +
+    output_padding, ...); tag ``conv2d_transpose_nchw``."""
+    op = "conv2d_transpose_nchw"
+    check_tensor(op, Input, "data", 4)
+    check_tensor(op, Filter, "kernel", 4)
+    n, c, h, w = Input.shape
+    C, O, kh, kw = (const_or_none(x) for x in Filter.shape)
+    if None in (C, O, kh, kw):
+        raise OperatorError(f"{op}: the kernel's shape must be constant, got {shape_str(Filter)}")
+    if const_or_none(c) is not None and const_or_none(c) != C:
+        raise OperatorError(f"{op}: data has {const_or_none(c)} channels but the kernel (C, O, KH, KW) has {C}")
+    if Input.dtype != Filter.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: data is {shape_str(Input)} but kernel is {shape_str(Filter)}; give out_dtype")
+    out_dtype = dt.canonical(out_dtype or Input.dtype)
+    sh, sw = pair(op, "strides", strides)
+    oph, opw = pair(op, "output_padding", output_padding, minimum=0)
+    if oph >= sh or opw >= sw:
+        raise OperatorError(f"{op}: output_padding {(oph, opw)} must be smaller than strides {(sh, sw)}")
+    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), op)
+    oh = (h - 1) * sh - pt - pb + kh + oph
+    ow = (w - 1) * sw - pl - pr + kw + opw
+    rc = te.reduce_axis((0, C), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    zero = _op.const(0, out_dtype)
+
+    def f(b, o, y, x):
+        # out[y] gathers in[i] * k[ky] where i * s + ky - pt = y
+        ty = y + pt - ry
+        tx = x + pl - rx
+        iy, ix = ty // sh, tx // sw
+        conds = [ty >= 0, tx >= 0, iy < h, ix < w]
+        conds += [ty % sh == 0] if sh > 1 else []
+        conds += [tx % sw == 0] if sw > 1 else []
+        ok = _op.all(*conds)
+        v = Input[b, rc, _op.min(_op.max(iy, 0), h - 1), _op.min(_op.max(ix, 0), w - 1)]
+        return te.sum(_op.if_then_else(ok, _cast(out_dtype, v) * _cast(out_dtype, Filter[rc, o, ry, rx]), zero),
+                      axis=[rc, ry, rx])
+    return te.compute((n, O, oh, ow), f, name=name, tag="conv2d_transpose_nchw")
+
+
+def dilate(data, strides, dilation_value=0.0, name="DilatedInput"):
+    """``data`` with ``strides[k] - 1`` values of ``dilation_value`` between neighbours along axis ``k``."""
+    check_tensor("dilate", data, "data")
+    if len(strides) != len(data.shape):
+        raise OperatorError(f"dilate: strides need {len(data.shape)} entries, got {tuple(strides)}")
+    shape = tuple((s - 1) * k + 1 if k != 1 else s for s, k in zip(data.shape, strides))
+
+    def f(*i):
+        conds = [i[k] % s == 0 for k, s in enumerate(strides) if s != 1]
+        v = data(*[i[k] // s if s != 1 else i[k] for k, s in enumerate(strides)])
+        return _op.if_then_else(_op.all(*conds), v, _op.const(dilation_value, data.dtype)) if conds else v
+    return te.compute(shape, f, name=name, tag="injective,dilate")

@@ -1,0 +1,114 @@
+"""Dense layers and matrix products, as TVM's ``topi.nn``.
+
+    Y = topi.nn.dense(X, W)              # X (M, K), W (N, K): Y[i, j] = sum_k X[i, k] * W[j, k]
+    Z = topi.nn.batch_matmul(A, B)       # A (b, M, K), B (b, N, K) (transpose_b=True, TVM's default)
+
+``dense`` reads W through a packed copy ``W_pack[jo, k, ji] = W[jo * block + ji, k]`` (zero past N)
+when X has more than ``SMALL_M`` rows: each panel of ``block`` output columns is contiguous, so the
+schedule's inner loop loads it with full vectors (as ``topi.matmul`` packs B).  With few rows
+(batch-1 inference) the product is bound by reading W once, which is done in place.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...ir import dtype as dt
+from ...ir import op as _op
+from .. import tag
+from ..util import pack_blocks, vector_block
+from ..utils import OperatorError, check_tensor, const_or_none, shape_str
+
+SMALL_M = 16
+
+
+def _out_dtype(op, a, b, out_dtype):
+    if a.dtype != b.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: operands are {shape_str(a)} and {shape_str(b)}; give out_dtype or cast one")
+    return dt.canonical(out_dtype or a.dtype)
+
+
+def _cast(dtype, v):
+    return v if v.dtype == dtype else _op.cast(dtype, v)
+
+
+def _check_k(op, ka, kb, a, b):
+    ca, cb = const_or_none(ka), const_or_none(kb)
+    if ca is not None and cb is not None and ca != cb:
+        raise OperatorError(f"{op}: reduction sizes differ: {shape_str(a)} has {ca}, {shape_str(b)} has {cb}")
+
+
+def dense(data, weight, bias=None, out_dtype=None, target="llvm"):
+    """``data @ weight.T (+ bias)``: data (M, K), weight (N, K), bias (N,). Tag ``dense``."""
+    check_tensor("dense", data, "data", 2)
+    check_tensor("dense", weight, "weight", 2)
+    out_dtype = _out_dtype("dense", data, weight, out_dtype)
+    M, K = data.shape
+    N, K2 = weight.shape
+    _check_k("dense", K, K2, data, weight)
+    k = te.reduce_axis((0, K), name="k")
+    m = const_or_none(M)
+    if m is None or m > SMALL_M:
+        block = vector_block(out_dtype, target)
+        wp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, kk, ji: weight[jo * block + ji, kk], N,
+                         weight.dtype, "T_dense_pack")
+        out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) *
+                                                     _cast(out_dtype, wp[j // block, k, j % block]), axis=k),
+                         name="T_dense", tag="dense", attrs={"block": block, "packed": 1})
+    else:
+        out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) * _cast(out_dtype, weight[j, k]),
+                                                     axis=k), name="T_dense", tag="dense", attrs={"packed": 0})
+    if bias is not None:
+        check_tensor("dense", bias, "bias", 1)
+        _check_k("dense (bias)", N, bias.shape[0], weight, bias)
+        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
+    return out
+
+
+def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, transpose_b=False):
+    """``op(a) @ op(b) (+ bias)`` where op transposes when asked. Tag ``matmul``; ``transpose_b`` is dense."""
+    check_tensor("matmul", tensor_a, "tensor_a", 2)
+    check_tensor("matmul", tensor_b, "tensor_b", 2)
+    if not transpose_a and transpose_b:
+        out = dense(tensor_a, tensor_b, bias, out_dtype)
+        return out
+    out_dtype = _out_dtype("matmul", tensor_a, tensor_b, out_dtype)
+    K, M = tensor_a.shape if transpose_a else tensor_a.shape[::-1]
+    N, K2 = tensor_b.shape if transpose_b else tensor_b.shape[::-1]
+    _check_k("matmul", K, K2, tensor_a, tensor_b)
+    k = te.reduce_axis((0, K), name="k")
+
+    def a(i):
+        return tensor_a[k, i] if transpose_a else tensor_a[i, k]
+
+    def b(j):
+        return tensor_b[j, k] if transpose_b else tensor_b[k, j]
+    out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, a(i)) * _cast(out_dtype, b(j)), axis=k),
+                     name="T_matmul", tag="matmul")
+    if bias is not None:
+        check_tensor("matmul", bias, "bias", 1)
+        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
+    return out
+
+
+def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True):
+    """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K)."""
+    check_tensor("batch_matmul", tensor_a, "tensor_a", 3)
+    check_tensor("batch_matmul", tensor_b, "tensor_b", 3)
+    out_dtype = _out_dtype("batch_matmul", tensor_a, tensor_b, out_dtype)
+    ba, bb = const_or_none(tensor_a.shape[0]), const_or_none(tensor_b.shape[0])
+    if ba is not None and bb is not None and ba != bb and 1 not in (ba, bb):
+        raise OperatorError(f"batch_matmul: batch sizes {ba} and {bb} differ (one may be 1)")
+    batch = tensor_b.shape[0] if ba == 1 else tensor_a.shape[0]
+    M, K = (tensor_a.shape[2], tensor_a.shape[1]) if transpose_a else (tensor_a.shape[1], tensor_a.shape[2])
+    N, K2 = (tensor_b.shape[1], tensor_b.shape[2]) if transpose_b else (tensor_b.shape[2], tensor_b.shape[1])
+    _check_k("batch_matmul", K, K2, tensor_a, tensor_b)
+    k = te.reduce_axis((0, K), name="k")
+
+    def a(b, i):
+        b = 0 if ba == 1 else b
+        return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
+
+    def bmat(b, j):
+        b = 0 if bb == 1 else b
+        return tensor_b[b, j, k] if transpose_b else tensor_b[b, k, j]
+    return te.compute((batch, M, N), lambda b, i, j: te.sum(_cast(out_dtype, a(b, i)) * _cast(out_dtype, bmat(b, j)),
+                                                            axis=k), name="T_batch_matmul", tag="batch_matmul")

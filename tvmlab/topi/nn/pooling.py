@@ -1,0 +1,175 @@
+"""Pooling, as TVM's ``topi.nn.pool2d`` / ``global_pool`` / ``adaptive_pool`` (tags ``pool_max``, ``pool_avg``,
+``adaptive_pool_max``, ``adaptive_pool_avg``).
+
+    P = topi.nn.pool2d(X, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "max", ceil_mode=False)
+
+``ceil_mode`` rounds the output size up, but a window must start inside the input or its leading padding
+(as PyTorch and ONNX do).  An average divides by the taps inside the padded input (``count_include_pad``)
+or inside the input only; a window the ceil mode adds past the padding counts neither.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...ir import dtype as dt
+from ...ir import op as _op
+from ..utils import OperatorError, check_tensor, const_or_none, get_const_int, shape_str
+from .utils import get_pad_tuple, pair
+
+LAYOUTS = {"NCHW": (2, 3), "NHWC": (1, 2)}
+
+
+def _out(op, size, lo, hi, k, s, d, ceil_mode):
+    n = const_or_none(size)
+    span = (k - 1) * d + 1
+    if n is None:
+        if ceil_mode:
+            raise OperatorError(f"{op}: ceil_mode needs constant spatial sizes")
+        return (size + lo + hi - span) // s + 1
+    if n + lo + hi < span:
+        raise OperatorError(f"{op}: the window ({span}) is larger than the padded input ({n} + {lo + hi})")
+    if not ceil_mode:
+        return (n + lo + hi - span) // s + 1
+    out = -(-(n + lo + hi - span) // s) + 1
+    if (out - 1) * s >= n + lo:
+        out -= 1
+    return out
+
+
+def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
+           count_include_pad=True):
+    """Max or average pooling over the two spatial axes of ``layout`` (NCHW or NHWC).
+
+    ``padding`` is (top, left, bottom, right) (an int or (h, w) also works)."""
+    check_tensor("pool2d", data, "data", 4)
+    if layout not in LAYOUTS:
+        raise OperatorError(f"pool2d: layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise OperatorError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if pool_type == "avg" and not dt.is_float(data.dtype):
+        raise OperatorError(f"pool2d: average pooling needs a float tensor, got {shape_str(data)}")
+    kh, kw = pair("pool2d", "kernel", kernel)
+    sh, sw = pair("pool2d", "stride", stride)
+    dh, dw = pair("pool2d", "dilation", dilation)
+    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), "pool2d")
+    ha, wa = LAYOUTS[layout]
+    H, W = data.shape[ha], data.shape[wa]
+    oh = _out("pool2d", H, pt, pb, kh, sh, dh, ceil_mode)
+    ow = _out("pool2d", W, pl, pr, kw, sw, dw, ceil_mode)
+    shape = list(data.shape)
+    shape[ha], shape[wa] = oh, ow
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    zero = _op.const(0, data.dtype)
+    padded = pt or pl or pb or pr or ceil_mode
+
+    def window(i, ky, kx):
+        y = i[ha] * sh + ky * dh - pt
+        x = i[wa] * sw + kx * dw - pl
+        idx = list(i)
+        if padded:
+            idx[ha] = _op.min(_op.max(y, 0), H - 1)
+            idx[wa] = _op.min(_op.max(x, 0), W - 1)
+        else:
+            idx[ha], idx[wa] = y, x
+        return y, x, data(*idx)
+
+    if pool_type == "max":
+        def fmax(*i):
+            y, x, v = window(i, ry, rx)
+            if padded:
+                v = _op.if_then_else(_op.all(y >= 0, y < H, x >= 0, x < W), v, _op.min_value(data.dtype))
+            return te.max(v, axis=[ry, rx])
+        return te.compute(tuple(shape), fmax, name="T_pool_max", tag="pool_max")
+
+    def fsum(*i):
+        y, x, v = window(i, ry, rx)
+        if padded:
+            v = _op.if_then_else(_op.all(y >= 0, y < H, x >= 0, x < W), v, zero)
+        return te.sum(v, axis=[ry, rx])
+    total = te.compute(tuple(shape), fsum, name="T_pool_sum", tag="pool_sum")
+
+    def taps(pos, k, d, lo, hi, size):
+        count = None
+        for t in range(k):
+            p = pos + t * d           # coordinate in the padded input
+            inside = _op.all(p >= 0, p < size + lo + hi) if count_include_pad else _op.all(p >= lo, p < size + lo)
+            term = _op.if_then_else(inside, _op.const(1, "int32"), _op.const(0, "int32"))
+            count = term if count is None else count + term
+        return count
+
+    def favg(*i):
+        n = taps(i[ha] * sh, kh, dh, pt, pb, H) * taps(i[wa] * sw, kw, dw, pl, pr, W)
+        return total(*i) / _op.cast(data.dtype, _op.max(n, 1))
+    if not padded:
+        area = _op.const(kh * kw, data.dtype)
+        return te.compute(tuple(shape), lambda *i: total(*i) / area, name="T_pool_avg", tag="pool_avg")
+    return te.compute(tuple(shape), favg, name="T_pool_avg", tag="pool_avg")
+
+
+def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
+    """Pooling to ``output_size`` (oh, ow): output (y, x) covers rows floor(y*H/oh) .. ceil((y+1)*H/oh)."""
+    check_tensor("adaptive_pool", data, "data", 4)
+    if layout not in LAYOUTS:
+        raise OperatorError(f"adaptive_pool: layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise OperatorError(f"adaptive_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
+    oh, ow = pair("adaptive_pool", "output_size", output_size)
+    ha, wa = LAYOUTS[layout]
+    H, W = data.shape[ha], data.shape[wa]
+    shape = list(data.shape)
+    shape[ha], shape[wa] = oh, ow
+    if oh == 1 and ow == 1:
+        ry = te.reduce_axis((0, H), name="ry")
+        rx = te.reduce_axis((0, W), name="rx")
+
+        def at(i):
+            idx = list(i)
+            idx[ha], idx[wa] = ry, rx
+            return data(*idx)
+        if pool_type == "max":
+            return te.compute(tuple(shape), lambda *i: te.max(at(i), axis=[ry, rx]), name="T_global_pool_max",
+                              tag="adaptive_pool_max")
+        if not dt.is_float(data.dtype):
+            raise OperatorError(f"adaptive_pool: average pooling needs a float tensor, got {shape_str(data)}")
+        s = te.compute(tuple(shape), lambda *i: te.sum(at(i), axis=[ry, rx]), name="T_global_pool_sum",
+                       tag="adaptive_pool_sum")
+        return te.compute(tuple(shape), lambda *i: s(*i) / _op.cast(data.dtype, H * W), name="T_global_pool_avg",
+                          tag="adaptive_pool_avg")
+    Hc, Wc = get_const_int(H), get_const_int(W)
+    kh = max(-(-((y + 1) * Hc) // oh) - (y * Hc) // oh for y in range(oh))
+    kw = max(-(-((x + 1) * Wc) // ow) - (x * Wc) // ow for x in range(ow))
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def bounds(i):
+        y0 = (i[ha] * Hc) // oh
+        y1 = ((i[ha] + 1) * Hc + oh - 1) // oh
+        x0 = (i[wa] * Wc) // ow
+        x1 = ((i[wa] + 1) * Wc + ow - 1) // ow
+        return y0, y1, x0, x1
+
+    def at(i):
+        y0, y1, x0, x1 = bounds(i)
+        idx = list(i)
+        idx[ha], idx[wa] = _op.min(y0 + ry, Hc - 1), _op.min(x0 + rx, Wc - 1)
+        return _op.all(y0 + ry < y1, x0 + rx < x1), data(*idx)
+    if pool_type == "max":
+        def fmax(*i):
+            c, v = at(i)
+            return te.max(_op.if_then_else(c, v, _op.min_value(data.dtype)), axis=[ry, rx])
+        return te.compute(tuple(shape), fmax, name="T_adaptive_pool_max", tag="adaptive_pool_max")
+
+    def fsum(*i):
+        c, v = at(i)
+        return te.sum(_op.if_then_else(c, v, _op.const(0, data.dtype)), axis=[ry, rx])
+    s = te.compute(tuple(shape), fsum, name="T_adaptive_pool_sum", tag="adaptive_pool_sum")
+
+    def favg(*i):
+        y0, y1, x0, x1 = bounds(i)
+        return s(*i) / _op.cast(data.dtype, (y1 - y0) * (x1 - x0))
+    return te.compute(tuple(shape), favg, name="T_adaptive_pool_avg", tag="adaptive_pool_avg")
+
+
+def global_pool(data, pool_type, layout="NCHW"):
+    """Max or average over the whole spatial extent: (N, C, 1, 1) for NCHW."""
+    return adaptive_pool(data, (1, 1), pool_type, layout)

@@ -1,0 +1,159 @@
+"""CPU schedules for the convolutions of ``topi.nn``, each handling a fused group.
+
+    out = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, 1, 1, 1), b))
+    s = topi.x86.schedule_conv2d_nchw([out])
+
+The convolution (found by its tag) keeps the blocked, register-tiled loop nest of
+``topi.schedule_conv2d_nchw``: a tile of ``width`` output columns x ``oc_block`` channels is summed
+in registers over the whole reduction.  The stages after it (bias, batch norm, activation: injective
+with the convolution's shape) are inlined into the group's output, which owns the tile loops, so each
+tile goes through bias and activation and is written to memory once.  Injective producers of those
+stages (an ``expand_dims`` of the bias) are inlined too.
+"""
+from __future__ import annotations
+
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..conv2d import tile_width
+from ..generic import as_outputs
+from ..utils import const_or_none
+from .injective import check_target, find_anchor, inline_around, parallel_vectorize
+from ... import te
+
+NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
+
+
+def _same_axes(a, b):
+    return len(a.shape) == len(b.shape) and all(
+        const_or_none(x) is not None and const_or_none(x) == const_or_none(y) for x, y in zip(a.shape, b.shape))
+
+
+def _schedule_inputs(s, blocked, skip=()):
+    """Parallel, vectorised passes for the padded input and the packed kernel feeding ``blocked``."""
+    for t in blocked.op.input_tensors:
+        op = t.op
+        if not isinstance(op, ComputeOp) or op in skip:
+            continue
+        for src in op.input_tensors:          # e.g. a depthwise multiplier's flattened kernel
+            if isinstance(src.op, ComputeOp):
+                s[src.op].compute_inline()
+        axes = list(s[op].op.axis)
+        if op.name.endswith("_packK"):
+            s[op].parallel(axes[0])
+            s[op].vectorize(axes[-1])
+        elif op.name.endswith("_pad_pack"):
+            s[op].parallel(s[op].fuse(axes[0], axes[1]))
+            s[op].vectorize(axes[-1])
+        else:                                 # the padded input (N, C, H, W)
+            s[op].parallel(s[op].fuse(axes[0], axes[1]))
+            s[op].vectorize(axes[-1])
+
+
+def _tile(s, out, blocked, oc_block, target, width=None):
+    """The register tile: ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks."""
+    width = width or tile_width(const_or_none(out.shape[3]), oc_block, out.dtype, target)
+    b, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=oc_block)
+    xo, xi = s[out].split(x, factor=width)
+    s[out].reorder(b, fo, y, xo, fi, xi)
+    s[out].parallel(s[out].fuse(b, fo, y))
+    s[out].unroll(fi)
+    s[blocked].compute_at(s[out], xo)
+    axes = s[blocked].op.axis
+    cb, cf, cy, cx, cfi = axes
+    s[blocked].reorder(cb, cf, cy, *s[blocked].op.reduce_axis, cx, cfi)
+    s[blocked].unroll(cx)
+    s[blocked].vectorize(cfi)
+
+
+def schedule_conv2d_nchw(outs, target="llvm", width=None):
+    """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
+    check_target("schedule_conv2d_nchw", target)
+    outs = as_outputs(outs, "schedule_conv2d_nchw")
+    s = te.create_schedule([o.op for o in outs])
+    conv = find_anchor(outs, NCHW_TAGS)
+    if conv is None:
+        raise ScheduleError(f"schedule_conv2d_nchw: no convolution (tag {' / '.join(NCHW_TAGS)}) feeds "
+                            f"{[o.op.name for o in outs]}")
+    blocked = conv.input_tensors[0]
+    out = outs[0]
+    inline_around(s, conv)
+    _schedule_inputs(s, blocked)
+    oc_block = int(conv.attrs["oc_block"])
+    if out.op is not conv and _same_axes(out, conv.output(0)) and conv not in s.outputs:
+        s[conv].compute_inline()
+        _tile(s, out, blocked, oc_block, target, width)
+    else:
+        _tile(s, conv.output(0), blocked, oc_block, target, width)
+    for o in outs:
+        if o.op is not conv and o is not out or (o is out and not _same_axes(out, conv.output(0))):
+            parallel_vectorize(s, o, target)
+    return s
+
+
+schedule_group_conv2d_nchw = schedule_conv2d_nchw
+schedule_depthwise_conv2d_nchw = schedule_conv2d_nchw
+
+
+def schedule_conv2d_NCHWc(outs, target="llvm", width=None):
+    """Schedule a fused group whose anchor is ``conv2d_NCHWc``: a (``width`` x ``oc``) register tile
+    accumulated over the reduction, then passed through the group's elementwise stages."""
+    check_target("schedule_conv2d_NCHWc", target)
+    outs = as_outputs(outs, "schedule_conv2d_NCHWc")
+    s = te.create_schedule([o.op for o in outs])
+    conv = find_anchor(outs, ("conv2d_NCHWc",))
+    if conv is None:
+        raise ScheduleError(f"schedule_conv2d_NCHWc: no conv2d_NCHWc feeds {[o.op.name for o in outs]}")
+    inline_around(s, conv)
+    for t in conv.input_tensors:
+        if isinstance(t.op, ComputeOp):     # the padded input
+            axes = s[t.op].op.axis
+            s[t.op].parallel(s[t.op].fuse(axes[0], axes[1]))
+            s[t.op].vectorize(axes[-1])
+    oc = int(conv.attrs["oc_block"])
+    out = outs[0]
+    ct = conv.output(0)
+    if out.op is conv or conv in s.outputs or not _same_axes(out, ct):
+        tile_out, acc = ct, s.cache_write(ct, "global")
+    else:
+        tile_out, acc = out, ct
+    width = width or tile_width(const_or_none(ct.shape[3]), oc, ct.dtype, target)
+    b, fo, y, x, fi = s[tile_out].op.axis
+    xo, xi = s[tile_out].split(x, factor=width)
+    s[tile_out].reorder(b, fo, y, xo, xi, fi)
+    s[tile_out].parallel(s[tile_out].fuse(b, fo, y))
+    s[tile_out].vectorize(fi)
+    s[acc].compute_at(s[tile_out], xo)
+    cb, cf, cy, cx, cfi = s[acc].op.axis
+    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
+    s[acc].unroll(cx)
+    s[acc].vectorize(cfi)
+    for o in outs:
+        if o is not tile_out and o.op is not conv:
+            parallel_vectorize(s, o, target)
+    return s
+
+
+def schedule_conv2d_transpose_nchw(outs, target="llvm"):
+    """Transposed convolution: parallel over (batch, channel, row), vectors over the output row."""
+    check_target("schedule_conv2d_transpose_nchw", target)
+    outs = as_outputs(outs, "schedule_conv2d_transpose_nchw")
+    s = te.create_schedule([o.op for o in outs])
+    conv = find_anchor(outs, ("conv2d_transpose_nchw",))
+    if conv is None:
+        raise ScheduleError(f"schedule_conv2d_transpose_nchw: no conv2d_transpose_nchw feeds "
+                            f"{[o.op.name for o in outs]}")
+    inline_around(s, conv)
+    out = outs[0]
+    ct = conv.output(0)
+    if out.op is not conv and _same_axes(out, ct) and conv not in s.outputs:
+        b, f, y, x = s[out].op.axis
+        s[out].parallel(s[out].fuse(b, f, y))
+        s[conv].compute_at(s[out], x)
+    else:
+        b, f, y, x = s[conv].op.axis
+        s[conv].parallel(s[conv].fuse(b, f, y))
+        for o in outs:
+            if o.op is not conv:
+                parallel_vectorize(s, o, target)
+    return s

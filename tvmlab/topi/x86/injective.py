@@ -1,0 +1,130 @@
+"""CPU schedules for injective operators and the helpers the other x86 schedules share.
+
+    s = topi.x86.schedule_injective([out])
+
+The output's outer axes are fused into parallel tasks; its last axis is split into vectors of the
+target's width.  When the last axis is too short for a vector, every axis is fused first.
+"""
+from __future__ import annotations
+
+from ...codegen.llvm_vector import vector_registers
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from .. import tag as _tag
+from ..generic import as_outputs, default_schedule
+from ..utils import const_or_none
+
+TASK = 1 << 14      # elements per parallel task, at least
+
+
+def lanes_of(dtype, target="llvm"):
+    return vector_registers(target).lanes(dtype)
+
+
+def check_target(what, target):
+    if str(target).split()[0] not in ("llvm", "cpu"):
+        raise ScheduleError(f"{what} is a CPU schedule (target 'llvm'), got {target!r}")
+
+
+def subtree(op):
+    """``op`` and every compute operation it reads, transitively."""
+    seen, stack = set(), [op]
+    while stack:
+        o = stack.pop()
+        if o in seen or not isinstance(o, ComputeOp):
+            continue
+        seen.add(o)
+        stack.extend(t.op for t in o.input_tensors)
+    return seen
+
+
+def find_anchor(outs, match):
+    """The first compute feeding ``outs`` whose tag ``match`` accepts (a tag string or a predicate)."""
+    pred = match if callable(match) else (lambda t: t in match)
+    for o in outs:
+        for op in _post_order(o.op):
+            if pred(op.tag):
+                return op
+    return None
+
+
+def _post_order(op):
+    order, seen = [], set()
+
+    def walk(o):
+        if o in seen or not isinstance(o, ComputeOp):
+            return
+        seen.add(o)
+        for t in o.input_tensors:
+            walk(t.op)
+        order.append(o)
+    walk(op)
+    return order[::-1]
+
+
+def inline_around(s, anchor, keep=()):
+    """Inline every injective stage outside ``anchor``'s own subtree that is not an output or in ``keep``."""
+    inside = subtree(anchor)
+    outputs = set(s.outputs)
+    for st in list(s.stages):
+        op = st.op
+        if op in inside or op in outputs or op in keep or not isinstance(op, ComputeOp):
+            continue
+        if _tag.is_injective(op.tag) or op.tag == "":
+            if not op.reduce_axis:
+                s[op].compute_inline()
+
+
+def parallel_vectorize(s, t, target="llvm"):
+    """Parallel over ``t``'s fused outer axes, vectors over its last axis; returns the parallel axis."""
+    st = s[t]
+    axes = list(st.op.axis)
+    if not axes:
+        return None
+    lanes = lanes_of(t.dtype, target)
+    last = const_or_none(t.shape[-1])
+    total = 1
+    for d in t.shape:
+        c = const_or_none(d)
+        total = total * c if c is not None and total is not None else None
+    small = total is not None and total <= TASK
+    if len(axes) == 1 or (last is not None and last < lanes):
+        x = st.fuse(*axes) if len(axes) > 1 else axes[0]
+        if small:
+            if total > 1:
+                xo, xi = st.split(x, factor=lanes)
+                st.vectorize(xi)
+            return None
+        xo, xi = st.split(x, factor=TASK)
+        xio, xii = st.split(xi, factor=lanes)
+        st.parallel(xo)
+        st.vectorize(xii)
+        return xo
+    outer = st.fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+    xo, xi = st.split(axes[-1], factor=lanes)
+    if not small:
+        st.parallel(outer)
+    st.vectorize(xi)
+    return outer
+
+
+def schedule_injective_from_existing(s, out, target="llvm"):
+    """Schedule the injective output ``out`` in ``s`` (parallel, vectorised)."""
+    parallel_vectorize(s, out, target)
+    return s
+
+
+def schedule_injective(outs, target="llvm"):
+    """Injective stages inlined; each output parallel over its outer axes and vectorised."""
+    check_target("schedule_injective", target)
+    outs = as_outputs(outs, "schedule_injective")
+    s = default_schedule(outs, "schedule_injective")
+    for o in outs:
+        if isinstance(o.op, ComputeOp) and not o.op.reduce_axis:
+            parallel_vectorize(s, o, target)
+    return s
+
+
+schedule_elemwise = schedule_injective
+schedule_broadcast = schedule_injective
+schedule_concatenate = schedule_injective

@@ -1,0 +1,128 @@
+"""CPU schedules for reductions, pooling, softmax and normalisation, each handling a fused group.
+
+    s = topi.x86.schedule_pool([topi.nn.pool2d(X, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "max")], "NCHW")
+
+Every reduction is computed inside the loop over its group's output, which is parallel over its outer
+axes; injective stages around it are inlined.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..generic import as_outputs
+from ..utils import const_or_none
+from .injective import check_target, lanes_of, parallel_vectorize
+
+def _reductions(outs):
+    found, seen = [], set()
+
+    def walk(op):
+        if op in seen or not isinstance(op, ComputeOp):
+            return
+        seen.add(op)
+        for t in op.input_tensors:
+            walk(t.op)
+        if op.reduce_axis:
+            found.append(op)
+    for o in outs:
+        walk(o.op)
+    return found
+
+
+def _shape(t):
+    return tuple(const_or_none(x) for x in t.shape)
+
+
+def _per_row(stage_shape, out_shape):
+    """Whether a stage of ``stage_shape`` is indexed one row at a time by the output's outer axes."""
+    if len(out_shape) < 2:
+        return stage_shape == out_shape
+    head = out_shape[:-1]
+    return stage_shape in (head, head + (1,), out_shape)
+
+
+def _vector_last(s, t, target):
+    axes = s[t].op.axis
+    last = const_or_none(t.shape[-1]) if axes else None
+    lanes = lanes_of(t.dtype, target)
+    if last is not None and last >= lanes and not t.op.reduce_axis:
+        xo, xi = s[t].split(axes[-1], factor=lanes)
+        s[t].vectorize(xi)
+
+
+def _schedule_group(outs, target, what, anchor_pred=None):
+    check_target(what, target)
+    outs = as_outputs(outs, what)
+    s = te.create_schedule([o.op for o in outs])
+    reds = _reductions(outs)
+    if anchor_pred is not None and not any(anchor_pred(op.tag) for op in reds + [o.op for o in outs]):
+        raise ScheduleError(f"{what}: no matching operator feeds {[o.op.name for o in outs]}")
+    out = outs[0]
+    plain = [st.op for st in s.stages if isinstance(st.op, ComputeOp) and not st.op.reduce_axis
+             and st.op not in s.outputs]
+    readers = {}
+    for st in s.stages:
+        for t in st.op.input_tensors:
+            readers.setdefault(t.op, []).append(st.op)
+    # an elementwise stage read by a reduction and another stage (softmax's exponentials) is kept, not recomputed
+    shared = [op for op in plain if len(readers.get(op, [])) > 1 and any(r.reduce_axis for r in readers[op])]
+    for op in plain:
+        if op not in shared:
+            s[op].compute_inline()
+    oshape = _shape(out)
+    axes = list(s[out].op.axis)
+    if len(axes) >= 2:
+        outer = s[out].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+        s[out].parallel(outer)
+        if not out.op.reduce_axis:
+            _vector_last(s, out, target)
+    elif axes:
+        outer = axes[0]
+        s[out].parallel(outer)
+    else:
+        outer = None
+    for op in shared + [r for r in reds if r is not out.op and r not in s.outputs]:
+        t = op.output(0)
+        if outer is not None and _per_row(_shape(t), oshape):
+            s[op].compute_at(s[out], outer)
+            if len(t.shape) == len(out.shape) and len(out.shape) >= 2:
+                _vector_last(s, t, target)
+        elif s[op].op.axis:
+            s[op].parallel(s[op].op.axis[0])
+    for o in outs[1:]:
+        if not o.op.reduce_axis:
+            parallel_vectorize(s, o, target)
+    return s
+
+
+def schedule_reduce(outs, target="llvm"):
+    """Sum / mean / max / min / argmax groups: parallel over the output, the reduction inside."""
+    return _schedule_group(outs, target, "schedule_reduce")
+
+
+def schedule_pool(outs, layout="NCHW", target="llvm"):
+    """Max / average pooling groups (tag ``pool_*``)."""
+    return _schedule_group(outs, target, "schedule_pool", lambda t: t.startswith("pool_"))
+
+
+def schedule_adaptive_pool(outs, target="llvm"):
+    """Global and adaptive pooling groups (tag ``adaptive_pool_*``)."""
+    return _schedule_group(outs, target, "schedule_adaptive_pool", lambda t: t.startswith("adaptive_pool_"))
+
+
+def schedule_softmax(outs, target="llvm"):
+    """Softmax / log-softmax groups: per output row, the max, the exponentials, their sum, then the output."""
+    return _schedule_group(outs, target, "schedule_softmax",
+                           lambda t: t in ("softmax_output", "log_softmax_output"))
+
+
+def schedule_lrn(outs, target="llvm"):
+    """Local response normalisation."""
+    return _schedule_group(outs, target, "schedule_lrn", lambda t: t == "lrn")
+
+
+def schedule_instance_norm(outs, target="llvm"):
+    """Instance normalisation."""
+    return _schedule_group(outs, target, "schedule_instance_norm", lambda t: t == "instance_norm")
+
