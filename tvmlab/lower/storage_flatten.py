@@ -58,6 +58,7 @@ class _Flattener(IRMutator):
         super().__init__()
         self.layouts = {}
         self.bound = set(binds)
+        self.dim_align = {}     # tensor -> {dim: (factor, offset)} for its next realize
         for t, buf in binds.items():
             strides = buf.strides if buf.strides else row_major_strides(buf.shape)
             zeros = tuple(IntImm("int32", 0) for _ in buf.shape)
@@ -75,12 +76,19 @@ class _Flattener(IRMutator):
         t = s.producer
         if t in self.bound:
             return self.visit(s.body)   # bound argument: its buffer is the storage
-        scope = s.storage_scope or "global"
+        from ..schedule.scope import base_scope
+        scope = base_scope(s.storage_scope) or "global"     # a tag ("shared:foo") is dropped here
         extents = tuple(_op.convert(r.extent) for r in s.bounds)
         mins = tuple(_op.convert(r.min) for r in s.bounds)
         data = Var(t.name, "handle")
         outer = self.layouts.get(t)
-        self.layouts[t] = _Layout(data, mins, row_major_strides(extents))
+        aligns = self.dim_align.pop(t, None)
+        if aligns:
+            from ..schedule.features import aligned_strides
+            strides, count = aligned_strides(extents, aligns)
+        else:
+            strides, count = row_major_strides(extents), _element_count(extents)
+        self.layouts[t] = _Layout(data, mins, strides)
         try:
             body = self.visit(s.body)
         finally:
@@ -89,7 +97,7 @@ class _Flattener(IRMutator):
             else:
                 self.layouts[t] = outer
         cond = self.visit(s.condition) if s.condition is not None else _op.const(True)
-        return Allocate(data, t.dtype, (_element_count(extents),), cond, body, scope)
+        return Allocate(data, t.dtype, (count,), cond, body, scope)
 
     def visit_AttrStmt(self, s):
         if s.attr_key == "buffer_bind_scope":     # tensorize: a Buffer on a tile of a tensor
@@ -98,6 +106,10 @@ class _Flattener(IRMutator):
             lay = self.layout(t, "bound to buffer " + buf.name)
             tup = self.visit(s.value)
             return self.visit(bind_buffer(buf, t, lay.data, lay.mins, lay.strides, tup, s.body))
+        if s.attr_key == "buffer_dim_align":      # storage_align: padded strides for the realize inside
+            d, factor, offset = (a.value for a in s.value.args)
+            self.dim_align.setdefault(s.node, {})[d] = (factor, offset)
+            return self.visit(s.body)
         if s.attr_key == "scan_state_alias":      # te.scan: the state placeholder is the scan's output
             from ..schedule.extern_ops import alias_states
             return alias_states(self, s)

@@ -120,8 +120,9 @@ def _relax_map(dom_map, keep, scope, bound_tags):
     rank; global is shared by blocks and threads, shared by the threads of a
     block and vthreads, local by none).
     """
+    from .scope import base_scope
     relax = {}
-    rank = _SCOPE_RANK.get(scope, 0)
+    rank = _SCOPE_RANK.get(base_scope(scope), 0)
     for iv, rng in dom_map.items():
         v = iv.var
         if v in keep:

@@ -10,8 +10,8 @@ SCOPES = ("global", "shared", "local", "warp")
 
 
 def _check_scope(prim, scope):
-    if scope not in SCOPES:
-        raise ScheduleError(f"{prim}: unknown storage scope {scope!r}; expected one of {SCOPES}")
+    from .scope import check_scope
+    check_scope(prim, scope)
 
 
 def cache_read(sch, tensor, scope, readers):

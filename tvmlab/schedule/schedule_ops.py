@@ -69,6 +69,9 @@ class _Builder:
                 else:
                     bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
                 body = ProducerRealize(t, bounds, _op.const(True), body, storage_scope(st))
+                if any(st.attr(iv).dim_align for iv in st.op.axis):
+                    from .features import align_realize
+                    body = align_realize(st, t, body)
         return body
 
     def _realize_range(self, r):
@@ -267,6 +270,13 @@ class _Builder:
             body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
         if start == 0:
             for c, d in guards:
+            if st.attr(iv).prefetch:
+                from .features import prefetch_stmts
+                body = prefetch_stmts(self, st, iv, body)
+            if any(x.double_buffer_scope for x in self.attached.get(iv, [])):
+                from .features import double_buffer_loop
+                body = double_buffer_loop(self, st, iv, self.attached[iv], body)
+                continue
                 if d < 0:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
         return body

@@ -25,6 +25,8 @@ class IterVarAttr:
     bind_thread: object = None
     pragmas: tuple = ()
     tensor_intrin: object = None
+    dim_align: tuple = ()               # (factor, offset) of storage_align
+    prefetch: tuple = ()                # ((tensor, offset), ...) of prefetch
 
 
 class Stage:
@@ -32,7 +34,7 @@ class Stage:
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
-              "store_predicate")
+              "store_predicate", "double_buffer_scope")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -52,6 +54,7 @@ class Stage:
         self.scope = ""
         self.is_output = False
         self.store_predicate = None
+        self.double_buffer_scope = False
 
     # ------------------------------------------------------------ state
     def _snapshot(self):
@@ -347,6 +350,24 @@ class Stage:
 
     def compute_at(self, parent, scope):
         """Compute this stage inside loop ``scope`` of its consumer stage ``parent``."""
+    def storage_align(self, axis, factor, offset):
+        """Pad the stride of ``axis``'s dimension in storage to ``k * factor + offset``.
+
+        Used to shift rows of a shared-memory tile across banks.
+        """
+        from .features import storage_align
+        storage_align(self, axis, factor, offset)
+
+    def double_buffer(self):
+        """Keep two copies of this stage's buffer: compute the next tile while the current is read."""
+        from .features import double_buffer
+        double_buffer(self)
+
+    def prefetch(self, tensor, var, offset):
+        """Prefetch the part of ``tensor`` that iteration ``var + offset`` reads, at each ``var``."""
+        from .features import prefetch
+        prefetch(self, tensor, var, offset)
+
         with self._txn():
             self._check_compute("compute_at")
             sch = self.schedule
@@ -416,9 +437,8 @@ class Stage:
     def set_scope(self, scope):
         """Storage scope of this stage's tensor: "global", "shared" or "local"."""
         with self._txn():
-            if scope not in ("", "global", "shared", "local", "warp"):
-                raise ScheduleError(f"set_scope of {self.name}: unknown scope {scope!r}; expected "
-                                    "'global', 'shared', 'local' or 'warp'")
+            from .scope import check_scope
+            check_scope(f"set_scope of {self.name}", scope)
             self.scope = scope
             self._record("set_scope", scope=scope)
 

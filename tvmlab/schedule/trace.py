@@ -206,6 +206,11 @@ def _ident(name):
 class _PythonWriter:
     """Renders a trace as TVM-style Python (``xo, xi = s[C].split(C.op.axis[0], factor=64)``)."""
 
+        elif p == "storage_align":
+            return fn(st.axis(args["axis"], "storage_align axis", leaf=False), args["factor"], args["offset"])
+        elif p == "prefetch":
+            return fn(sch.tensor_by_name(args["tensor"]), st.axis(args["var"], "prefetch axis"),
+                      args["offset"])
     def __init__(self, trace, svar):
         self.trace, self.s = trace, svar
         self.axis_vars = {}      # (stage key, axis name) -> python expression
@@ -329,6 +334,12 @@ class _PythonWriter:
         while name in self.tensor_vars:
             k += 1
             name = f"{base}.{k}"
+            if p == "storage_align":
+                return f"{S}.storage_align({ax(a['axis'])}, {a['factor']}, {a['offset']})"
+            if p == "double_buffer":
+                return f"{S}.double_buffer()"
+            if p == "prefetch":
+                return f"{S}.prefetch({self.tensor(a['tensor'])}, {ax(a['var'])}, {a['offset']})"
         v = _ident(name)
         self.tensor_vars[name] = v
         return v

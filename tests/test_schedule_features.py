@@ -1,0 +1,206 @@
+"""storage_align, double_buffer, prefetch, scope tags, create_group, interleaved vthreads:
+each checked against numpy on random data, recorded in the trace, refused clearly on misuse."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.errors import LoweringError, ScheduleError
+from tvmlab.schedule.trace import Trace
+
+
+def _check(s, args, ref, target="llvm"):
+    f = tvm.build(s, args, target=target)
+    rng = np.random.default_rng(1)
+    ins = [rng.uniform(-1, 1, size=[int(d) for d in t.shape]).astype(t.dtype) for t in args[:-1]]
+    out = tvm.nd.array(np.full([int(d) for d in args[-1].shape], np.nan, args[-1].dtype))
+    f(*[tvm.nd.array(x) for x in ins], out)
+    np.testing.assert_allclose(out.numpy(), ref(*ins), rtol=1e-5, atol=1e-5)
+    return f
+
+
+def _replays(s, outputs, args):
+    """The trace survives JSON and as_python, and lowers to the same AST3."""
+    want = str(tvm.lower(s, args))
+    s2 = Trace.from_json(s.trace.to_json()).replay(outputs)
+    assert str(tvm.lower(s2, args)) == want
+    ns = {"te": te, "tvmlab": tvm}
+    for st in s.stages:
+        ns[st.origin_op.name] = st.origin_op.output(0)
+    exec(s.trace.as_python(), ns)
+    assert str(tvm.lower(ns["s"], args)) == want
+
+
+def _chain(n, m):
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] + 1, name="C")
+    return A, B, C
+
+
+# ------------------------------------------------------------------ storage_align
+
+
+def test_storage_align_pads_the_row_stride():
+    A, B, C = _chain(37, 29)
+    s = te.create_schedule(C.op)
+    s[B].storage_align(B.op.axis[0], 16, 3)
+    text = str(tvm.lower(s, [A, C]))
+    assert "B[i * 35 + j]" in text            # 29 -> 35 = 2 * 16 + 3
+    assert "T.allocate([1295]" in text        # 37 rows of 35
+    _check(s, [A, C], lambda a: a * 2 + 1)
+    _replays(s, [C.op], [A, C])
+
+
+def test_storage_align_symbolic_shape():
+    n, m = te.var("n"), te.var("m")
+    A, B, C = _chain(n, m)
+    s = te.create_schedule(C.op)
+    s[B].storage_align(B.op.axis[0], 8, 1)
+    f = tvm.build(s, [A, C])
+    for shape in [(5, 13), (3, 8), (4, 1)]:
+        a = np.random.uniform(size=shape).astype("float32")
+        c = tvm.nd.array(np.full(shape, np.nan, "float32"))
+        f(tvm.nd.array(a), c)
+        np.testing.assert_allclose(c.numpy(), a * 2 + 1)
+
+
+def test_storage_align_of_a_shared_tile_compiles_for_cuda():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    A, B, C = _chain(64, 64)
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [B])
+    bx, tx = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], bx)
+    s[AA].bind(AA.op.axis[0], te.thread_axis("threadIdx.x"))
+    s[AA].storage_align(AA.op.axis[0], 32, 1)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    mod = tvm.build(s, [A, C], target="cuda")
+    src = mod.imported_modules[0].get_source()
+    assert "__shared__ float A_shared[1040]" in src.replace(".", "_")   # 16 rows of 65
+
+
+def test_storage_align_misuse_is_refused_unchanged():
+    A, B, C = _chain(8, 8)
+    s = te.create_schedule(C.op)
+    io, ii = s[B].split(B.op.axis[0], factor=2)
+    n = len(s.trace)
+    with pytest.raises(ScheduleError, match="not one of its tensor's dimensions"):
+        s[B].storage_align(io, 8, 1)
+    with pytest.raises(ScheduleError, match="offset 9 must be below factor 8"):
+        s[B].storage_align(B.op.axis[1], 8, 9)
+    with pytest.raises(ScheduleError, match="positive integer"):
+        s[B].storage_align(B.op.axis[1], 0, 0)
+    with pytest.raises(ScheduleError, match="placeholder"):
+        s[A].storage_align(0, 8, 1)
+    assert len(s.trace) == n and not s[B].attr(B.op.axis[1]).dim_align
+
+
+# ------------------------------------------------------------------ scope tags
+
+
+def test_scope_tags_behave_as_their_base_scope():
+    A, B, C = _chain(13, 7)
+    s = te.create_schedule(C.op)
+    s[B].set_scope("global:mytag")
+    AL = s.cache_read(A, "local.acc", [B])
+    s[AL].compute_at(s[B], B.op.axis[0])
+    mod = tvm.lower(s, [A, C])
+    assert '"global:mytag"' in str(mod.history["AST2"]) and '"local.acc"' in str(mod.history["AST2"])
+    _check(s, [A, C], lambda a: a * 2 + 1)
+    _replays(s, [C.op], [A, C])
+    with pytest.raises(ScheduleError, match="unknown storage scope 'texture'"):
+        s[B].set_scope("texture")
+    with pytest.raises(ScheduleError, match="unknown storage scope 'shared:'"):
+        s.cache_read(A, "shared:", [s[B].op])
+
+
+def test_shared_tag_on_the_gpu_is_shared_memory():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    A, B, C = _chain(64, 32)
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared:tile", [B])
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(B.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], B.op.axis[0])
+    s[AA].bind(AA.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    src = tvm.build(s, [A, C], target="cuda").imported_modules[0].get_source()
+    assert "__shared__ float" in src and "__syncthreads()" in src
+
+
+# ------------------------------------------------------------------ double_buffer
+
+
+def _row_sums(N, K, factor):
+    A = te.placeholder((N, K), name="A")
+    k = te.reduce_axis((0, K), name="k")
+    AA = te.compute((N, K), lambda i, j: A[i, j] * 3, name="AA")
+    C = te.compute((N,), lambda i: te.sum(AA[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    ko, ki = s[C].split(k, factor=factor)
+    s[AA].compute_at(s[C], ko)
+    return A, AA, C, s
+
+
+def test_double_buffer_computes_the_next_tile_ahead():
+    A, AA, C, s = _row_sums(20, 45, 8)      # 45 = 5 * 8 + 5: a partial last tile
+    s[AA].double_buffer()
+    text = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert "T.allocate([16]" in text                  # two tiles of 8
+    assert "(k.outer + 1) % 2 * 8" in text and "k.outer % 2 * 8" in text
+    _check(s, [A, C], lambda a: (a * 3).sum(1))
+    _replays(s, [C.op], [A, C])
+
+
+def test_double_buffer_symbolic_and_partitioned():
+    n, k = te.var("n"), te.var("k")
+    A, AA, C, s = _row_sums(n, k, 4)
+    s[AA].double_buffer()
+    f = tvm.build(s, [A, C])
+    for shape in [(3, 17), (2, 4), (5, 1)]:
+        a = np.random.uniform(size=shape).astype("float32")
+        c = tvm.nd.array(np.full(shape[:1], np.nan, "float32"))
+        f(tvm.nd.array(a), c)
+        np.testing.assert_allclose(c.numpy(), (a * 3).sum(1), rtol=1e-5)
+
+
+def test_double_buffer_misuse():
+    A, AA, C, s = _row_sums(8, 8, 4)
+    with pytest.raises(ScheduleError, match="output"):
+        s[C].double_buffer()
+    s2 = te.create_schedule(C.op)
+    s2[AA].compute_at(s2[C], C.op.axis[0])
+    s2[C].parallel(C.op.axis[0])
+    s2[AA].double_buffer()
+    with pytest.raises(LoweringError, match="parallel"):
+        tvm.lower(s2, [A, C])
+
+
+# ------------------------------------------------------------------ prefetch
+
+
+def test_prefetch_emits_llvm_prefetch_of_the_rows_ahead():
+    A = te.placeholder((37, 100), name="A")
+    C = te.compute((37, 100), lambda i, j: A[i, j] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[C].prefetch(A, C.op.axis[0], 2)
+    text = str(tvm.lower(s, [A, C]))
+    assert "T.prefetch(T.address_of(A[i * 100 + A.pf1 * 16 + 200])" in text
+    f = _check(s, [A, C], lambda a: a * 2)
+    assert "@llvm.prefetch" in f.get_source("ll")
+    _replays(s, [C.op], [A, C])
+
+
+def test_prefetch_misuse_is_refused():
+    A = te.placeholder((8,), name="A")
+    B = te.placeholder((8,), name="B")
+    C = te.compute((8,), lambda i: A[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match="does not read B"):
+        s[C].prefetch(B, C.op.axis[0], 1)
+    with pytest.raises(ScheduleError, match="non-negative integer"):
+        s[C].prefetch(A, C.op.axis[0], -1)
+    assert len(s.trace) == 0
