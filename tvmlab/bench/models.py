@@ -71,20 +71,26 @@ class OnnxBuilder:
         return self.op("Gemm", [x, w, b], transB=1)
 
     def model(self, outputs, name="model"):
-        h = self.h
-        outs = [h.make_tensor_value_info(o, self.onnx.TensorProto.FLOAT, None) for o in outputs]
-        graph = h.make_graph(self.nodes, name, self.inputs, outs, initializer=self.inits)
-        model = h.make_model(graph, opset_imports=[h.make_opsetid("", self.opset)],
-                             producer_name="tvmlab.bench.models")
-        model.ir_version = min(model.ir_version, 8)
-        inferred = self.onnx.shape_inference.infer_shapes(model)
-        for out in model.graph.output:          # give each output its inferred shape
-            for info in list(inferred.graph.output) + list(inferred.graph.value_info):
-                if info.name == out.name and info.type.tensor_type.HasField("shape"):
-                    out.type.CopyFrom(info.type)
-                    break
-        self.onnx.checker.check_model(model)
-        return model
+        outs = [self.h.make_tensor_value_info(o, self.onnx.TensorProto.FLOAT, None) for o in outputs]
+        graph = self.h.make_graph(self.nodes, name, self.inputs, outs, initializer=self.inits)
+        return finish_model(graph, self.opset)
+
+
+def finish_model(graph, opset):
+    """A checked ModelProto of ``graph`` at ``opset``: outputs get their inferred types, the IR version
+    is the oldest that carries the opset (what onnxruntime reads)."""
+    import onnx
+    h = onnx.helper
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="tvmlab")
+    model.ir_version = h.find_min_ir_version_for([h.make_opsetid("", opset)])
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    for out in model.graph.output:
+        for info in list(inferred.graph.output) + list(inferred.graph.value_info):
+            if info.name == out.name and info.type.tensor_type.HasField("shape"):
+                out.type.CopyFrom(info.type)
+                break
+    onnx.checker.check_model(model)
+    return model
 
 
 def _bottleneck(b, x, cin, width, stride):

@@ -1,0 +1,137 @@
+"""Whole ONNX models through from_onnx, relay.build and the graph executor, against onnxruntime;
+and the errors a bad model or a bad call gives.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from onnx_util import build, check, model, rand  # noqa: E402
+from tvmlab import relay  # noqa: E402
+from tvmlab.bench import models  # noqa: E402
+from tvmlab.errors import TVMLabError  # noqa: E402
+
+mk = helper.make_node
+
+
+@pytest.mark.parametrize("opset", [9, 13, 21])
+def test_residual_block(opset):
+    x = rand(1, 16, 14, 14, seed=1)
+    check(models.residual_block(opset=opset), {"data": x})
+
+
+def test_inception_block():
+    x = rand(2, 16, 12, 12, seed=2)
+    check(models.inception_block(batch=2), {"data": x})
+
+
+def test_small_cnn_odd_size():
+    """31x31: no split factor divides the spatial sizes."""
+    x = rand(1, 3, 31, 31, seed=3)
+    check(models.small_cnn(size=31), {"data": x}, atol=1e-5)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_small_cnn_opt_levels(opt_level):
+    x = rand(1, 3, 32, 32, seed=4)
+    check(models.small_cnn(), {"data": x}, opt_level=opt_level)
+
+
+def test_freeze_params_and_set_input_by_index():
+    m = models.residual_block()
+    mod, params = relay.frontend.from_onnx(m, freeze_params=True)
+    assert params == {}
+    assert [p.name_hint for p in mod["main"].params] == ["data"]
+    g = build(m, freeze_params=True)
+    x = rand(1, 16, 14, 14, seed=5)
+    g.set_input(0, x)
+    g.run()
+    from onnx_util import run_ort
+    np.testing.assert_allclose(g.get_output(0).numpy(), run_ort(m, {"data": x})[0], rtol=1e-3, atol=1e-5)
+
+
+def test_params_are_initializers():
+    mod, params = relay.frontend.from_onnx(models.small_cnn())
+    names = [p.name_hint for p in mod["main"].params]
+    assert names[0] == "data" and set(names[1:]) == set(params)
+    assert all(params[k].shape == tuple(int(d) for d in v.type_annotation.shape)
+               for k, v in zip(names[1:], mod["main"].params[1:]))
+
+
+def test_multiple_outputs_and_int_input():
+    x = rand(3, 8, seed=6)
+    idx = np.array([2, 0, 1], np.int64)
+    nodes = [mk("Gather", ["x", "i"], ["g"], axis=0), mk("Relu", ["g"], ["r"]), mk("Sigmoid", ["x"], ["s"])]
+    check(model(nodes, {"x": x, "i": idx}, ["r", "s"]), {"x": x, "i": idx})
+
+
+# ------------------------------------------------------------------ errors
+def test_unknown_op_names_type_node_and_supported_list():
+    nodes = [mk("Relu", ["x"], ["r"], name="ok"), mk("Frobnicate", ["r"], ["y"], name="mystery_node")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(relay.frontend.OpNotImplemented) as e:
+        relay.frontend.from_onnx(m)
+    msg = str(e.value)
+    assert "Frobnicate" in msg and "mystery_node" in msg and "Conv" in msg and "Relu" in msg
+
+
+def test_missing_input_shape_is_clear():
+    graph = helper.make_graph([mk("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(relay.frontend.MissingInputShape, match=r"'x'.*\(\?, 3\).*shape="):
+        relay.frontend.from_onnx(m)
+    mod, _ = relay.frontend.from_onnx(m, shape={"x": (4, 3)})
+    assert tuple(mod["main"].params[0].type_annotation.shape) == (4, 3)
+    with pytest.raises(TVMLabError, match="dimension 1 is 3 in the model, but shape= gives 5"):
+        relay.frontend.from_onnx(m, shape={"x": (4, 5)})
+    with pytest.raises(TVMLabError, match="'y'.*not a graph input"):
+        relay.frontend.from_onnx(m, shape={"x": (4, 3), "y": (4, 3)})
+
+
+def test_bad_attribute_names_the_node():
+    import onnx
+    node = mk("Conv", ["x", "w"], ["y"], name="conv_a", group=3)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[onnx.numpy_helper.from_array(rand(6, 2, 3, 3, seed=9), "w")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(TVMLabError, match=r"Conv node 'conv_a'.*4 channels.*2 x group 3"):
+        relay.frontend.from_onnx(m)
+
+
+def test_runtime_computed_shape_input_is_refused():
+    x, s = rand(2, 6, seed=10), np.array([3, 4], np.int64)
+    m = model(mk("Reshape", ["x", "s"], ["y"], name="r"), {"x": x, "s": s}, [("y", (3, 4))])
+    with pytest.raises(TVMLabError, match=r"Reshape node 'r'.*shape.*constant or an initializer"):
+        relay.frontend.from_onnx(m)
+
+
+def test_old_opset_is_refused():
+    x = rand(2, 3, seed=11)
+    m = model(mk("Relu", ["x"], ["y"]), {"x": x}, ["y"], opset=13)
+    with pytest.raises(TVMLabError, match="opset 8 is not supported"):
+        relay.frontend.from_onnx(m, opset=8)
+
+
+def test_not_a_model():
+    with pytest.raises(TVMLabError, match="ModelProto"):
+        relay.frontend.from_onnx({"not": "a model"})
+
+
+def test_wrong_input_dtype_at_set_input():
+    g = build(models.residual_block())
+    with pytest.raises(TVMLabError, match="float32"):
+        g.set_input("data", rand(1, 16, 14, 14).astype(np.float64))
+    with pytest.raises(TVMLabError, match="shape"):
+        g.set_input("data", rand(1, 16, 14, 13))
+    with pytest.raises(TVMLabError, match="nope"):
+        g.set_input("nope", rand(1, 16, 14, 14))
