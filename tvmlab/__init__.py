@@ -28,6 +28,12 @@ def explore(s, args, targets=None, **options):
     return _explore(s, args, targets=targets, **options)
 
 
+def compare(s1, s2, args, targets=None, sizes=None, benchmark=True):
+    """A/B comparison of two schedules of ``args``: traces, AST3 and code diffs, both timed."""
+    from .widgets.compare import compare as _compare
+    return _compare(s1, s2, args, targets=targets, sizes=sizes, benchmark=benchmark)
+
+
 def load_ipython_extension(ip):
     """``%load_ext tvmlab``: register the ``%tvmlab`` magics."""
     from .widgets.magics import load_ipython_extension as _load
