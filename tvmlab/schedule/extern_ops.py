@@ -9,20 +9,21 @@ that read a state placeholder (its body: the update and what leads to it)
 are computed at that axis by default, each step seeing the state's previous
 steps; ScheduleOps emits
 
-    state[0:k] = init
-    for t in [k, T):  <body stages at t>;  state[t] = update[t]
+    <init stages>                       (writing state[0:k])
+    for t in [k, T):  <body stages at t>  (the update writing state[t])
 
-with the placeholder's reads pointed at the scan's output (a
-``scan_state_alias`` attribute for storage flattening).
+The init and update tensors have no storage of their own and the state
+placeholder's reads see the previous steps: all three are the scan's output
+(``scan_state_alias`` attributes, resolved by storage flattening).
 """
 from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import IntervalSet
-from ..ir.expr import IntImm, ProducerLoad, Var
+from ..ir.expr import Call, IntImm
 from ..ir.extern import ExternOp, ScanOp
-from ..ir.stmt import AttrStmt, For, ProducerStore, seq
+from ..ir.stmt import AttrStmt, For, seq
 from ..ir.tensor import Range
 from .rewrite import canonical_tensor
 
@@ -63,10 +64,11 @@ def scan_body_ops(scan):
 
 
 def attach_scan_bodies(sch):
-    """Compute each scan's body stages at its time axis (their default place, as in TVM)."""
+    """Compute each scan's init and body stages at its time axis (their default place, as in TVM);
+    the init stages run before the time loop."""
     for st in sch.stages:
         if isinstance(st.op, ScanOp):
-            for op in scan_body_ops(st.op):
+            for op in [t.op for t in st.op.init] + scan_body_ops(st.op):
                 body = sch.stage_map.get(op)
                 if body is not None and body.attach_type == "root" and not body.is_output:
                     body.attach_type, body.attach_stage, body.attach_ivar = "scope", st, st.op.scan_axis
@@ -112,8 +114,6 @@ def make_nest(builder, st):
 
 
 def _bind(buf, tensor, body):
-    tup = _op.convert(0)
-    from ..ir.expr import Call
     args = []
     for d in tensor.shape:
         d = _op.convert(d)
@@ -137,6 +137,18 @@ def _extern_nest(builder, st):
     return body
 
 
+def scan_aliased(builder, tensor):
+    """True for a scan's init and update tensors: they are stored in the scan's output, not realized."""
+    cache = getattr(builder, "_scan_aliases", None)
+    if cache is None:
+        cache = builder._scan_aliases = set()
+        for st in builder.sch.stages:
+            if isinstance(st.op, ScanOp):
+                for t in st.op.init + st.op.update:
+                    cache.add(canonical_tensor(builder.sch, t))
+    return tensor in cache
+
+
 def _scan_nest(builder, st):
     op, sch = st.op, builder.sch
     for iv in op.spatial_axis_:
@@ -147,43 +159,35 @@ def _scan_nest(builder, st):
     _check_body_inside(sch, st)
     t = op.scan_axis
     rng = builder.dom_map[t]
-    inits, steps = [], []
-    for k, (state, out) in enumerate(zip(op.state_placeholder, op.outputs)):
-        init = canonical_tensor(sch, op.init[k])
-        upd = canonical_tensor(sch, op.update[k])
-        inits.append(_copy(out, init, None, f"{op.name}.init{k}"))
-        steps.append(_copy(out, upd, t.var, f"{op.name}.s{k}"))
-    step = builder.produce_then(builder.attached.get(t, []), seq(*steps))
-    loop = For(t.var, rng.min, rng.extent, "serial", step)
-    body = seq(*inits, loop)
-    for state, out in zip(op.state_placeholder, op.outputs):
-        body = AttrStmt((state, out), SCAN_STATE_ALIAS, IntImm("int32", 0), body)
+    init_ops = {canonical_tensor(sch, x).op for x in op.init}
+    here = builder.attached.get(t, [])
+    inits = [s for s in here if s.op in init_ops]
+    steps = [s for s in here if s.op not in init_ops]
+    first = builder.produce_then(inits, None) if inits else None
+    step = builder.produce_then(steps, None) if steps else seq()
+    body = seq(first, For(t.var, rng.min, rng.extent, "serial", step))
+    aliases = [(x, out) for k, out in enumerate(op.outputs)
+               for x in (op.state_placeholder[k], canonical_tensor(sch, op.init[k]),
+                         canonical_tensor(sch, op.update[k]))]
+    for x, out in reversed(aliases):
+        body = AttrStmt((x, out), SCAN_STATE_ALIAS, IntImm("int32", 0), body)
     return body
-
-
-def _copy(dst, src, time, prefix):
-    """``dst[t, ...] = src[t, ...]`` over ``src``'s first dimension (or only at ``time``) and all the rest."""
-    loops, idx = [], []
-    for d, ext in enumerate(src.shape):
-        if d == 0 and time is not None:
-            idx.append(time)
-            continue
-        v = Var(f"{prefix}.i{d}", _op.convert(ext).dtype)
-        loops.append((v, _op.convert(ext)))
-        idx.append(v)
-    stmt = ProducerStore(dst, ProducerLoad(src, tuple(idx)), tuple(idx))
-    for v, ext in reversed(loops):
-        stmt = For(v, _op.const(0, ext.dtype), ext, "serial", stmt)
-    return stmt
 
 
 def _check_body_inside(sch, scan_stage):
     """Every stage that reads a state placeholder must be computed inside the scan's time loop."""
     states = set(scan_stage.op.state_placeholder)
+    own = {canonical_tensor(sch, t).op for t in scan_stage.op.init + scan_stage.op.update}
     for st in sch.stages:
-        if st.is_placeholder or st.attach_type == "inline" or st is scan_stage:
+        if st.is_placeholder or st is scan_stage:
             continue
-        if not any(t in states for t in st.op.input_tensors) and not _reads_state_inlined(sch, st, states):
+        if st.attach_type == "inline":
+            if st.op in own:
+                raise LoweringError(f"stage {st.name} is an init or update of scan {scan_stage.name}, which stores "
+                                    "it in its state; it cannot be inlined")
+            continue
+        if st.op not in own and not any(t in states for t in st.op.input_tensors) \
+                and not _reads_state_inlined(sch, st, states):
             continue
         a = st
         while a is not None and a is not scan_stage:

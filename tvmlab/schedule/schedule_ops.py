@@ -62,7 +62,7 @@ class _Builder:
         for st in reversed(stages):
             body = seq(self.nest(st), body) if body is not None else self.nest(st)
             for t in reversed(st.op.outputs):
-                if t in self.args:
+                if t in self.args or extern_ops.scan_aliased(self, t):
                     continue
                 if extern_ops.is_special(st.op):
                     bounds = extern_ops.realize_bounds(st, t)
