@@ -1,0 +1,124 @@
+"""``python -m tvmlab.bench.graph``: whole ONNX models built by tvmlab against onnxruntime, side by side.
+
+For each model (a small CNN and a ResNet-50-shaped network, 224x224, batch
+1, float32, random weights built with onnx.helper) the table gives
+onnxruntime's time and tvmlab's at opt_level 3, then with FuseOps off and with
+AlterOpLayout off, so the help of each pass shows as a ratio. onnxruntime
+runs with as many intra-op threads as tvmlab's parallel loops use. Every
+tvmlab build is first checked against onnxruntime's output (rtol 1e-3).
+
+    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+
+import numpy as np
+
+from . import models
+from .peak import threads
+from .timing import side_by_side
+
+VARIANTS = (("tvmlab", ()), ("no FuseOps", ("FuseOps",)), ("no AlterOpLayout", ("AlterOpLayout",)))
+
+
+def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
+    """from_onnx + relay.build + GraphModule: the TVM tutorial's three steps; also returns build seconds."""
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    t0 = time.perf_counter()
+    mod, params = relay.frontend.from_onnx(model, shape=shape)
+    with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass)):
+        lib = relay.build(mod, target=target, params=params)
+    gmod = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    return gmod, time.perf_counter() - t0
+
+
+def ort_session(model, nthreads):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = nthreads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+@dataclasses.dataclass
+class Result:
+    model: str
+    variant: str
+    tvmlab_s: float
+    ort_s: float
+    build_s: float
+    max_rel_err: float
+
+    @property
+    def ratio(self):
+        return self.ort_s / self.tvmlab_s
+
+
+def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0):
+    """One Result per variant; raises AssertionError if an output disagrees with onnxruntime."""
+    nthreads = threads()
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    sess = ort_session(model, nthreads)
+    feed = {model.graph.input[0].name: x}
+    want = sess.run(None, feed)[0]
+    results = []
+    for variant, disabled in variants:
+        gmod, build_s = compile_onnx(model, {model.graph.input[0].name: shape}, disabled_pass=disabled)
+        gmod.set_input(model.graph.input[0].name, x)
+        gmod.run()
+        got = gmod.get_output(0).numpy()
+        scale = float(np.abs(want).max()) or 1.0
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
+                                   err_msg=f"{name} ({variant}) disagrees with onnxruntime")
+        err = float(np.max(np.abs(got - want)) / scale)
+        ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feed), rounds=rounds, min_ms=200)
+        results.append(Result(name, variant, ours, theirs, build_s, err))
+        print(f"  {name} {variant}: {theirs / ours:.2f}x", file=sys.stderr, flush=True)
+    return results
+
+
+def format_table(results):
+    head = f"{'model':<12}{'variant':<18}{'ratio':>7}{'tvmlab ms':>11}{'ort ms':>9}{'build s':>9}{'max err':>10}"
+    out = [head, "-" * len(head)]
+    for r in results:
+        out.append(f"{r.model:<12}{r.variant:<18}{r.ratio:>6.2f}x{r.tvmlab_s * 1e3:>11.2f}{r.ort_s * 1e3:>9.2f}"
+                   f"{r.build_s:>9.1f}{r.max_rel_err:>10.1e}")
+    out.append(f"ratio = onnxruntime time / tvmlab time (> 1: tvmlab is faster); both on {threads()} threads;"
+               f" max err relative to the output's largest magnitude")
+    return "\n".join(out)
+
+
+MODELS = {
+    "small_cnn": lambda: (models.small_cnn(size=64), (1, 3, 64, 64)),
+    "resnet50": lambda: (models.resnet50(), (1, 3, 224, 224)),
+}
+
+
+def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, rounds=3):
+    results = []
+    for name in names:
+        if name not in MODELS:
+            raise SystemExit(f"unknown model {name!r}; choose from {sorted(MODELS)}")
+        model, shape = MODELS[name]()
+        results += bench_model(name, model, shape, variants=variants, rounds=rounds)
+    print(format_table(results), file=out, flush=True)
+    return results
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m tvmlab.bench.graph", description=__doc__.split("\n")[0])
+    p.add_argument("--models", default="small_cnn,resnet50", help="comma-separated: " + ", ".join(MODELS))
+    p.add_argument("--quick", action="store_true", help="only the full pipeline, no pass-off variants")
+    args = p.parse_args(argv)
+    run([m for m in args.models.split(",") if m], VARIANTS[:1] if args.quick else VARIANTS)
+
+
+if __name__ == "__main__":
+    main()
