@@ -160,12 +160,14 @@ def test_arg_not_a_tensor_at_all():
 
 
 def test_duplicate_arg_names():
+    """Two tensors may share a name (as in TVM); one tensor passed twice is refused."""
     A = te.placeholder((8,), name="X")
     B = te.compute((8,), lambda i: A[i] * 2.0, name="X")
     s = te.create_schedule(B.op)
+    assert "X_1" in str(tvmlab.lower(s, [A, B]))
     with pytest.raises(LoweringError) as info:
-        tvmlab.build(s, [A, B], target="llvm")
-    assert "X" in str(info.value)
+        tvmlab.build(s, [A, B, A], target="llvm")
+    assert "X" in str(info.value) and "more than once" in str(info.value)
 
 
 def test_lower_without_args_or_schedule():

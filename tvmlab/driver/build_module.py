@@ -28,27 +28,45 @@ def _check_args(sch, args):
         elif not isinstance(a, Var):
             raise LoweringError(f"argument {k} must be a tensor or a scalar te.var, got "
                                 f"{type(a).__name__}: {a!r}")
-    names = [a.name for a in args]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise LoweringError(f"arguments must have distinct names; {dup} appear more than once")
+    for k, a in enumerate(args):
+        if any(b is a for b in args[:k]):
+            raise LoweringError(f"argument {k} ({a.name}) appears more than once in args")
+
+
+def unique_names(names):
+    """``names`` made distinct by suffixes (two placeholders both named "placeholder" are legal)."""
+    out, seen, taken = [], set(names), set()
+    for n in names:
+        m, k = n, 0
+        while m in taken or (k and m in seen):
+            k += 1
+            m = f"{n}_{k}"
+        taken.add(m)
+        out.append(m)
+    return out
 
 
 def make_function(sch, args, name):
     """AST2 as a PrimFunc plus the buffers of its tensor arguments."""
     from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
     from ..schedule.schedule_ops import schedule_ops
+    from ..schedule.attach import check_attachments
     _check_args(sch, args)
+    check_attachments(sch)
     bodies = effective_bodies(sch)
     dom_map = infer_bound(sch, bodies)
     body = schedule_ops(sch, [a for a in args if isinstance(a, Tensor)], dom_map, bodies)
+    if body is None:        # nothing to compute (a schedule of placeholders): an empty function
+        from ..ir.op import const
+        from ..ir.stmt import Evaluate
+        body = Evaluate(const(0))
     params, buffer_map, binds = [], {}, {}
     explicit = [a for a in args if isinstance(a, Var)]
     shape_vars = []
-    for a in args:
+    for a, bname in zip(args, unique_names([a.name for a in args])):
         if isinstance(a, Tensor):
             t = canonical_tensor(sch, a)
-            buf = Buffer(a.name, a.shape, a.dtype)
+            buf = Buffer(bname, a.shape, a.dtype)
             params.append(buf.data)
             buffer_map[buf.data] = buf
             binds[t] = buf

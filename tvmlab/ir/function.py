@@ -119,7 +119,7 @@ class PrimFunc:
         args = []
         for v in self.params:
             b = self.buffer_map.get(v)
-            args.append(f"{b.name}: {b!r}" if b is not None else f"{v.name}: T.{v.dtype}")
+            args.append(f"{p.vn(v)}: {b!r}" if b is not None else f"{p.vn(v)}: T.{v.dtype}")
         p.line("@T.prim_func")
         p.line(f"def {self.name}({', '.join(args)}):")
         p.indent += 1

@@ -99,8 +99,8 @@ class Printer:
         if isinstance(e, E.Load):
             pred = "" if e.predicate is None else f", predicate={self.expr(e.predicate)}"
             if pred:
-                return f"T.load({e.buffer_var.name}, {self.expr(e.index)}{pred})", _ATOM
-            return f"{e.buffer_var.name}[{self.expr(e.index)}]", _ATOM
+                return f"T.load({self.vn(e.buffer_var)}, {self.expr(e.index)}{pred})", _ATOM
+            return f"{self.vn(e.buffer_var)}[{self.expr(e.index)}]", _ATOM
         if isinstance(e, E.ProducerLoad):
             idx = ", ".join(self.expr(i) for i in e.indices)
             return f"{e.producer.name}[{idx}]", _ATOM
@@ -192,10 +192,10 @@ class Printer:
 
     def stmt_Store(self, s):
         if s.predicate is not None:
-            self.line(f"T.store({s.buffer_var.name}, {self.expr(s.index)}, {self.expr(s.value)}, "
+            self.line(f"T.store({self.vn(s.buffer_var)}, {self.expr(s.index)}, {self.expr(s.value)}, "
                       f"predicate={self.expr(s.predicate)})")
         else:
-            self.line(f"{s.buffer_var.name}[{self.expr(s.index)}] = {self.expr(s.value)}")
+            self.line(f"{self.vn(s.buffer_var)}[{self.expr(s.index)}] = {self.expr(s.value)}")
 
     def stmt_ProducerStore(self, s):
         idx = ", ".join(self.expr(i) for i in s.indices)
@@ -209,7 +209,7 @@ class Printer:
 
     def stmt_Allocate(self, s):
         ext = ", ".join(self.expr(x) for x in s.extents)
-        self.line(f'{s.buffer_var.name} = T.allocate([{ext}], "{s.dtype}", "{s.scope}")')
+        self.line(f'{self.vn(s.buffer_var)} = T.allocate([{ext}], "{s.dtype}", "{s.scope}")')
         self.stmt(s.body)
 
     def stmt_IfThenElse(self, s):

@@ -76,7 +76,9 @@ def cache_write(sch, tensor, scope):
                             f"primitives on stage {st.name}")
     if any(s.attach_stage is st for s in sch.stages):
         raise ScheduleError(f"cache_write of {st.name}: other stages are computed at its axes")
-    axis_map = {iv: copy_axis(iv) for iv in list(op.axis) + list(op.reduce_axis)}
+    # New data axes; the reduction axes stay the same IterVars (as in TVM), so
+    # ``s[CC].reorder(k, ...)`` with the ``k`` of te.reduce_axis works.
+    axis_map = {iv: copy_axis(iv) for iv in op.axis}
     vmap = {iv.var: c.var for iv, c in axis_map.items()}
     body = [rebase_reduce(b, vmap, axis_map) for b in op.body]
     cache_op = ComputeOp(sch.fresh_name(f"{op.name}.{scope}"), op.tag, op.attrs,

@@ -37,13 +37,20 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     for iv in op.axis:
         dom[iv] = iv.dom
     pass_down_domain(st, dom, lambda e: e)
+    from ..ir.functor import collect_vars
+    roots = pass_up_index(st, dom, {iv: iv.var for iv in st.leaf_iter_vars})
+    if any(ax.var in collect_vars(roots[iv]) for iv in op.axis):
+        raise ScheduleError(f"rfactor of {st.name}: axis {ax.var.name} is fused with a "
+                            "data-parallel axis; rfactor a reduction axis of its own")
     red_leaves = [iv for iv in st.leaf_iter_vars if iv.iter_type == IterVar.REDUCE]
     # CF's axes: copies of the data axes with the factored axis inserted at factor_axis.
     data = [IterVar(iv.dom, Var(iv.var.name, iv.var.dtype)) for iv in op.axis]
     fax = IterVar(Range(_op.const(0), dom[ax].extent), Var(ax.var.name, ax.var.dtype))
     cf_axis = data[:factor_axis] + [fax] + data[factor_axis:]
-    new_red = {iv: IterVar(Range(_op.const(0), dom[iv].extent), Var(iv.var.name, iv.var.dtype),
-                           IterVar.REDUCE) for iv in red_leaves if iv is not ax}
+    # The other reduction leaves keep their variables (as in TVM), so the
+    # axes the user holds (k.inner after a split) still name them.
+    new_red = {iv: IterVar(Range(_op.const(0), dom[iv].extent), iv.var, IterVar.REDUCE)
+               for iv in red_leaves if iv is not ax}
     leaf_vals = {iv: iv.var for iv in st.leaf_iter_vars}
     leaf_vals[ax] = fax.var
     for iv, n in new_red.items():

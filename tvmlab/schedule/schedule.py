@@ -142,6 +142,18 @@ class Schedule:
                 return True
         return False
 
+    def _reads_transitively(self, consumer, producer, seen=None):
+        """True if ``consumer`` reads ``producer`` through any chain of stages."""
+        seen = set() if seen is None else seen
+        for st in self._consumers(producer):
+            if st is consumer:
+                return True
+            if id(st) not in seen:
+                seen.add(id(st))
+                if self._reads_transitively(consumer, st, seen):
+                    return True
+        return False
+
     def _replace_op(self, stage, new_op):
         """Point ``stage`` at ``new_op`` (keeping the old op's key) — used by cache_write/rfactor."""
         stage.op = new_op

@@ -239,8 +239,11 @@ class _Builder:
         inits = r0.init if r0.init else r0.combiner.identity_element
         fresh = {}
         loops = []
+        # A reduction leaf that data-parallel axes depend on (fused with one)
+        # is looped over by the init too: it covers every output element.
+        data_vars = {v for iv in op.axis for v in collect_vars(values[iv])}
         for iv in leaves[first_red:]:
-            if iv.iter_type == IterVar.REDUCE:
+            if iv.iter_type == IterVar.REDUCE and iv.var not in data_vars:
                 continue
             nv = Var(iv.var.name + ".init", iv.var.dtype)
             fresh[iv.var] = nv
@@ -249,8 +252,9 @@ class _Builder:
         stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, inits)])
         if pred is not None:
             stmt = IfThenElse(substitute(pred, fresh), stmt)
+        red = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         init_guards = [(substitute(c, fresh), d) for c, d in guards
-                       if d >= first_red and not self._is_red_guard(c, st)]
+                       if d >= first_red and all(v in fresh for v in collect_vars(c) if v in red)]
         for c, _ in init_guards:
             stmt = IfThenElse(Call("bool", "likely", (c,)), stmt)
         for iv, nv in reversed(loops):

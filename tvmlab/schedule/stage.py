@@ -92,8 +92,13 @@ class Stage:
     def axis(self, ref, what="axis", leaf=True):
         """Resolve an IterVar, a Var or a printed name (``"i.inner"``) to this stage's axis."""
         if isinstance(ref, IterVar):
-            if ref in self.leaf_iter_vars or (not leaf and ref in self.all_iter_vars):
-                return ref
+            pool = self.leaf_iter_vars if leaf else self.all_iter_vars
+            for iv in pool:
+                if iv is ref:
+                    return iv
+            for iv in pool:
+                if iv.var is ref.var:
+                    return iv       # a copy keeping the variable (rfactor's other reduce axes)
             if ref in self.all_iter_vars:
                 raise ScheduleError(
                     f"stage {self.name}: {what} {ref.var.name} is no longer a leaf axis "
@@ -212,10 +217,11 @@ class Stage:
                 raise ScheduleError(
                     f"fuse in stage {self.name}: axes {[a.var.name for a in axes]} must be "
                     f"consecutive leaf axes from outer to inner; leaf order is {self._leaf_names()}")
+            # As in TVM, a data-parallel axis may be fused with a reduction axis;
+            # the fused axis is a reduction axis (ScheduleOps initialises the
+            # output over its whole range before the reduction).
             types = {a.iter_type for a in axes}
-            if IterVar.REDUCE in types and len(types) > 1:
-                raise ScheduleError(f"fuse in stage {self.name}: cannot fuse a reduction axis with "
-                                    f"a data-parallel axis ({[a.var.name for a in axes]})")
+            mixed_type = IterVar.REDUCE if IterVar.REDUCE in types else None
             for a in axes:
                 if self.attr(a).kind != "serial":
                     raise ScheduleError(f"fuse in stage {self.name}: axis {a.var.name} is already "
@@ -223,7 +229,8 @@ class Stage:
             self._check_not_attach_point(axes, "fuse")
             cur = axes[0]
             for nxt in axes[1:]:
-                fused = self._new_iv(f"{cur.var.name}.{nxt.var.name}.fused", cur.iter_type)
+                fused = self._new_iv(f"{cur.var.name}.{nxt.var.name}.fused",
+                                     mixed_type or cur.iter_type)
                 self.relations.append(Fuse(cur, nxt, fused))
                 self.all_iter_vars.append(fused)
                 k = self.leaf_iter_vars.index(cur)
@@ -389,16 +396,19 @@ class Stage:
                 raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} is inlined "
                                     "and has no loops")
             scope = parent.axis(scope, "compute_at scope")
-            if not sch._reads_through_inline(parent, self):
+            if not sch._reads_transitively(parent, self):
                 readers = [s.name for s in sch._consumers(self)]
                 raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} does not read "
-                                    f"{self.name} (its consumers are {readers})")
-            others = [s for s in sch._consumers(self) if s is not parent and
-                      s.attach_type != "inline"]
-            if others:
+                                    f"{self.name}, directly or through other stages (its consumers "
+                                    f"are {readers})")
+            # As in TVM, other readers may still be attached inside parent's loop
+            # (the cache_read shared -> local chain) or inlined later; lowering
+            # checks that they are (attach.check_attachments).
+            outs = [s for s in sch._consumers(self) if s is not parent and s.is_output]
+            if outs:
                 raise ScheduleError(
-                    f"compute_at of {self.name}: it is also read by {[s.name for s in others]}, "
-                    f"which would then read it outside {parent.name}'s loop")
+                    f"compute_at of {self.name}: it is also read by output {outs[0].name}, which "
+                    f"is computed at the root, outside {parent.name}'s loop")
             a = parent
             while a is not None:
                 if a is self:

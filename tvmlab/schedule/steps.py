@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from ..errors import LoweringError
+from .attach import check_attachments
 from .bound import effective_bodies, infer_bound
 from .schedule import Schedule
 from .schedule_ops import schedule_ops
@@ -35,4 +36,5 @@ def ScheduleOps(sch, dom_map=None, debug_keep_trivial_loop=False):  # noqa: N802
     if dom_map is not None and not isinstance(dom_map, dict):
         raise LoweringError(f"ScheduleOps: bounds must be the dict InferBound returns, got "
                             f"{type(dom_map).__name__}")
+    check_attachments(sch)
     return schedule_ops(sch, (), dom_map)

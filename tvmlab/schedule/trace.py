@@ -52,9 +52,12 @@ def _encode(v, sch):
         return [_encode(x, sch) for x in v]
     if isinstance(v, dict):
         return {k: _encode(x, sch) for k, x in v.items()}
-    from ..ir.expr import IntImm
+    from ..ir.expr import IntImm, Var
     if isinstance(v, IntImm):
         return v.value
+    if isinstance(v, Var):      # a symbolic split factor: replay finds it by name
+        sch.trace.symbols[v.name] = v
+        return {"var": v.name, "dtype": v.dtype}
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise ScheduleError(f"cannot record argument {v!r} of type {type(v).__name__} in the trace")
@@ -67,6 +70,7 @@ class Trace:
         self.schedule = schedule
         self.steps = [Step(s) for s in steps]
         self._outputs = outputs
+        self.symbols = {}       # name -> Var recorded as a split factor
 
     # ------------------------------------------------------------ recording
     def _add(self, primitive, stage, args):
@@ -133,13 +137,18 @@ class Trace:
             return cls.from_json(f.read())
 
     # ------------------------------------------------------------ replay
-    def replay(self, target):
-        """Apply the steps to a Schedule, or to a new schedule of ``target`` tensors/ops."""
+    def replay(self, target, symbols=None):
+        """Apply the steps to a Schedule, or to a new schedule of ``target`` tensors/ops.
+
+        ``symbols`` ({name: te.var}) gives the variables used as split factors;
+        by default those this trace recorded, then the schedule's shape variables.
+        """
         from .schedule import Schedule
         sch = target if isinstance(target, Schedule) else Schedule(target)
+        known = dict(self.symbols) | dict(symbols or {})
         for k, step in enumerate(self.steps):
             try:
-                apply_step(sch, step)
+                apply_step(sch, step, known)
             except ScheduleError as e:
                 raise ScheduleError(f"replaying step {k} ({step!r}): {e}") from None
         return sch
@@ -150,11 +159,27 @@ class Trace:
         return _PythonWriter(self, schedule_var).write(header)
 
 
-def apply_step(sch, step):
+def _symbol(sch, v, symbols):
+    """The variable a recorded ``{"var": name}`` stands for."""
+    name = v["var"]
+    if name in (symbols or {}):
+        return symbols[name]
+    from ..ir.functor import collect_vars
+    for st in sch.stages:
+        for d in getattr(st.op, "shape", None) or [t for t in st.op.outputs[0].shape]:
+            for x in collect_vars(d):
+                if x.name == name:
+                    return x
+    raise ScheduleError(f"the trace uses variable {name!r} as a split factor; pass it as "
+                        f"trace.replay(s, symbols={{{name!r}: te.var({name!r})}})")
+
+
+def apply_step(sch, step, symbols=None):
     """Apply one recorded step to schedule ``sch``."""
     from ..te import thread_axis
     p = step["primitive"]
-    args = dict(step.args)
+    args = {k: _symbol(sch, v, symbols) if isinstance(v, dict) and set(v) == {"var", "dtype"} else v
+            for k, v in step.args.items()}
     if "stage" in step:
         st = sch.stage_by_name(step["stage"])
         fn = getattr(st, p, None)
@@ -201,6 +226,11 @@ def apply_step(sch, step):
 def _ident(name):
     s = re.sub(r"\W", "_", name)
     return s if s and not s[0].isdigit() else "_" + s
+
+
+def _amount(v):
+    """A split amount in Python: an int, or a variable by its name."""
+    return _ident(v["var"]) if isinstance(v, dict) and "var" in v else v
 
 
 class _PythonWriter:
@@ -272,7 +302,8 @@ class _PythonWriter:
             ax = lambda n: self.axis(key, n)  # noqa: E731
             if p == "split":
                 o, i = self.bind_axes(key, [a["axis"] + ".outer", a["axis"] + ".inner"])
-                amt = f"factor={a['factor']}" if "factor" in a else f"nparts={a['nparts']}"
+                amt = f"factor={_amount(a['factor'])}" if "factor" in a else \
+                    f"nparts={_amount(a['nparts'])}"
                 return f"{o}, {i} = {S}.split({ax(a['axis'])}, {amt})"
             if p == "fuse":
                 name = ".".join(a["axes"][:2]) + ".fused" if len(a["axes"]) >= 2 else "singleton"
