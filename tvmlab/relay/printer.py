@@ -64,7 +64,7 @@ class _Printer:
                 continue
             if isinstance(e, Call):
                 if isinstance(e.op, Function):
-                    fn_lines = self.function(e.op, None, indent + "  ")
+                    fn_lines = self.function(e.op, None, indent)
                     fname = f"%{count[0]}"
                     count[0] += 1
                     lines.append(f"{indent}{fname} = {fn_lines[0].strip()}")

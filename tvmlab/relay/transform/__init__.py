@@ -21,3 +21,42 @@ def InferType():
             return f
         return _map_functions(mod, one)
     return module_pass(run, opt_level=0, name="InferType")
+
+
+def SimplifyInference():
+    """batch_norm folded into the preceding conv2d's weights and bias (else a per-channel scale and shift);
+    dropout removed."""
+    from .simplify_inference import simplify, use_counts
+    from .infer_type import infer_function
+
+    def run(mod, ctx):
+        def one(f):
+            infer_function(f)
+            body = simplify(f.body, use_counts(f.body))
+            return f if body is f.body else Function(f.params, body, None, f.type_params, f.attrs)
+        return _map_functions(mod, one)
+    return module_pass(run, opt_level=0, name="SimplifyInference")
+
+
+def FoldConstant():
+    """Calls whose operands are all constants computed at compile time (one small build for all of them)."""
+    from .fold_constant import fold
+    return module_pass(lambda mod, ctx: _map_functions(mod, fold), opt_level=2, name="FoldConstant")
+
+
+def DeadCodeElimination(inline_once=False):
+    """Let bindings nothing reads removed (``inline_once``: a binding read once is substituted)."""
+    from .dead_code import eliminate
+    return module_pass(lambda mod, ctx: _map_functions(mod, lambda f: eliminate(f, inline_once)),
+                       opt_level=1, name="DeadCodeElimination")
+
+
+def FuseOps(fuse_opt_level=-1):
+    """Operators grouped into primitive functions by pattern kind (see ``fuse_ops``); ``fuse_opt_level=-1``
+    follows the PassContext (0 there: no fusion)."""
+    from .fuse_ops import fuse_function
+
+    def run(mod, ctx):
+        level = ctx.opt_level if fuse_opt_level < 0 else fuse_opt_level
+        return _map_functions(mod, lambda f: fuse_function(f, level))
+    return module_pass(run, opt_level=0, name="FuseOps")

@@ -1,0 +1,231 @@
+"""The graph executor: runs a compiled graph (TVM's ``tvm.contrib.graph_executor``).
+
+    lib = relay.build(mod, target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("data", x); m.run(); y = m.get_output(0).numpy()
+
+Storage follows the plan in the graph JSON (``storage_id``): entries with one
+id are views of one block, so intermediate tensors reuse memory.  Every
+call's arguments are checked once, when the executor is created; ``run()`` then
+makes only the native calls.  Only runtime imports here: a library loaded in
+a fresh process runs without the compiler.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ..errors import RuntimeArgError
+from ..runtime import ndarray as nd
+from ..runtime.device import Device
+
+
+class GraphExecutorFactoryModule:
+    """What ``relay.build`` returns: the graph, the compiled library and the parameters."""
+
+    def __init__(self, graph_json, lib, params, mod_name="default"):
+        self.graph_json = graph_json
+        self.lib = lib
+        self.params = {k: np.asarray(v) for k, v in params.items()}
+        self.libmod_name = mod_name
+        self.ir_mod = None
+
+    def __getitem__(self, name):
+        if name != self.libmod_name:
+            raise RuntimeArgError(f"this factory holds the model {self.libmod_name!r}, not {name!r}")
+        return lambda dev=None: GraphExecutor(self.graph_json, self.lib, dev, self.params)
+
+    def get_graph_json(self):
+        return self.graph_json
+
+    def get_params(self):
+        return {k: nd.array(v) for k, v in self.params.items()}
+
+    def get_lib(self):
+        return self.lib
+
+    def get_executor_config(self):
+        return self.graph_json
+
+    def export_library(self, file_name):
+        """Write ``file_name`` (the compiled groups, a shared library) with the graph and the parameters
+        beside it (``file_name + ".graph.json"``, ``+ ".params.npz"``); ``tvm.runtime.load_module`` loads all three."""
+        file_name = os.fspath(file_name)
+        if self.lib is None:
+            raise RuntimeArgError("export_library: this model has no compiled function (its graph only copies "
+                                  "inputs to outputs)")
+        self.lib.export_library(file_name)
+        with open(file_name + GRAPH_SUFFIX, "w") as f:
+            f.write(self.graph_json)
+        np.savez(file_name + PARAMS_SUFFIX, **self.params)
+
+    def __repr__(self):
+        g = json.loads(self.graph_json)
+        ops = sum(1 for n in g["nodes"] if n["op"] == "tvm_op")
+        return f"GraphExecutorFactoryModule({self.libmod_name!r}, {ops} kernel calls, {len(self.params)} params)"
+
+
+GRAPH_SUFFIX = ".graph.json"
+PARAMS_SUFFIX = ".params.npz"
+
+
+def load_factory(lib, path):
+    """The factory of a library exported by ``GraphExecutorFactoryModule.export_library`` (used by load_module)."""
+    with open(path + GRAPH_SUFFIX) as f:
+        graph_json = f.read()
+    params = {}
+    if os.path.isfile(path + PARAMS_SUFFIX):
+        with np.load(path + PARAMS_SUFFIX) as z:
+            params = {k: z[k] for k in z.files}
+    return GraphExecutorFactoryModule(graph_json, lib, params)
+
+
+def _aligned(nbytes):
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off:off + nbytes]
+
+
+class GraphExecutor:
+    """One instance of a graph on a device: its storage, its inputs and the prepared kernel calls."""
+
+    def __init__(self, graph_json, lib, dev=None, params=None):
+        dev = dev if dev is not None else Device("cpu", 0)
+        if not isinstance(dev, Device) or dev.device_type != "cpu":
+            raise RuntimeArgError(f"the graph executor runs on the CPU (tvm.cpu(0)), got {dev!r}")
+        self.device = dev
+        g = json.loads(graph_json) if isinstance(graph_json, str) else graph_json
+        self.graph = g
+        self.nodes = g["nodes"]
+        self.row_ptr = g["node_row_ptr"]
+        shapes = g["attrs"]["shape"][1]
+        dtypes = g["attrs"]["dltype"][1]
+        sids = g["attrs"]["storage_id"][1]
+        sizes = {}
+        for e, sid in enumerate(sids):
+            n = int(np.prod(shapes[e], dtype=np.int64)) * np.dtype(dtypes[e]).itemsize
+            sizes[sid] = max(sizes.get(sid, 0), n, 1)
+        self.storage = {sid: _aligned(n) for sid, n in sizes.items()}
+        self.entries = []
+        for e, sid in enumerate(sids):
+            count = int(np.prod(shapes[e], dtype=np.int64))
+            arr = self.storage[sid][:count * np.dtype(dtypes[e]).itemsize].view(dtypes[e]).reshape(shapes[e])
+            self.entries.append(nd.NDArray(arr, dev))
+        self.input_index = {self.nodes[i]["name"]: i for i in g["arg_nodes"]}
+        self.input_names = [self.nodes[i]["name"] for i in g["arg_nodes"]]
+        self.heads = [self._eid(n, k) for n, k, *_ in g["heads"]]
+        self.lib = lib
+        self.calls = []
+        for nid, node in enumerate(self.nodes):
+            if node["op"] != "tvm_op":
+                continue
+            fn = lib.get_function(node["attrs"]["func_name"])
+            args = [self.entries[self._eid(i, k)] for i, k, *_ in node["inputs"]]
+            args += [self.entries[self._eid(nid, k)] for k in range(int(node["attrs"]["num_outputs"]))]
+            self.calls.append(fn.prepare(*args))
+        for name, value in (params or {}).items():
+            if name in self.input_index:
+                self.set_input(name, value)
+
+    def _eid(self, nid, k):
+        return self.row_ptr[nid] + k
+
+    def _input_entry(self, key):
+        if isinstance(key, int) and not isinstance(key, bool):
+            if not 0 <= key < len(self.input_names):
+                raise RuntimeArgError(f"input index {key} is out of range: the graph has {len(self.input_names)} "
+                                      f"inputs ({', '.join(self.input_names)})")
+            key = self.input_names[key]
+        nid = self.input_index.get(key)
+        if nid is None:
+            raise RuntimeArgError(f"the graph has no input {key!r}; inputs: {', '.join(self.input_names)}")
+        return key, self.entries[self._eid(nid, 0)]
+
+    def set_input(self, key=None, value=None, **params):
+        if key is not None:
+            name, dst = self._input_entry(key)
+            src = value.numpy() if isinstance(value, nd.NDArray) else np.asarray(value)
+            if str(src.dtype) != dst.dtype:
+                raise RuntimeArgError(f"input {name!r}: expected dtype {dst.dtype}, got {src.dtype}")
+            if tuple(src.shape) != tuple(dst.shape):
+                raise RuntimeArgError(f"input {name!r}: expected shape {tuple(dst.shape)}, got {tuple(src.shape)}")
+            np.copyto(dst._arr, src)
+        for k, v in params.items():
+            self.set_input(k, v)
+
+    def run(self):
+        for call in self.calls:
+            call()
+
+    def get_input(self, key):
+        return self._input_entry(key)[1]
+
+    def get_num_outputs(self):
+        return len(self.heads)
+
+    def get_num_inputs(self):
+        return len(self.input_names)
+
+    def get_output(self, index, out=None):
+        if not isinstance(index, int) or not 0 <= index < len(self.heads):
+            raise RuntimeArgError(f"output index {index!r} is out of range: the graph has {len(self.heads)} outputs")
+        arr = self.entries[self.heads[index]]
+        if out is not None:
+            out.copyfrom(arr.numpy())
+            return out
+        return nd.array(arr.numpy().copy(), self.device)
+
+
+class GraphModule:
+    """TVM's wrapper around an executor: ``GraphModule(lib["default"](dev))``."""
+
+    def __init__(self, module):
+        if not isinstance(module, GraphExecutor):
+            raise RuntimeArgError(f"GraphModule needs lib['default'](dev) (a graph executor), got "
+                                  f"{type(module).__name__}")
+        self.module = module
+
+    def set_input(self, key=None, value=None, **params):
+        """Copy ``value`` into input ``key`` (name or index), and each ``name=value`` of ``params``."""
+        self.module.set_input(key, value, **params)
+
+    def run(self, **inputs):
+        if inputs:
+            self.set_input(**inputs)
+        self.module.run()
+
+    def get_input(self, index, out=None):
+        arr = self.module.get_input(index)
+        if out is not None:
+            out.copyfrom(arr.numpy())
+            return out
+        return arr
+
+    def get_output(self, index, out=None):
+        return self.module.get_output(index, out)
+
+    def get_num_outputs(self):
+        return self.module.get_num_outputs()
+
+    def get_num_inputs(self):
+        return self.module.get_num_inputs()
+
+    def benchmark(self, device=None, func_name="run", repeat=5, number=5, min_repeat_ms=None, end_to_end=False):
+        """Time ``run()``: ``repeat`` measurements of the mean over ``number`` runs (seconds), as TVM's result."""
+        from ..runtime.module import make_time_evaluator
+        if not isinstance(number, int) or number < 1 or not isinstance(repeat, int) or repeat < 1:
+            raise RuntimeArgError(f"benchmark: number and repeat must be ints >= 1, got {number!r}, {repeat!r}")
+        return make_time_evaluator(lambda: self.module.run, device or self.module.device, number, repeat,
+                                   min_repeat_ms or 0, name="run")()
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+
+def create(graph_json_str, libmod, device):
+    """``graph_executor.create(graph_json, lib, dev)`` -> GraphModule."""
+    if isinstance(device, (list, tuple)):
+        device = device[0]
+    return GraphModule(GraphExecutor(graph_json_str, libmod, device))

@@ -1,0 +1,186 @@
+"""FuseOps: operators grouped by pattern kind into primitive functions, one kernel each.
+
+The seeds' rules, applied from the outputs back to the inputs (a node joins
+the group of its users only when all of its users are in that one group and
+it is not an output of the graph):
+
+- injective (element-wise, broadcast, layout maps) operators fuse into an
+  injective or reduction group: chains of injective operators become one
+  kernel, and a reduction absorbs the injective operators computing its input;
+- a complex-out-fusable operator (conv2d, dense, pooling) absorbs the
+  element-wise and broadcast operators after it (same output shape), e.g.
+  conv2d + bias_add + add + relu;
+- a reduction ends its group (nothing after it fuses into it), and opaque
+  operators (softmax, lrn, ...) stay alone.
+
+``fuse_opt_level=0`` makes every operator a group of its own.  Each group
+becomes ``fn (%p0, ...) -> ..., Primitive=1 { ... }`` called from the graph;
+scalar constants stay inside, other constants become arguments.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
+from ..op.registry import Op, OpPattern
+from ..ty import TensorType
+
+P = OpPattern
+
+
+class Group:
+    __slots__ = ("nodes", "root", "pattern", "anchor")
+
+    def __init__(self, root, pattern):
+        self.nodes = [root]
+        self.root = root
+        self.pattern = pattern
+        self.anchor = root
+
+    def add(self, node, pattern):
+        self.nodes.append(node)
+        if pattern > self.pattern and pattern != P.TUPLE:
+            self.pattern, self.anchor = pattern, node
+
+
+def pattern_of(node):
+    if isinstance(node, Call) and isinstance(node.op, Op):
+        return node.op.pattern
+    if isinstance(node, Tuple):
+        return P.TUPLE
+    return P.OPAQUE
+
+
+def _downstream_ok(node, group, users, shape):
+    """Every group member reachable from ``node`` is element-wise/broadcast with output ``shape``."""
+    members = set(group.nodes)
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        for u in users.get(n, ()):
+            if u in members and u not in seen:
+                seen.add(u)
+                if pattern_of(u) > P.BROADCAST or not isinstance(u._checked_type, TensorType) \
+                        or u._checked_type.shape != shape:
+                    return False
+                stack.append(u)
+    return True
+
+
+def _can_join(node, p, group, users):
+    if p == P.OPAQUE or group.pattern == P.OPAQUE:
+        return False
+    if p == P.TUPLE:        # the argument of a concatenate belongs to it
+        us = users[node]
+        return len(us) == 1 and isinstance(us[0], Call) and getattr(us[0].op, "name", "") == "concatenate"
+    if p <= P.INJECTIVE:
+        return group.pattern <= P.COMM_REDUCE
+    if p == P.OUT_ELEMWISE_FUSABLE:
+        if group.pattern > P.INJECTIVE:
+            return False
+        return _downstream_ok(node, group, users, node._checked_type.shape)
+    return False
+
+
+def find_groups(body, fuse_opt_level=2):
+    """``{node: Group}`` for every call (and concatenate's tuple) of ``body``; graph-level nodes are absent."""
+    nodes = post_order(body)
+    users = {}
+    for n in nodes:
+        for c in n.children():
+            users.setdefault(c, []).append(n)
+    outputs = {body} | (set(body.fields) if isinstance(body, Tuple) else set())
+    group_of = {}
+    for n in reversed(nodes):
+        if isinstance(n, (Var, Constant, TupleGetItem)):
+            continue
+        if isinstance(n, Call) and not isinstance(n.op, Op):
+            continue
+        p = pattern_of(n)
+        us = users.get(n, [])
+        target = None
+        if fuse_opt_level > 0 and n not in outputs and us:
+            gs = {id(group_of.get(u)) for u in us}
+            g = group_of.get(us[0])
+            if g is not None and len(gs) == 1 and _can_join(n, p, g, users):
+                target = g
+        if target is None and p == P.TUPLE:
+            continue        # a tuple at graph level: a list of entries
+        if target is None:
+            target = Group(n, p)
+        else:
+            target.add(n, p)
+        group_of[n] = target
+    return group_of
+
+
+def group_name(group):
+    names = []
+    for n in reversed(group.nodes):
+        if isinstance(n, Call):
+            names.append(n.op.name.replace(".", "_"))
+    name = "fused_" + "_".join(names)
+    if len(name) > 80:
+        name = name[:64] + "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return name
+
+
+def fuse_function(func, fuse_opt_level=2):
+    """``func`` with each group replaced by a call of a primitive function."""
+    from .infer_type import infer_function
+    infer_function(func)
+    body = func.body
+    group_of = find_groups(body, fuse_opt_level)
+    groups = []
+    for g in group_of.values():
+        if g not in groups:
+            groups.append(g)
+    new = {}            # old graph-level node -> new node
+    order = post_order(body)
+    for n in order:
+        g = group_of.get(n)
+        if g is not None and n is not g.root:
+            continue
+        if g is not None:
+            new[n] = _make_group_call(g, new)
+        elif isinstance(n, (Var, Constant)):
+            new[n] = n
+        elif isinstance(n, Tuple):
+            new[n] = Tuple([new[f] for f in n.fields])
+        elif isinstance(n, TupleGetItem):
+            new[n] = TupleGetItem(new[n.tuple_value], n.index)
+        elif isinstance(n, Call):     # a call of a function already fused
+            new[n] = Call(n.op, [new[a] for a in n.args], n.attrs)
+        else:
+            new[n] = n
+    out = Function(func.params, new[body], None, func.type_params, func.attrs)
+    infer_function(out)
+    return out
+
+
+def _make_group_call(g, new):
+    members = set(g.nodes)
+    params, args, inner = [], [], {}
+
+    def operand(c):
+        if c in members:
+            return inner[c]
+        if isinstance(c, Constant) and c.value.ndim == 0:
+            return c
+        if c not in inner:
+            v = Var(f"p{len(params)}", c._checked_type)
+            params.append(v)
+            args.append(new[c])
+            inner[c] = v
+        return inner[c]
+    for n in post_order(g.root):
+        if n not in members:
+            continue
+        if isinstance(n, Call):
+            inner[n] = Call(n.op, [operand(a) for a in n.args], n.attrs)
+        elif isinstance(n, Tuple):
+            inner[n] = Tuple([operand(f) for f in n.fields])
+    fn = Function(params, inner[g.root], None, None, {"Primitive": 1})
+    fn.name_hint = group_name(g)
+    fn.pattern = g.pattern
+    return Call(fn, args)
