@@ -101,11 +101,27 @@ def decode(site, values):
     return name, args
 
 
+# Built-in packed functions, registered when first called: prefix -> module that registers them
+_BUILTIN = {"tvm.contrib.cblas.": "tvmlab.contrib.cblas"}
+
+
+def lookup(name):
+    """The function registered as ``name``, loading tvmlab's built-in ones on demand; None if missing."""
+    from .registry import get_global_func
+    fn = get_global_func(name, allow_missing=True)
+    if fn is None:
+        for prefix, module in _BUILTIN.items():
+            if name.startswith(prefix):
+                import importlib
+                importlib.import_module(module)
+                fn = get_global_func(name, allow_missing=True)
+    return fn
+
+
 def _dispatch(site, values):
     try:
-        from .registry import get_global_func
         name, args = decode(site, values)
-        fn = get_global_func(name, allow_missing=True)
+        fn = lookup(name)
         if fn is None:
             raise PackedFuncError(f"global function {name!r} is not registered (tvm.register_func)")
         fn(*args)
