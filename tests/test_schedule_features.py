@@ -204,3 +204,69 @@ def test_prefetch_misuse_is_refused():
     with pytest.raises(ScheduleError, match="non-negative integer"):
         s[C].prefetch(A, C.op.axis[0], -1)
     assert len(s.trace) == 0
+
+
+# ------------------------------------------------------------------ interleaved virtual threads
+
+
+def _vthread_matmul(n, m, K, gpu):
+    A = te.placeholder((n, K), name="A")
+    B = te.placeholder((K, m), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    by, yi = s[C].split(C.op.axis[0], factor=16)
+    bx, xi = s[C].split(C.op.axis[1], factor=16)
+    vy, ty = s[C].split(yi, nparts=2)
+    vx, tx = s[C].split(xi, nparts=2)
+    s[C].reorder(by, bx, vy, vx, ty, tx)
+    s[C].bind(vy, te.thread_axis("vthread"))
+    s[C].bind(vx, te.thread_axis("vthread"))
+    if gpu:
+        s[C].bind(by, te.thread_axis("blockIdx.y"))
+        s[C].bind(bx, te.thread_axis("blockIdx.x"))
+        s[C].bind(ty, te.thread_axis("threadIdx.y"))
+        s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[C], tx)
+    return A, B, C, s
+
+
+def _vthread_loops_inside(stmt, loop_name):
+    """Names of the loops directly or indirectly inside the loop ``loop_name``."""
+    from tvmlab.ir.functor import post_order_visit
+    from tvmlab.ir.stmt import For
+    found = []
+
+    def visit(x):
+        if isinstance(x, For) and x.loop_var.name == loop_name:
+            post_order_visit(x.body, lambda y: found.append(y.loop_var.name) if isinstance(y, For) else None)
+    post_order_visit(stmt, visit)
+    return found
+
+
+def test_vthreads_interleave_inside_the_reduction_loop_on_the_cpu():
+    A, B, C, s = _vthread_matmul(32, 32, 24, gpu=False)
+    mod = tvm.lower(s, [A, B, C])
+    inner = _vthread_loops_inside(mod.history["inject_virtual_thread"].body, "k")
+    assert sorted(n for n in inner if n.startswith("vthread")) == ["vthread", "vthread"]
+    assert 'T.allocate([4], "float32", "local")' in str(mod.history["inject_virtual_thread"])
+    _check(s, [A, B, C], lambda a, b: a @ b)
+
+
+def test_vthreads_on_uneven_shapes_compute_the_right_answer_on_the_cpu():
+    A, B, C, s = _vthread_matmul(37, 21, 5, gpu=False)
+    _check(s, [A, B, C], lambda a, b: a @ b)
+
+
+def test_vthreads_interleave_in_cuda_code():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    A, B, C, s = _vthread_matmul(64, 64, 64, gpu=True)
+    mod = tvm.build(s, [A, B, C], target="cuda")
+    src = mod.imported_modules[0].get_source()
+    assert "float C_local[4];" in src
+    assert src.count("for (int k") == 1                 # one reduction loop ...
+    body = src[src.index("for (int k"):]
+    body = body[:body.index("}")]
+    assert all(f"C_local[{v}] = C_local[{v}] +" in body for v in range(4))   # ... four accumulators in it
+    assert mod.imported_modules[0].get_source("ptx")

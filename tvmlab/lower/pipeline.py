@@ -61,6 +61,7 @@ def _vectorize(stmt, ctx):
 
 PIPELINE = [
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
+    ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
     ("vectorize", _vectorize),
     ("unroll", _unroll),
