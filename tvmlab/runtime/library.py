@@ -50,4 +50,8 @@ def load_module(path, fmt=""):
         spec = FuncSpec.from_json(f)
         address = ctypes.cast(getattr(lib, spec.name), ctypes.c_void_p).value
         functions[spec.name] = Function(spec, address, lib, reason)
-    return Module("llvm", functions, meta["entry"], {}, path=path)
+    module = Module("llvm", functions, meta["entry"], {}, path=path)
+    if os.path.isfile(path + ".graph.json"):     # a whole model: graph and params beside the library
+        from ..contrib.graph_executor import load_factory
+        return load_factory(module, path)
+    return module
