@@ -59,7 +59,7 @@ class _Equal:
             return
         if id(b) in self.rl:
             self.fail(path, a, b, "the right side is already bound to another variable")
-        if a is b and not define:
+        if a is b and not define and not self.map_free:
             return
         if not (define or self.map_free):
             self.fail(path, a, b, "different free variables (pass map_free_vars=True to match them)")

@@ -1,0 +1,512 @@
+"""TVM parity: the seed walkthrough's steps and TE programs TVM accepts, run with tvmlab's names.
+
+Modelled on TVM's own tests (bound inference, tir.transform passes, schedule
+primitives, IR containers); every program is checked against numpy on random
+data with NaN-poisoned outputs.
+"""
+import json
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.errors import DSLError, LoweringError, ScheduleError, TVMLabError
+
+T = tvm.tir.transform
+
+
+def run(f, inputs, out_shapes, dtype="float32"):
+    """Call ``f`` on ``inputs`` (numpy) and NaN-poisoned outputs; returns the outputs as numpy."""
+    outs = [tvm.nd.array(np.full(s, np.nan, dtype)) for s in out_shapes]
+    f(*[tvm.nd.array(x) for x in inputs], *outs)
+    return [o.numpy() for o in outs]
+
+
+def vadd(n=1024, factor=64):
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    return s, A, B, C
+
+
+# ------------------------------------------------------------------ the walkthrough
+def test_infer_bound_and_schedule_ops_as_in_the_walkthrough():
+    s, A, B, C = vadd()
+    xo, xi = s[C].split(C.op.axis[0], factor=64)
+    s = s.normalize()
+    bounds = tvm.te.schedule.InferBound(s)
+    assert isinstance(bounds, dict)
+    assert bounds[xo].extent.value == 16 and bounds[xi].extent.value == 64
+    assert bounds[C.op.axis[0]].extent.value == 1024
+    stmt = tvm.te.schedule.ScheduleOps(s, bounds)
+    assert isinstance(stmt, tvm.tir.Stmt)
+    text = str(stmt)
+    assert "for i.outer in range(16)" in text and "for i.inner in range(64)" in text
+
+
+def test_infer_bound_of_a_stage_computed_at_a_split():
+    """TVM's test_bound1: A1 computed at A2's outer axis covers one tile."""
+    m = te.var("m")
+    A = te.placeholder((m,), name="A")
+    A1 = te.compute((m,), lambda i: A[i] * 2, name="A1")
+    A2 = te.compute((m,), lambda i: A1[i] + 3, name="A2")
+    s = te.create_schedule(A2.op)
+    xo, xi = s[A2].split(A2.op.axis[0], 8)
+    s[A1].compute_at(s[A2], xo)
+    bounds = tvm.te.schedule.InferBound(s)
+    assert bounds[A1.op.axis[0]].extent.value == 8
+
+
+def _schedule_for_passes(n=1000):
+    s, A, B, C = vadd(n)
+    xo, xi = s[C].split(C.op.axis[0], factor=64)
+    xio, xii = s[C].split(xi, factor=8)
+    s[C].vectorize(xii)
+    s[C].unroll(xio)
+    return s, [A, B, C]
+
+
+def test_passes_one_by_one_give_the_ast3_of_lower():
+    s, args = _schedule_for_passes()
+    mod = tvm.driver.build_module.schedule_to_module(s, args)
+    assert isinstance(mod, tvm.IRModule)
+    for p in (T.StorageFlatten(64), T.LoopPartition(), T.VectorizeLoop(), T.UnrollLoop(),
+              T.Simplify(), T.RemoveNoOp()):
+        mod = p(mod)
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, args))
+    assert list(mod.history)[-1] == "tir.RemoveNoOp"
+
+
+def test_sequential_under_pass_context_config_matches_lower():
+    s, args = _schedule_for_passes()
+    seq = tvm.transform.Sequential([T.StorageFlatten(64), T.LoopPartition(), T.VectorizeLoop(),
+                                    T.UnrollLoop(), T.Simplify(), T.RemoveNoOp()])
+    mod = tvm.driver.build_module.schedule_to_module(s, args)
+    vec = seq(mod)
+    assert "T.ramp" in str(vec) or "ramp" in str(vec).lower()
+    with tvm.transform.PassContext(opt_level=3, config={"tir.disable_vectorize": True}):
+        plain = seq(mod)
+        lowered = tvm.lower(s, args)
+    tvm.ir.assert_structural_equal(plain, lowered)
+    assert "ramp" not in str(plain).lower()
+    assert not tvm.ir.structural_equal(plain, vec)
+    # VectorizeLoop(enable=False) is the same as the config key
+    off = tvm.transform.Sequential([T.StorageFlatten(64), T.LoopPartition(),
+                                    T.VectorizeLoop(enable=False), T.UnrollLoop(), T.Simplify(),
+                                    T.RemoveNoOp()])(mod)
+    tvm.ir.assert_structural_equal(off, plain)
+
+
+def test_symbolic_shape_passes_match_lower(rng):
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3 + 1, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].vectorize(xi)
+    mod = T.lower_sequence()(tvm.driver.build_module.schedule_to_module(s, [A, B], name="f"))
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B], name="f"))
+    f = tvm.build(mod, target="llvm")
+    a = rng.standard_normal(37).astype("float32")
+    (got,) = run(f, [a], [(37,)])
+    np.testing.assert_allclose(got, a * 3 + 1, rtol=1e-6)
+
+
+def test_unroll_config_and_add_lower_pass(rng):
+    A = te.placeholder((6, 5), name="A")
+    B = te.compute((6, 5), lambda i, j: A[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    seen = []
+
+    def count(func):
+        seen.append(func.name)
+        return func
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 8},
+                                           "tir.add_lower_pass": [(1, count), (3, T.Simplify())]}):
+        mod = tvm.lower(s, [A, B])
+        f = tvm.build(s, [A, B])
+    assert seen == ["main", "default_function"]
+    assert "for j" not in str(mod)          # the 5-iteration inner loop is unrolled
+    assert "phase3.tir.Simplify" in mod.history
+    a = rng.standard_normal((6, 5)).astype("float32")
+    np.testing.assert_allclose(run(f, [a], [(6, 5)])[0], a + 1, rtol=1e-6)
+    with pytest.raises(LoweringError, match="unknown keys"):
+        with tvm.transform.PassContext(config={"tir.UnrollLoop": {"max_steps": 8}}):
+            tvm.lower(s, [A, B])
+
+
+def test_prim_func_pass_and_lower_of_a_module(rng):
+    s, A, B, C = vadd(100)
+
+    @T.prim_func_pass(opt_level=0)
+    def double_output(func, mod, ctx):
+        from tvmlab.ir.functor import IRMutator
+        from tvmlab.ir.stmt import Store
+
+        class M(IRMutator):
+            def visit_Store(self, st):
+                return Store(st.buffer_var, st.value * 2, st.index, st.predicate)
+        return func.with_body(M().visit(func.body))
+    mod = double_output(tvm.lower(tvm.driver.build_module.schedule_to_module(s, [A, B, C])))
+    assert "double_output" in mod.history
+    f = tvm.get_global_func("codegen.build_llvm")(mod, "llvm")
+    a, b = rng.standard_normal((2, 100)).astype("float32")
+    np.testing.assert_allclose(run(f, [a, b], [(100,)])[0], 2 * (a + b), rtol=1e-6)
+
+
+def test_storage_flatten_needs_bindings_and_thread_sync_scope():
+    s, A, B, C = vadd(16)
+    with pytest.raises(LoweringError, match="schedule_to_module"):
+        T.StorageFlatten(64)(tvm.lower(s, [A, B, C]))
+    with pytest.raises(LoweringError, match="shared"):
+        T.ThreadSync("global")
+    with pytest.raises(TVMLabError, match="IRModule"):
+        T.Simplify()(s)
+
+
+def test_gpu_passes_and_split_host_device():
+    n = 256
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=64)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    mod = tvm.driver.build_module.schedule_to_module(s, [A, B])
+    seq = tvm.transform.Sequential([T.StorageFlatten(64), T.InjectVirtualThread(), T.VectorizeLoop(),
+                                    T.UnrollLoop(), T.LowerThreadAllreduce(), T.Simplify(),
+                                    T.RemoveNoOp(), T.ThreadSync("shared"), T.SplitHostDevice()])
+    out = seq(mod)
+    assert len(out.functions) == 2 and out.device_split.kernels
+    ref = tvm.lower(s, [A, B], target="cuda")
+    tvm.ir.assert_structural_equal(out.device_split.kernels[0].body, ref.device_split.kernels[0].body,
+                                   map_free_vars=True)
+
+
+def test_global_function_registry_and_codegen_builders(rng):
+    assert "codegen.build_llvm" in tvm.list_global_func_names()
+    assert "codegen.build_cuda" in tvm.list_global_func_names()
+
+    @tvm.register_func("parity.twice", override=True)
+    def twice(x):
+        return 2 * x
+    assert tvm.get_global_func("parity.twice")(21) == 42
+    with pytest.raises(TVMLabError, match="not registered"):
+        tvm.get_global_func("parity.nothing")
+    assert tvm.get_global_func("parity.nothing", allow_missing=True) is None
+    s, A, B, C = vadd(64)
+    f = tvm.get_global_func("codegen.build_llvm")(tvm.lower(s, [A, B, C]), tvm.target.Target("llvm"))
+    a, b = rng.standard_normal((2, 64)).astype("float32")
+    np.testing.assert_allclose(run(f, [a, b], [(64,)])[0], a + b, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ IR containers
+def test_constants_as_python_numbers_and_convert():
+    A = te.placeholder((7, 3), name="A")
+    assert int(A.shape[0]) == 7 and [int(x) for x in A.shape] == [7, 3]
+    assert float(tvm.tir.const(1.5)) == 1.5 and int(tvm.tir.const(2.9)) == 2
+    assert bool(tvm.tir.const(1) < 2) is True and bool(tvm.tir.const(0)) is False
+    with pytest.raises(DSLError, match="Python bool"):
+        bool(te.var("x") < 2)
+    c = tvm.runtime.convert([1, 2.5, "s"])
+    assert isinstance(c[0], tvm.tir.IntImm) and isinstance(c[1], tvm.tir.FloatImm)
+    assert isinstance(c[2], tvm.tir.StringImm) and c[2].value == "s"
+
+
+def test_structural_equal_matches_bound_variables_by_position():
+    x, y = te.var("x"), te.var("y")
+    assert tvm.ir.structural_equal(x + 1, x + 1)
+    assert not tvm.ir.structural_equal(x + 1, y + 1)            # free vars differ
+    assert tvm.ir.structural_equal(x + 1, y + 1, map_free_vars=True)
+    assert not tvm.ir.structural_equal(x + x, x + y, map_free_vars=True)
+    assert not tvm.ir.structural_equal(x + 1, x + 2)
+    from tvmlab.ir.stmt import Evaluate, For
+    a, b = te.var("i"), te.var("j")
+    la = For(a, tvm.tir.const(0), tvm.tir.const(4), "serial", Evaluate(a * 2))
+    lb = For(b, tvm.tir.const(0), tvm.tir.const(4), "serial", Evaluate(b * 2))
+    assert tvm.ir.structural_equal(la, lb)                      # bound by the loop
+    assert tvm.ir.structural_hash(la) == tvm.ir.structural_hash(lb)
+    lc = For(b, tvm.tir.const(0), tvm.tir.const(5), "serial", Evaluate(b * 2))
+    assert not tvm.ir.structural_equal(la, lc)
+    with pytest.raises(TVMLabError, match="extent"):
+        tvm.ir.assert_structural_equal(la, lc)
+
+
+def test_structural_equal_of_two_lowerings_and_reductions():
+    def make(extent):
+        n = te.var("n")
+        A = te.placeholder((n, extent), name="A")
+        k = te.reduce_axis((0, extent), name="k")
+        B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+        s = te.create_schedule(B.op)
+        return B, tvm.lower(s, [A, B])
+    B1, m1 = make(8)
+    B2, m2 = make(8)
+    _, m3 = make(9)
+    assert tvm.ir.structural_equal(m1, m2)
+    assert tvm.ir.structural_hash(m1) == tvm.ir.structural_hash(m2)
+    assert not tvm.ir.structural_equal(m1, m3)
+    assert tvm.ir.structural_hash(m1) != tvm.ir.structural_hash(m3)
+    # the Reduce bodies: reduce axes are bound, the placeholder is free
+    assert tvm.ir.structural_equal(B1.op.body[0], B2.op.body[0], map_free_vars=True)
+    assert not tvm.ir.structural_equal(B1.op.body[0], B2.op.body[0])
+
+
+def test_save_json_round_trips_expressions_statements_and_modules(rng):
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((1,), lambda i: te.max(A[k] * 2.0, axis=k), name="B")
+    s = te.create_schedule(B.op)
+    e = te.max(te.var("x") * 3, te.var("y")) // 2
+    for node in (e, B.op.body[0], tvm.te.schedule.ScheduleOps(s, tvm.te.schedule.InferBound(s)),
+                 tvm.lower(s, [A, B])["main"]):
+        text = tvm.ir.save_json(node)
+        json.loads(text)
+        tvm.ir.assert_structural_equal(tvm.ir.load_json(text), node, map_free_vars=True)
+    mod = tvm.ir.load_json(tvm.ir.save_json(tvm.lower(s, [A, B])))
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B]))
+    f = tvm.build(mod, target="llvm")
+    a = rng.standard_normal(29).astype("float32")
+    np.testing.assert_allclose(run(f, [a], [(1,)])[0], [2 * a.max()], rtol=1e-6)
+    nan = tvm.ir.load_json(tvm.ir.save_json(tvm.tir.const(float("nan"))))
+    assert np.isnan(nan.value)
+    from tvmlab.ir.serialize import JSONError
+    for bad in ("not json", "[1, 2]", json.dumps({"format": "other"}),
+                json.dumps({"format": "tvmlab.ir/1", "root": {"type": "os.system"}})):
+        with pytest.raises(JSONError):
+            tvm.ir.load_json(bad)
+    with pytest.raises(JSONError, match="cannot write"):
+        tvm.ir.save_json(object())
+
+
+# ------------------------------------------------------------------ item 6: legal TVM programs
+def test_compute_at_onto_a_consumers_consumer(rng):
+    """The cache_read shared -> local chain of TVM's GPU GEMM / opt_conv_cuda."""
+    n, m = 37, 29
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2 + 1, name="B")
+    for order in ("AL first", "AA first"):
+        s = te.create_schedule(B.op)
+        AA = s.cache_read(A, "shared", [B])
+        AL = s.cache_read(AA, "local", [B])
+        i, j = B.op.axis
+        jo, ji = s[B].split(j, 8)
+        if order == "AL first":
+            s[AL].compute_at(s[B], ji)
+            s[AA].compute_at(s[B], i)
+        else:                                       # opt_conv_cuda's order
+            s[AA].compute_at(s[B], i)
+            s[AL].compute_at(s[B], ji)
+        f = tvm.build(s, [A, B])
+        a = rng.standard_normal((n, m)).astype("float32")
+        np.testing.assert_allclose(run(f, [a], [(n, m)])[0], a * 2 + 1, rtol=1e-6)
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "shared", [B])
+    s.cache_read(AA, "local", [B])
+    s[AA].compute_at(s[B], B.op.axis[1])
+    with pytest.raises(LoweringError, match="outside that loop"):
+        tvm.lower(s, [A, B])                        # its reader AL stayed at the root
+
+
+def test_compute_at_then_inline_of_the_other_reader(rng):
+    n = 19
+    A = te.placeholder((n,), name="A")
+    A1 = te.compute((n,), lambda i: A[i] + 1, name="A1")
+    A2 = te.compute((n,), lambda i: A1[i] * 2, name="A2")
+    B = te.compute((n,), lambda i: A1[i] + A2[i], name="B")
+    s = te.create_schedule(B.op)
+    s[A1].compute_at(s[B], B.op.axis[0])
+    s[A2].compute_inline()
+    f = tvm.build(s, [A, B])
+    a = rng.standard_normal(n).astype("float32")
+    np.testing.assert_allclose(run(f, [a], [(n,)])[0], (a + 1) * 3, rtol=1e-6)
+    with pytest.raises(ScheduleError, match="does not read"):
+        C = te.compute((n,), lambda i: A[i] * 5, name="C")
+        D = te.compute((n,), lambda i: A1[i] + C[i], name="D")
+        s2 = te.create_schedule(D.op)
+        s2[A1].compute_at(s2[C], C.op.axis[0])
+
+
+def test_cache_write_and_rfactor_keep_the_reduce_axes(rng):
+    n = 24
+    A = te.placeholder((n, n), name="A")
+    Bm = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * Bm[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    ko, ki = s[CC].split(k, factor=5)
+    s[CC].reorder(ko, *CC.op.axis, ki)
+    s[CC].compute_at(s[C], C.op.axis[0])
+    f = tvm.build(s, [A, Bm, C])
+    a, b = rng.standard_normal((2, n, n)).astype("float32")
+    np.testing.assert_allclose(run(f, [a, b], [(n, n)])[0], a @ b, rtol=1e-4, atol=1e-4)
+
+    m = 70
+    X = te.placeholder((m,), name="X")
+    r = te.reduce_axis((0, m), name="r")
+    Y = te.compute((1,), lambda i: te.sum(X[r], axis=r), name="Y")
+    s = te.create_schedule(Y.op)
+    k1, k2 = s[Y].split(r, factor=16)
+    YF = s.rfactor(Y, k1)
+    k2o, k2i = s[YF].split(k2, 4)                   # the k2 of Y's split, as in TVM
+    s[YF].reorder(k2o, YF.op.axis[0], k2i)
+    f = tvm.build(s, [X, Y])
+    x = rng.standard_normal(m).astype("float32")
+    np.testing.assert_allclose(run(f, [x], [(1,)])[0], [x.sum()], rtol=1e-5)
+
+
+def test_fuse_data_parallel_with_reduce_axis(rng):
+    n, K = 13, 7
+    A = te.placeholder((n, K), name="A")
+    k = te.reduce_axis((0, K), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    for inner_first in (False, True):
+        s = te.create_schedule(B.op)
+        if inner_first:
+            s[B].reorder(k, B.op.axis[0])
+            f = s[B].fuse(k, B.op.axis[0])
+        else:
+            f = s[B].fuse(B.op.axis[0], k)
+        assert f.iter_type == "reduce"
+        s[B].split(f, 5)                             # 91 = 5 * 18 + 1: a tail
+        fn = tvm.build(s, [A, B])
+        a = rng.standard_normal((n, K)).astype("float32")
+        np.testing.assert_allclose(run(fn, [a], [(n,)])[0], a.sum(1), rtol=1e-5)
+        with pytest.raises(ScheduleError, match="reduction"):
+            s[B].parallel(s[B].leaf_iter_vars[0])
+
+
+def test_two_placeholders_with_the_default_name(rng):
+    n = 16
+    A = te.placeholder((n,))
+    B = te.placeholder((n,))
+    C = te.compute((n,), lambda i: A[i] - B[i])
+    D = te.compute((n,), lambda i: C[i] * 2)
+    s = te.create_schedule(D.op)
+    text = str(tvm.lower(s, [A, B, D]))
+    assert "placeholder_1" in text
+    f = tvm.build(s, [A, B, D])
+    a, b = rng.standard_normal((2, n)).astype("float32")
+    np.testing.assert_allclose(run(f, [a, b], [(n,)])[0], 2 * (a - b), rtol=1e-6)
+
+
+def test_symbolic_split_factor_is_recorded_and_replayed(rng):
+    n = 50
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 4, name="B")
+    s = te.create_schedule(B.op)
+    fac = te.var("f")
+    s[B].split(B.op.axis[0], factor=fac)
+    assert s.trace.steps[-1]["factor"] == {"var": "f", "dtype": "int32"}
+    assert "factor=f)" in s.trace.as_python()
+    f = tvm.build(s, [A, B, fac])
+    a = rng.standard_normal(n).astype("float32")
+    for factor in (7, 50, 64):
+        out = tvm.nd.array(np.full(n, np.nan, "float32"))
+        f(tvm.nd.array(a), out, factor)
+        np.testing.assert_allclose(out.numpy(), a * 4, rtol=1e-6)
+    from tvmlab.schedule import Trace
+    s2 = Trace.from_json(s.trace.to_json()).replay([B.op], symbols={"f": fac})
+    tvm.ir.assert_structural_equal(tvm.lower(s2, [A, B, fac]), tvm.lower(s, [A, B, fac]))
+    with pytest.raises(ScheduleError, match="symbols="):
+        Trace.from_json(s.trace.to_json()).replay([B.op])
+
+
+def test_placeholder_alone_and_vector_element_dtypes():
+    A = te.placeholder((16,), name="A")
+    f = tvm.build(te.create_schedule(A.op), [A])
+    a = tvm.nd.array(np.arange(16, dtype="float32"))
+    f(a)
+    np.testing.assert_array_equal(a.numpy(), np.arange(16, dtype="float32"))
+    with pytest.raises(DSLError, match="float32x2"):
+        te.placeholder((16,), name="V", dtype="float32x2")
+    with pytest.raises(DSLError, match="vector elements"):
+        te.compute((4,), lambda i: A[i].astype("float32x4"), name="W")
+
+
+def test_build_with_positional_target_host():
+    n = 128
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=32)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    try:
+        f = tvm.build(s, [A, B], "cuda", "llvm", name="myadd")
+    except tvm.error.BuildError as e:         # no NVRTC on this machine: the source still exists
+        pytest.skip(f"CUDA toolchain unavailable: {e}")
+    assert "myadd" in f.imported_modules[0].get_source()
+    with pytest.raises(tvm.error.BuildError, match="CPU target"):
+        tvm.build(s, [A, B], "cuda", "cuda")
+    g = tvm.build(te.create_schedule(B.op), [A, B], "llvm", "llvm", name="plain")
+    assert g.entry_name == "plain"
+
+
+def test_devices_of_other_backends_do_not_exist():
+    for kind, fn in (("opencl", tvm.opencl), ("vulkan", tvm.vulkan), ("metal", tvm.metal),
+                     ("rocm", tvm.rocm)):
+        dev = tvm.device(kind, 0)
+        assert dev.exist is False and dev == fn(0)
+        with pytest.raises(tvm.error.DeviceError):
+            tvm.nd.array(np.zeros(3, "float32"), dev)
+    assert tvm.device("cl").device_type == "opencl"
+
+
+def test_chained_indexing_binary_min_max_and_floor_ops(rng):
+    n = 12
+    A = te.placeholder((n, n), dtype="int32", name="A")
+    B = te.compute((n, n), lambda i, j: te.max(A[i][j], 3) + te.min(A[j][i], -2)
+                   + te.floordiv(A[i][j], 4) * 100 + te.floormod(A[i, j], 5) * 1000, name="B")
+    s = te.create_schedule(B.op)
+    f = tvm.build(s, [A, B])
+    a = rng.integers(-50, 50, (n, n)).astype("int32")
+    out = tvm.nd.array(np.full((n, n), -12345, "int32"))
+    f(tvm.nd.array(a), out)
+    want = np.maximum(a, 3) + np.minimum(a.T, -2) + (a // 4) * 100 + (a % 5) * 1000
+    np.testing.assert_array_equal(out.numpy(), want)
+    with pytest.raises(DSLError, match="indexed with 1"):
+        te.compute((n,), lambda i: A[i] + 1)
+    x, y = te.var("x"), te.var("y")
+    assert isinstance(te.max(x, y), tvm.tir.Max) and isinstance(te.min(x, 2), tvm.tir.Min)
+    assert te.indexdiv is te.floordiv
+
+
+def test_arithmetic_on_whole_tensors(rng):
+    A = te.placeholder((3, 1), name="A")
+    B = te.placeholder((1, 4), name="B")
+    C = A + B
+    D = (C * 2 - A) / B
+    E = 1 - D
+    s = te.create_schedule(E.op)
+    f = tvm.build(s, [A, B, E])
+    a = rng.standard_normal((3, 1)).astype("float32")
+    b = rng.uniform(1, 2, (1, 4)).astype("float32")
+    np.testing.assert_allclose(run(f, [a, b], [(3, 4)])[0], 1 - ((a + b) * 2 - a) / b, rtol=1e-5)
+    assert E.op.tag in ("elemwise", "broadcast") and C.op.name == "T_add"
+    n = te.var("n")
+    P = te.placeholder((n,), name="P")
+    Q = te.placeholder((n,), name="Q")
+    R = P * Q + 2
+    f = tvm.build(te.create_schedule(R.op), [P, Q, R])
+    p, q = rng.standard_normal((2, 9)).astype("float32")
+    np.testing.assert_allclose(run(f, [p, q], [(9,)])[0], p * q + 2, rtol=1e-6)
+    with pytest.raises(DSLError, match="broadcast"):
+        te.placeholder((3,), name="X") + te.placeholder((4,), name="Y")
+
+
+def test_errors_are_runtime_errors_as_in_tvm():
+    assert issubclass(TVMLabError, RuntimeError)
+    assert tvm.error.TVMError is TVMLabError and tvm.TVMError is TVMLabError
+    assert issubclass(ScheduleError, ValueError) and issubclass(DSLError, TypeError)
+    s, A, B, C = vadd(16)
+    try:
+        s[C].split(C.op.axis[0], factor=0)
+    except RuntimeError as e:                 # what code written for TVM catches
+        assert isinstance(e, ScheduleError)
+    else:
+        raise AssertionError("split by 0 was accepted")
