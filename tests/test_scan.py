@@ -1,0 +1,184 @@
+"""te.scan: cumulative sums, multi-step inits, the two-state LSTM recurrence, schedules and errors."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.errors import DSLError, LoweringError, ScheduleError
+
+
+def _nan(shape, dtype="float32"):
+    return tvm.nd.array(np.full(shape, np.nan, dtype))
+
+
+def _cumsum():
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    s_state = te.placeholder((m, n))
+    s_init = te.compute((1, n), lambda _, i: X[0, i])
+    s_update = te.compute((m, n), lambda t, i: s_state[t - 1, i] + X[t, i])
+    s_scan = tvm.te.scan(s_init, s_update, s_state, inputs=[X])
+    return X, s_init, s_update, s_scan
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (7, 1), (13, 21)])
+def test_cumsum_tutorial_default_schedule(rng, shape):
+    X, _, s_update, s_scan = _cumsum()
+    s = te.create_schedule(s_scan.op)
+    text = str(tvm.lower(s, [X, s_scan], simple_mode=True))
+    assert "scan.idx" in text           # the update runs inside the time loop without compute_at
+    f = tvm.build(s, [X, s_scan])
+    x = rng.random(shape).astype("float32")
+    out = _nan(shape)
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(x, axis=0), rtol=1e-5)
+
+
+def test_cumsum_with_scheduled_update_and_init(rng):
+    X, s_init, s_update, s_scan = _cumsum()
+    s = te.create_schedule(s_scan.op)
+    xo, xi = s[s_update].split(s_update.op.axis[1], factor=8)
+    s[s_update].vectorize(xi)
+    io, ii = s[s_init].split(s_init.op.axis[1], factor=3)
+    s[s_init].unroll(ii)
+    s[s_update].compute_at(s[s_scan], s_scan.op.scan_axis)     # its default place, stated explicitly
+    f = tvm.build(s, [X, s_scan])
+    x = rng.random((9, 19)).astype("float32")                  # 19 columns: a vector tail
+    out = _nan((9, 19))
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(x, axis=0), rtol=1e-5)
+
+
+def test_two_step_init_and_a_consumer_of_the_scan(rng):
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    init = te.compute((2, n), lambda t, i: X[t, i], name="init")
+    upd = te.compute((m, n), lambda t, i: st[t - 1, i] + st[t - 2, i] * 0.5 + X[t, i], name="upd")
+    sc = te.scan(init, upd, st, inputs=[X], name="fib")
+    D = te.compute((m, n), lambda t, i: sc[t, i] * 2, name="D")
+    s = te.create_schedule(D.op)
+    s[D].parallel(D.op.axis[0])
+    f = tvm.build(s, [X, D])
+    x = rng.random((9, 5)).astype("float32")
+    ref = x.astype("float64")
+    for t in range(2, 9):
+        ref[t] = ref[t - 1] + 0.5 * ref[t - 2] + x[t]
+    d = _nan((9, 5))
+    f(tvm.nd.array(x), d)
+    np.testing.assert_allclose(d.numpy(), 2 * ref, rtol=1e-5)
+
+
+def _lstm(num_step, num_input, num_hidden, batch_size):
+    """The multi-state recurrence of TVM's test_te_schedule_lstm (h and c), written anew."""
+    X = te.placeholder((num_step - 1, batch_size, num_input), name="X")
+    Wi2h = te.placeholder((4, num_hidden, num_input), name="Wi2h")
+    Wh2h = te.placeholder((4, num_hidden, num_hidden), name="Wh2h")
+    s_state_h = te.placeholder((num_step, batch_size, num_hidden), name="state_h")
+    s_state_c = te.placeholder((num_step, batch_size, num_hidden), name="state_c")
+    s_init_c = te.compute((1, batch_size, num_hidden), lambda *i: 0.0, name="init_c")
+    s_init_h = te.compute((1, batch_size, num_hidden), lambda *i: 0.0, name="init_h")
+    k = te.reduce_axis((0, num_input), name="ki2h")
+    s_i2h = te.compute((num_step, 4, batch_size, num_hidden),
+                       lambda t, x, i, j: te.sum(X[t - 1, i, k] * Wi2h[x, j, k], axis=k), name="s_i2h")
+    k2 = te.reduce_axis((0, num_hidden), name="kh2h")
+    s_h2h = te.compute((num_step, 4, batch_size, num_hidden),
+                       lambda t, x, i, j: te.sum(s_state_h[t - 1, i, k2] * Wh2h[x, j, k2], axis=k2), name="s_h2h")
+    gates = te.compute(s_i2h.shape, lambda *i: s_i2h(*i) + s_h2h(*i), name="gates")
+    gshape = (num_step, batch_size, num_hidden)
+    in_gate = te.compute(gshape, lambda t, i, j: te.sigmoid(gates[t, 0, i, j]), name="in_gate")
+    in_transform = te.compute(gshape, lambda t, i, j: te.tanh(gates[t, 1, i, j]), name="in_transform")
+    forget_gate = te.compute(gshape, lambda t, i, j: te.sigmoid(gates[t, 2, i, j]), name="forget_gate")
+    out_gate = te.compute(gshape, lambda t, i, j: te.sigmoid(gates[t, 3, i, j]), name="out_gate")
+    next_c = te.compute(gshape, lambda t, i, j: forget_gate[t, i, j] * s_state_c[t - 1, i, j]
+                        + in_gate[t, i, j] * in_transform[t, i, j], name="next_c")
+    next_h = te.compute(gshape, lambda t, i, j: out_gate[t, i, j] * te.tanh(next_c[t, i, j]), name="next_h")
+    update_c = te.compute(gshape, lambda *i: next_c(*i), name="update_c")
+    update_h = te.compute(gshape, lambda *i: next_h(*i), name="update_h")
+    scan_h, scan_c = te.scan([s_init_h, s_init_c], [update_h, update_c], [s_state_h, s_state_c],
+                             inputs=[X], name="lstm_scan")
+    stages = dict(gates=gates, in_gate=in_gate, in_transform=in_transform, forget_gate=forget_gate,
+                  out_gate=out_gate, s_h2h=s_h2h, s_i2h=s_i2h, next_c=next_c, next_h=next_h,
+                  update_h=update_h, update_c=update_c)
+    return (X, Wi2h, Wh2h, scan_h, scan_c), stages
+
+
+def _lstm_ref(x, wi, wh, num_step):
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    shape = (num_step, x.shape[1], wh.shape[1])
+    H, C = np.zeros(shape), np.zeros(shape)
+    for t in range(1, num_step):
+        g = np.einsum("ik,xjk->xij", x[t - 1], wi) + np.einsum("ik,xjk->xij", H[t - 1], wh)
+        C[t] = sig(g[2]) * C[t - 1] + sig(g[0]) * np.tanh(g[1])
+        H[t] = sig(g[3]) * np.tanh(C[t])
+    return H, C
+
+
+@pytest.mark.parametrize("scheduled", [False, True])
+def test_lstm_two_states(rng, scheduled):
+    num_step, num_input, num_hidden, batch = 6, 5, 12, 3
+    (X, Wi2h, Wh2h, scan_h, scan_c), st = _lstm(num_step, num_input, num_hidden, batch)
+    s = te.create_schedule(scan_h.op)
+    for name in ("gates", "in_gate", "in_transform", "forget_gate", "out_gate"):
+        s[st[name]].compute_inline()
+    if scheduled:
+        h2h = st["s_h2h"]
+        jo, ji = s[h2h].split(h2h.op.axis[3], factor=8)          # 12 is not a multiple of 8
+        s[h2h].vectorize(ji)
+        nh = st["next_h"]                                         # read only by update_h
+        s[nh].compute_at(s[st["update_h"]], st["update_h"].op.axis[1])
+        s[st["s_i2h"]].parallel(st["s_i2h"].op.axis[1])
+    f = tvm.build(s, [X, Wi2h, Wh2h, scan_h, scan_c])
+    x = rng.standard_normal((num_step - 1, batch, num_input)).astype("float32")
+    wi = (rng.standard_normal((4, num_hidden, num_input)) * 0.5).astype("float32")
+    wh = (rng.standard_normal((4, num_hidden, num_hidden)) * 0.5).astype("float32")
+    gshape = (num_step, batch, num_hidden)
+    h, c = _nan(gshape), _nan(gshape)
+    f(tvm.nd.array(x), tvm.nd.array(wi), tvm.nd.array(wh), h, c)
+    H, C = _lstm_ref(x.astype("float64"), wi.astype("float64"), wh.astype("float64"), num_step)
+    np.testing.assert_allclose(h.numpy(), H, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(c.numpy(), C, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_lowers_with_stages_inside_the_time_loop():
+    args, st = _lstm(4, 3, 4, 2)
+    s = te.create_schedule(args[3].op)
+    assert s[st["s_h2h"]].attach_stage is s[args[3]]        # reads the state: computed at the scan axis
+    assert s[st["s_i2h"]].attach_type == "root"             # does not: computed once, before the scan
+    ast2 = tvm.lower(s, list(args)).history["AST2"]
+    text = str(ast2)
+    assert text.index("lstm_scan.idx") < text.index("s_h2h")
+
+
+# ------------------------------------------------------------ misuse
+def test_scan_shape_and_count_errors():
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    upd = te.compute((m, n), lambda t, i: st[t - 1, i] + X[t, i], name="upd")
+    bad_upd = te.compute((m, n + 1), lambda t, i: X[t, 0], name="bad")
+    with pytest.raises(DSLError, match=r"update\[0\] \(bad\) has shape \[m, n \+ 1\], expected the state's \[m, n\]"):
+        te.scan(init, bad_upd, st)
+    bad_init = te.compute((1, n, 2), lambda _, i, j: X[0, i], name="bad_init")
+    with pytest.raises(DSLError, match=r"init\[0\] \(bad_init\) has shape"):
+        te.scan(bad_init, upd, st)
+    with pytest.raises(DSLError, match="one tensor per state"):
+        te.scan([init], [upd, upd], [st])
+    st64 = te.placeholder((m, n), name="st64", dtype="float64")
+    with pytest.raises(DSLError, match="dtypes"):
+        te.scan(init, upd, st64)
+
+
+def test_scan_schedule_errors():
+    X, s_init, s_update, s_scan = _cumsum()
+    s = te.create_schedule(s_scan.op)
+    with pytest.raises(ScheduleError, match="only compute_at and compute_root apply"):
+        s[s_scan].split(s_scan.op.scan_axis, factor=2)
+    s[s_update].compute_root()
+    with pytest.raises(LoweringError, match="reads the state of scan scan but is computed outside its time loop"):
+        tvm.lower(s, [X, s_scan])
+    s = te.create_schedule(s_scan.op)
+    s[s_update].compute_inline()
+    with pytest.raises(LoweringError, match="cannot be inlined"):
+        tvm.lower(s, [X, s_scan])
