@@ -23,7 +23,7 @@ DOT_COLS = 16        # output columns of one parallel task in the dot-product fo
 
 def _dot(s, dense, out, target):
     """Few rows: vector partial sums over k, one column block per task."""
-    lanes = lanes_of(dense.dtype, target)
+    lanes = lanes_of(dense.output(0).dtype, target)
     (k,) = s[dense].op.reduce_axis
     K = const_or_none(k.dom.extent)
     vec = 2 * lanes if K is None or K >= 2 * lanes else max(1, K)
@@ -50,7 +50,7 @@ def _packed(s, dense, out, target):
     jp, kp, bp = s[wp].op.axis
     s[wp].vectorize(bp)
     s[wp].parallel(jp)
-    rows = tile_rows(block, dense.dtype, target)
+    rows = tile_rows(block, dense.output(0).dtype, target)
     if out.op is dense:
         acc = s.cache_write(dense.output(0), "global")
     else:

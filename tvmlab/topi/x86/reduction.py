@@ -82,9 +82,15 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         s[out].parallel(outer)
     else:
         outer = None
-    for op in shared + [r for r in reds if r is not out.op and r not in s.outputs]:
+    at_outer = set()
+    inner_reds = [r for r in reds if r is not out.op and r not in s.outputs]
+    for op in inner_reds + shared:
         t = op.output(0)
-        if outer is not None and _per_row(_shape(t), oshape):
+        ok = outer is not None and _per_row(_shape(t), oshape)
+        if op in shared:     # every reader must run inside the same loop
+            ok = ok and all(r is out.op or r in at_outer for r in readers[op])
+        if ok:
+            at_outer.add(op)
             s[op].compute_at(s[out], outer)
             if len(t.shape) == len(out.shape) and len(out.shape) >= 2:
                 _vector_last(s, t, target)

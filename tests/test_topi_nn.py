@@ -1,0 +1,415 @@
+"""topi.nn / topi.* computes with the topi.x86 and topi.generic schedules, against numpy on random data.
+
+Shapes include ones the tiles do not divide, broadcasting corner cases and symbolic sizes; outputs are
+poisoned with NaN before each call by ``check_build``.  Fused groups (conv2d + bias + relu, dense + relu,
+injective chains) are built as one function.
+"""
+import numpy as np
+import pytest
+
+from tvmlab import te, topi
+from tvmlab.errors import DSLError, ScheduleError, TVMLabError
+from tvmlab.topi import testing as ref
+from tvmlab.topi.utils import OperatorError
+
+x86 = topi.x86
+
+
+def ph(shape, name, dtype="float32"):
+    return te.placeholder(shape, name=name, dtype=dtype)
+
+
+def inj(out):
+    return x86.schedule_injective([out])
+
+
+# ------------------------------------------------------------------ elementwise and broadcasting
+
+@pytest.mark.parametrize("sa,sb", [((4, 1, 5), (3, 1)), ((2, 3), (3,)), ((1,), (37,)), ((5, 1), (1, 6)),
+                                   ((3, 40), (3, 40))])
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+def test_broadcast_binary(sa, sb, name, check_build):
+    A, B = ph(sa, "A"), ph(sb, "B")
+    C = getattr(topi, name)(A, B)
+    np_fn = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+             "maximum": np.maximum, "minimum": np.minimum}[name]
+    assert C.op.tag == "broadcast"
+    check_build(inj(C), [A, B, C], np_fn, ranges={"B": (0.5, 2.0)})
+
+
+def test_power_and_scalars(check_build):
+    A, B = ph((3, 1, 7), "A"), ph((5, 1), "B")
+    C = topi.power(A, B)
+    check_build(inj(C), [A, B, C], np.power, ranges={"A": (0.5, 2.0)})
+    D = topi.subtract(2.0, topi.multiply(A, 3))
+    check_build(inj(D), [A, D], lambda a: 2.0 - a * 3)
+    assert not isinstance(topi.add(1, 2), te.Tensor)        # two scalars: an expression, as in TVM
+
+
+def test_integer_divide_truncates(check_build):
+    A, B = ph((50,), "A", "int32"), ph((50,), "B", "int32")
+    C = topi.divide(A, B)
+    D = topi.floor_divide(A, B)
+    s = x86.schedule_injective([C, D])
+    check_build(s, [A, B, C, D], lambda a, b: [np.trunc(a / b).astype("int32"), a // b],
+                ranges={"A": (-20, 20), "B": (1, 6)})
+
+
+def test_broadcast_symbolic(check_build):
+    n = te.var("n")
+    A, B = ph((n, 1), "A"), ph((7,), "B")
+    C = topi.add(A, B)
+    check_build(inj(C), [A, B, C], np.add, env={"n": 45})
+
+
+@pytest.mark.parametrize("fn,np_fn,rng_", [
+    ("exp", np.exp, None), ("sqrt", np.sqrt, (0.1, 4.0)), ("log", np.log, (0.1, 4.0)), ("negative", np.negative, None),
+    ("abs", np.abs, None), ("tanh", np.tanh, None), ("sigmoid", lambda a: 1 / (1 + np.exp(-a)), None)])
+def test_unary(fn, np_fn, rng_, check_build):
+    A = ph((5, 33), "A")
+    B = getattr(topi, fn)(A)
+    assert B.op.tag == "elemwise"
+    check_build(inj(B), [A, B], np_fn, ranges={"A": rng_} if rng_ else None)
+
+
+def test_clip_and_cast(check_build):
+    A = ph((70,), "A")
+    B = topi.cast(topi.clip(A, -0.5, 0.25), "float64")
+    check_build(inj(B), [A, B], lambda a: np.clip(a, -0.5, 0.25).astype("float64"))
+
+
+def test_activations(check_build):
+    A = ph((2, 3, 17), "A")
+    slope = ph((3,), "slope")
+    outs = [topi.nn.relu(A), topi.nn.leaky_relu(A, 0.1), topi.nn.elu(A, 0.7), topi.nn.selu(A),
+            topi.nn.softplus(A), topi.nn.prelu(A, slope, axis=1)]
+    s = x86.schedule_injective(outs)
+
+    def want(a, sl):
+        al, g = 1.6732632423543772, 1.0507009873554805
+        return [np.maximum(a, 0), np.where(a > 0, a, 0.1 * a), np.where(a > 0, a, 0.7 * (np.exp(a) - 1)),
+                g * np.where(a > 0, a, al * (np.exp(a) - 1)), np.log1p(np.exp(a)),
+                np.where(a > 0, a, sl[None, :, None] * a)]
+    check_build(s, [A, slope, *outs], want, ranges={"A": (-30, 30)})
+
+
+# ------------------------------------------------------------------ data movement
+
+def test_shape_ops(check_build):
+    A = ph((2, 3, 4), "A")
+    outs = [topi.reshape(A, (4, -1)), topi.transpose(A, (2, 0, 1)), topi.transpose(A),
+            topi.expand_dims(A, -1, 2), topi.squeeze(topi.expand_dims(A, 1)), topi.nn.flatten(A),
+            topi.tile(A, (2, 1, 3)), topi.tile(A, (2, 1, 1, 2)), topi.repeat(A, 2, 1)]
+    want = lambda a: [a.reshape(4, -1), a.transpose(2, 0, 1), a.transpose(), a[..., None, None], a,  # noqa: E731
+                      a.reshape(2, -1), np.tile(a, (2, 1, 3)), np.tile(a, (2, 1, 1, 2)), np.repeat(a, 2, 1)]
+    check_build(x86.schedule_injective(outs), [A, *outs], want)
+
+
+def test_concatenate_split_stack(check_build):
+    A, B, C = ph((2, 3, 5), "A"), ph((2, 1, 5), "B"), ph((2, 4, 5), "C")
+    cat = topi.concatenate([A, B, C], axis=1)
+    parts = topi.split(cat, [2, 5], axis=1)
+    halves = topi.split(A, 5, axis=-1)
+    st = topi.stack([A, A], axis=0)
+    outs = [cat, *parts, halves[3], st]
+    want = lambda a, b, c: [np.concatenate([a, b, c], 1), *np.split(np.concatenate([a, b, c], 1), [2, 5], 1),  # noqa
+                            np.split(a, 5, -1)[3], np.stack([a, a])]
+    check_build(x86.schedule_injective(outs), [A, B, C, *outs], want)
+
+
+@pytest.mark.parametrize("begin,end,strides", [([1, 0], [3, 7], None), ([-2, 1], [10, -1], [1, 2]),
+                                               ([3, 6], [0, 0], [-1, -3]), ([0], [2], None)])
+def test_strided_slice(begin, end, strides, check_build):
+    A = ph((4, 9), "A")
+    B = topi.strided_slice(A, begin, end, strides)
+    sl = tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides or [1] * len(begin)))
+    check_build(inj(B), [A, B], lambda a: a[sl])
+
+
+def test_take_and_gather(check_build):
+    A = ph((5, 6), "A")
+    idx = ph((2, 3), "idx", "int32")
+    outs = [topi.take(A, idx, axis=1), topi.take(A, idx, axis=0, mode="wrap"), topi.take(A, idx),
+            topi.take(A, [4, -1, 0], axis=0, mode="wrap"), topi.gather(A, 1, topi.cast(topi.take(A, idx), "int32"))]
+    s = x86.schedule_injective(outs)
+
+    def want(a, i):
+        flat = a.ravel()[np.clip(i, 0, a.size - 1)]
+        g_idx = flat.astype("int32")
+        return [a[:, np.clip(i, 0, 5)], a[i % 5], flat, a[[4, -1, 0]], np.take_along_axis(a[:2], g_idx % 6, 1)]
+    check_build(s, [A, idx, *outs], want, ranges={"idx": (-7, 9), "A": (-9, 9)})
+
+
+def test_pad_where(check_build):
+    A = ph((3, 4), "A")
+    P = topi.nn.pad(A, (1, 0), (2, 3), pad_value=-1.5)
+    W = topi.where(topi.greater(A, 0.0), A, topi.negative(A))
+    assert P.op.tag.startswith("injective")
+    check_build(x86.schedule_injective([P, W]), [A, P, W],
+                lambda a: [np.pad(a, ((1, 2), (0, 3)), constant_values=-1.5), np.abs(a)])
+
+
+@pytest.mark.parametrize("c,block", [(16, 8), (12, 8), (5, 4)])
+def test_layout_transform(c, block, check_build):
+    A = ph((2, c, 3, 5), "A")
+    B = topi.layout_transform(A, "NCHW", f"NCHW{block}c")
+    C = topi.layout_transform(B, f"NCHW{block}c", "NCHW")
+    D = topi.layout_transform(B, f"NCHW{block}c", f"NCHW{block // 2}c")
+    want = lambda a: [ref.layout_transform_python(a, "NCHW", f"NCHW{block}c"),  # noqa: E731
+                      ref.layout_transform_python(ref.layout_transform_python(a, "NCHW", f"NCHW{block}c"),
+                                                  f"NCHW{block}c", "NCHW"),
+                      ref.layout_transform_python(ref.layout_transform_python(
+                          ref.layout_transform_python(a, "NCHW", f"NCHW{block}c"), f"NCHW{block}c", "NCHW"),
+                          "NCHW", f"NCHW{block // 2}c")]
+    check_build(x86.schedule_injective([B, C, D]), [A, B, C, D], want)
+
+
+def test_injective_chain_fused(check_build):
+    A, b = ph((4, 6), "A"), ph((6,), "b")
+    out = topi.nn.relu(topi.add(topi.transpose(topi.reshape(A, (6, 4)), (1, 0)), b))
+    s = x86.schedule_injective([out])
+    assert sum(1 for st in s.stages if st.attach_type == "inline") == 3
+    check_build(s, [A, b, out], lambda a, bb: np.maximum(a.reshape(6, 4).T + bb, 0))
+
+
+# ------------------------------------------------------------------ reductions
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (1, True), ((0, 2), False), (-1, False)])
+def test_reductions(axis, keepdims, check_build):
+    A = ph((3, 5, 19), "A")
+    outs = [topi.sum(A, axis, keepdims), topi.mean(A, axis, keepdims), topi.max(A, axis, keepdims),
+            topi.min(A, axis, keepdims)]
+    s = x86.schedule_reduce(outs[:1])
+    check_build(s, [A, outs[0]], lambda a: np.sum(a, axis=axis, keepdims=keepdims), rtol=1e-5, atol=1e-5)
+    for o, f in zip(outs[1:], (np.mean, np.max, np.min)):
+        check_build(x86.schedule_reduce([o]), [A, o], lambda a, f=f: f(a, axis=axis, keepdims=keepdims),
+                    rtol=1e-5, atol=1e-5)
+
+
+def test_argmax_symbolic_sum(check_build):
+    n = te.var("n")
+    A = ph((n, 13), "A")
+    am = topi.argmax(A, axis=1)
+    sm = topi.sum(A, axis=1, keepdims=True)
+    check_build(x86.schedule_reduce([am]), [A, am], lambda a: np.argmax(a, 1).astype("int32"), env={"n": 7})
+    check_build(x86.schedule_reduce([sm]), [A, sm], lambda a: a.sum(1, keepdims=True), env={"n": 9},
+                rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ convolutions
+
+CONV_CASES = [  # (n, c, h, w), (o, kh, kw), stride, padding, dilation, groups
+    ((1, 3, 13, 11), (20, 3, 3), 1, 1, 1, 1),
+    ((2, 8, 9, 10), (17, 3, 1), (2, 1), (1, 0, 2, 1), (1, 2), 1),
+    ((1, 16, 8, 8), (32, 1, 1), 1, 0, 1, 1),
+    ((1, 6, 11, 7), (9, 3, 3), 2, (1, 1), 1, 3),
+    ((1, 8, 14, 14), (16, 5, 5), 2, 2, 2, 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[str(i) for i in range(len(CONV_CASES))])
+def test_conv2d_nchw(case, check_build):
+    (n, c, h, w), (o, kh, kw), stride, padding, dilation, groups = case
+    X, W = ph((n, c, h, w), "X"), ph((o, c // groups, kh, kw), "W")
+    if groups == 1:
+        out = topi.nn.conv2d_nchw(X, W, stride, padding, dilation)
+        assert out.op.tag == "conv2d_nchw"
+    else:
+        out = topi.nn.group_conv2d_nchw(X, W, stride, padding, dilation, groups)
+    s = x86.schedule_conv2d_nchw([out])
+    check_build(s, [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups),
+                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mult,stride", [(1, 1), (1, 2), (2, 1)])
+def test_depthwise_conv2d(mult, stride, check_build):
+    X, W = ph((1, 21, 10, 9), "X"), ph((21, mult, 3, 3), "W")
+    out = topi.nn.depthwise_conv2d_nchw(X, W, stride, 1, 1)
+    assert out.op.tag == "depthwise_conv2d_nchw"
+    check_build(x86.schedule_depthwise_conv2d_nchw([out]), [X, W, out],
+                lambda x, k: ref.depthwise_conv2d_nchw_python(x, k, stride, 1, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_bias_relu_fused(check_build):
+    X, W, b = ph((1, 5, 12, 9), "X"), ph((19, 5, 3, 3), "W"), ph((19,), "b")
+    conv = topi.nn.conv2d_nchw(X, W, 1, 1, 1)
+    out = topi.nn.relu(topi.add(conv, topi.expand_dims(b, 1, 2)))
+    s = x86.schedule_conv2d_nchw([out])
+    assert s[conv].attach_type == "inline"           # one loop nest: tiles go through bias and relu
+    check_build(s, [X, W, b, out], lambda x, k, bb: np.maximum(ref.conv2d_nchw_python(x, k, 1, 1) +
+                                                                bb[None, :, None, None], 0), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_batch_norm_generic(check_build):
+    X, W = ph((1, 4, 7, 7), "X"), ph((6, 4, 3, 3), "W")
+    g, be, m, v = (ph((6,), nm) for nm in ("g", "be", "m", "v"))
+    out = topi.nn.batch_norm(topi.nn.conv2d_nchw(X, W, 1, 1, 1), g, be, m, v)[0]
+    want = lambda x, k, g_, b_, m_, v_: ref.batch_norm_python(ref.conv2d_nchw_python(x, k, 1, 1), g_, b_, m_, v_)  # noqa
+    check_build(topi.generic.schedule_conv2d_nchw([out]), [X, W, g, be, m, v, out], want,
+                ranges={"v": (0.5, 2.0)}, rtol=1e-4, atol=1e-4)
+    check_build(x86.schedule_conv2d_nchw([out]), [X, W, g, be, m, v, out], want,
+                ranges={"v": (0.5, 2.0)}, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_NCHWc(check_build):
+    X, W, b = ph((1, 2, 9, 8, 8), "X"), ph((3, 2, 3, 3, 8, 16), "W"), ph((1, 3, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, 1, 1, 1, "NCHW8c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+
+    def conv_ref(x, k):
+        xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")
+        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(48, 16, 3, 3)
+        return ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, 1, 1), "NCHW", "NCHW16c")
+    check_build(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], lambda x, k, bb: np.maximum(conv_ref(x, k) + bb, 0),
+                rtol=1e-4, atol=1e-4)
+    check_build(x86.schedule_conv2d_NCHWc([conv]), [X, W, conv], conv_ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding,opad", [(2, 1, 1), (1, 0, 0), ((3, 2), (1, 0, 2, 1), (2, 0))])
+def test_conv2d_transpose(stride, padding, opad, check_build):
+    X, W = ph((1, 3, 5, 4), "X"), ph((3, 7, 3, 3), "W")
+    out = topi.nn.conv2d_transpose_nchw(X, W, stride, padding, output_padding=opad)
+    check_build(x86.schedule_conv2d_transpose_nchw([out]), [X, W, out],
+                lambda x, k: ref.conv2d_transpose_nchw_python(x, k, stride, padding, opad), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ dense and matrix products
+
+@pytest.mark.parametrize("m,k,n", [(1, 37, 21), (4, 64, 100), (33, 19, 45)])
+def test_dense_bias_relu(m, k, n, check_build):
+    X, W, b = ph((m, k), "X"), ph((n, k), "W"), ph((n,), "b")
+    plain = topi.nn.dense(X, W)
+    fused = topi.nn.relu(topi.nn.dense(X, W, b))
+    check_build(x86.schedule_dense([plain]), [X, W, plain], lambda x, w: x @ w.T, rtol=1e-4, atol=1e-4)
+    check_build(x86.schedule_dense([fused]), [X, W, b, fused], lambda x, w, bb: np.maximum(x @ w.T + bb, 0),
+                rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_batch_matmul(check_build):
+    A, B = ph((7, 5), "A"), ph((9, 5), "B")
+    mm = topi.nn.matmul(A, B, transpose_b=True)
+    mt = topi.nn.matmul(topi.transpose(A), topi.transpose(B, (1, 0)), transpose_a=True)
+    check_build(x86.schedule_dense([mm]), [A, B, mm], lambda a, b: a @ b.T, rtol=1e-5, atol=1e-5)
+    check_build(x86.schedule_matmul([mt]), [A, B, mt], lambda a, b: a @ b.T, rtol=1e-5, atol=1e-5)
+    X, Y = ph((3, 4, 6), "X"), ph((1, 5, 6), "Y")
+    bm = topi.nn.batch_matmul(X, Y)
+    check_build(x86.schedule_batch_matmul([bm]), [X, Y, bm], lambda x, y: x @ y.transpose(0, 2, 1),
+                rtol=1e-5, atol=1e-5)
+    Z = ph((3, 6, 5), "Z")
+    bn = topi.nn.relu(topi.nn.batch_matmul(X, Z, transpose_b=False))
+    check_build(x86.schedule_batch_matmul([bn]), [X, Z, bn], lambda x, z: np.maximum(x @ z, 0), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ pooling, softmax, normalisation
+
+POOL_CASES = [((3, 3), (2, 2), (1, 1), (1, 1, 1, 1), False, True),
+              ((3, 3), (2, 2), (1, 1), (0, 0, 0, 0), True, True),
+              ((2, 3), (2, 2), (1, 1), (1, 0, 1, 1), True, False),
+              ((3, 3), (1, 1), (2, 2), (2, 2, 2, 2), False, False),
+              ((2, 2), (2, 2), (1, 1), 0, False, True)]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=[str(i) for i in range(len(POOL_CASES))])
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+def test_pool2d(case, pool_type, check_build):
+    kernel, stride, dilation, padding, ceil_mode, cip = case
+    X = ph((1, 3, 11, 10), "X")
+    out = topi.nn.pool2d(X, kernel, stride, dilation, padding, pool_type, ceil_mode, "NCHW", cip)
+    check_build(x86.schedule_pool([out], "NCHW"), [X, out],
+                lambda x: ref.pool2d_python(x, kernel, stride, dilation, padding, pool_type, ceil_mode, cip),
+                rtol=1e-5, atol=1e-5)
+
+
+def test_global_and_adaptive_pool(check_build):
+    X = ph((2, 5, 7, 9), "X")
+    outs = [topi.nn.global_pool(X, "avg"), topi.nn.global_pool(X, "max"), topi.nn.adaptive_pool(X, (3, 4), "avg")]
+    for o, (os_, t) in zip(outs, [((1, 1), "avg"), ((1, 1), "max"), ((3, 4), "avg")]):
+        check_build(x86.schedule_adaptive_pool([o]), [X, o], lambda x, os_=os_, t=t: ref.adaptive_pool_python(x, os_, t),
+                    rtol=1e-5, atol=1e-5)
+    nhwc = topi.nn.pool2d(ph((1, 6, 5, 3), "Y"), 2, 2, 1, 0, "max", layout="NHWC")
+    check_build(x86.schedule_pool([nhwc], "NHWC"), [nhwc.op.input_tensors[0], nhwc],
+                lambda y: ref.pool2d_python(y, 2, 2, 1, 0, "max", layout="NHWC"))
+
+
+@pytest.mark.parametrize("shape,axis", [((4, 37), -1), ((2, 5, 3, 4), 1), ((3, 70), 0)])
+def test_softmax(shape, axis, check_build):
+    X = ph(shape, "X")
+    sm, lsm = topi.nn.softmax(X, axis), topi.nn.log_softmax(X, axis)
+    check_build(x86.schedule_softmax([sm]), [X, sm], lambda x: ref.softmax_python(x, axis), rtol=1e-5, atol=1e-6)
+    check_build(x86.schedule_softmax([lsm]), [X, lsm], lambda x: ref.log_softmax_python(x, axis), rtol=1e-5,
+                atol=1e-5)
+
+
+def test_lrn_instance_norm(check_build):
+    X = ph((2, 7, 4, 5), "X")
+    out = topi.nn.lrn(X, 3, 1, 0.001, 0.75, 1.0)
+    check_build(x86.schedule_lrn([out]), [X, out], lambda x: ref.lrn_python(x, 3, 1, 0.001, 0.75, 1.0), rtol=1e-5)
+    out4 = topi.nn.lrn(X, 4, 1, 0.5, 0.5, 2.0)
+    check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 0.5, 0.5, 2.0), rtol=1e-5)
+    g, b = ph((7,), "g"), ph((7,), "b")
+    inorm = topi.nn.instance_norm(X, g, b)
+    check_build(x86.schedule_instance_norm([inorm]), [X, g, b, inorm],
+                lambda x, gg, bb: ref.instance_norm_python(x, gg, bb), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ tags, utils, errors
+
+def test_tag_scope():
+    A = ph((3,), "A")
+    with te.tag_scope("my_tag"):
+        B = te.compute((3,), lambda i: A[i] + 1, name="B")
+        C = te.compute((3,), lambda i: A[i] + 1, name="C", tag="explicit")
+
+    @te.tag_scope(tag=topi.tag.INJECTIVE)
+    def f(x):
+        return te.compute((3,), lambda i: x[i] * 2, name="D")
+    D = f(A)
+    E = te.compute((3,), lambda i: A[i], name="E")
+    assert (B.op.tag, C.op.tag, D.op.tag, E.op.tag) == ("my_tag", "explicit", "injective", "")
+    assert topi.tag.is_injective(D.op) and topi.tag.is_broadcast("elemwise") and not topi.tag.is_broadcast(D)
+    assert topi.tag.is_injective("injective,pad") and not topi.tag.is_injective("conv2d_nchw")
+    with pytest.raises(DSLError, match="string tag"):
+        te.tag_scope(3)
+
+
+def test_utils():
+    n = te.var("n")
+    A = ph((n, 4, 2 * 3), "A")
+    assert topi.utils.get_const_tuple(A.shape)[1:] == (4, 6)
+    assert topi.utils.get_const_tuple(A.shape)[0] is n
+    assert topi.utils.get_const_int(A.shape[2]) == 6 and topi.utils.equal_const_int(A.shape[1], 4)
+    with pytest.raises(TVMLabError, match="constant integer"):
+        topi.utils.get_const_int(A.shape[0])
+    out = topi.nn.relu(topi.add(topi.reshape(ph((8,), "B"), (2, 4)), 1.0))
+    s = te.create_schedule(out.op)
+    seen = []
+    topi.utils.traverse_inline(s, out.op, lambda op: seen.append(op.name))
+    assert seen == ["T_reshape", "T_add", "T_relu"]
+    assert [st.attach_type for st in s.stages if st.op.name in ("T_reshape", "T_add")] == ["inline", "inline"]
+
+
+def test_bad_input_errors():
+    A = ph((2, 3), "A")
+    with pytest.raises(OperatorError, match=r"do not broadcast \(dimension 1: 3 vs 4"):
+        topi.add(A, ph((4,), "B"))
+    with pytest.raises(ScheduleError, match="one shape and dtype"):
+        topi.add(A, ph((2, 3), "C", "int32"))
+    X = ph((1, 3, 8, 8), "X")
+    with pytest.raises(OperatorError, match="data has 3 channels but the kernel expects 4"):
+        topi.nn.conv2d_nchw(X, ph((5, 4, 3, 3), "W"), 1, 1, 1)
+    with pytest.raises(OperatorError, match="padding must be ints"):
+        topi.nn.conv2d_nchw(X, ph((5, 3, 3, 3), "W"), 1, (1, 2, 3), 1)
+    with pytest.raises(OperatorError, match="do not split into 2 groups"):
+        topi.nn.group_conv2d_nchw(X, ph((5, 1, 3, 3), "W"), 1, 1, 1, 2)
+    with pytest.raises(OperatorError, match="cannot reshape"):
+        topi.reshape(A, (4, -1))
+    with pytest.raises(OperatorError, match="axis 3 is out of range"):
+        topi.sum(A, axis=3)
+    with pytest.raises(OperatorError, match="cannot read layout"):
+        topi.layout_transform(X, "NCHW", "NCHW8")
+    with pytest.raises(OperatorError, match="pool_type must be"):
+        topi.nn.pool2d(X, 2, 2, 1, 0, "min")
+    with pytest.raises(ScheduleError, match="no convolution"):
+        x86.schedule_conv2d_nchw([topi.nn.relu(X)])
+    with pytest.raises(ScheduleError, match="CPU schedule"):
+        x86.schedule_injective([topi.nn.relu(X)], target="cuda")
