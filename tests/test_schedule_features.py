@@ -270,3 +270,69 @@ def test_vthreads_interleave_in_cuda_code():
     body = body[:body.index("}")]
     assert all(f"C_local[{v}] = C_local[{v}] +" in body for v in range(4))   # ... four accumulators in it
     assert mod.imported_modules[0].get_source("ptx")
+
+
+# ------------------------------------------------------------------ create_group
+
+
+def _three(m, n):
+    A = te.placeholder((m, n), name="A")
+    x = te.compute((m, n), lambda i, j: A[i, j] * 2, name="x")
+    x1 = te.compute(x.shape, lambda i, j: x[i, j] + 1, name="x1")
+    x2 = te.compute(x.shape, lambda i, j: x1[i, j] * 3, name="x2")
+    return A, x, x1, x2
+
+
+def test_group_is_computed_at_the_consumer_loop():
+    A, x, x1, x2 = _three(te.var("m"), te.var("n"))
+    s = te.create_schedule(x2.op)
+    g = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    assert s[x1].group is g and s[x].group is g and g.num_child_stages == 2 and s[x2].group is None
+    g.compute_at(s[x2], x2.op.axis[0])
+    assert g.attach_stage is s[x2] and s[x].attach_stage is s[x2]
+    bounds = tvm.schedule.bound.infer_bound(s)
+    assert bounds[x.op.axis[0]].extent.value == 1 and bounds[x1.op.axis[0]].extent.value == 1
+    f = tvm.build(s, [A, x2])
+    for shape in [(5, 7), (1, 3)]:
+        a = np.random.uniform(size=shape).astype("float32")
+        c = tvm.nd.array(np.full(shape, np.nan, "float32"))
+        f(tvm.nd.array(a), c)
+        np.testing.assert_allclose(c.numpy(), (a * 2 + 1) * 3, rtol=1e-6)
+    _replays(s, [x2.op], [A, x2])
+    g.compute_root()
+    assert s[x].attach_type == "root" and s[x1].attach_type == "root"
+    a = np.random.uniform(size=(3, 4)).astype("float32")
+    c = tvm.nd.array(np.full((3, 4), np.nan, "float32"))
+    tvm.build(s, [A, x2])(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), (a * 2 + 1) * 3, rtol=1e-6)
+
+
+def test_group_member_attached_inside_another_stays_there():
+    A, x, x1, x2 = _three(12, 10)
+    s = te.create_schedule(x2.op)
+    g = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    s[x].compute_at(s[x1], x1.op.axis[1])
+    yo, yi = s[x2].split(x2.op.axis[0], factor=5)      # 12 rows: an uneven split
+    g.compute_at(s[x2], yo)
+    assert s[x].attach_stage is s[x1] and s[x1].attach_stage is s[x2]
+    _check(s, [A, x2], lambda a: (a * 2 + 1) * 3)
+    _replays(s, [x2.op], [A, x2])
+
+
+def test_nested_groups_and_group_errors():
+    A, x, x1, x2 = _three(4, 4)
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    g2 = s.create_group(outputs=x1, inputs=x)
+    assert g2.group is g1 and s[x1].group is g2 and s[x].group is g1
+    n = len(s.trace)
+    with pytest.raises(ScheduleError, match="reads nothing the group computes"):
+        g2.compute_at(s[x], x.op.axis[0])
+    with pytest.raises(ScheduleError, match="is in the group"):
+        g1.compute_at(s[x1], x1.op.axis[0])
+    s2 = te.create_schedule(x2.op)
+    with pytest.raises(ScheduleError, match="output of the schedule"):
+        s2.create_group(outputs=x2, inputs=x1, include_inputs=True).compute_at(s2[x1], x1.op.axis[0])
+    with pytest.raises(ScheduleError, match="not among the group's inputs"):
+        s2.create_group(outputs=x1, inputs=[])
+    assert len(s.trace) == n and s[x].attach_type == "root"

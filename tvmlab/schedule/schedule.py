@@ -68,6 +68,7 @@ class Schedule:
         attach_scan_bodies(self)
         self.trace = Trace(self)
         self._depth = 0
+        self.groups = []        # create_group's Groups
 
     # ------------------------------------------------------------ lookup
     def __getitem__(self, key):
@@ -209,6 +210,11 @@ class Schedule:
             self.trace._add("rfactor", None, {"tensor": tensor, "axis": axis,
                                                "factor_axis": factor_axis})
             return out
+
+    def create_group(self, outputs, inputs, include_inputs=False):
+        """Group the stages computing ``outputs`` from ``inputs``, to schedule them as one unit."""
+        from .group import create_group
+        return create_group(self, outputs, inputs, include_inputs)
 
     def normalize(self):
         """Rebase every leaf axis with a non-zero start so that all loops start at 0."""

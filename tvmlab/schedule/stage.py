@@ -34,7 +34,7 @@ class Stage:
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
-              "store_predicate", "double_buffer_scope")
+              "store_predicate", "double_buffer_scope", "group")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -55,6 +55,7 @@ class Stage:
         self.is_output = False
         self.store_predicate = None
         self.double_buffer_scope = False
+        self.group = None                # the create_group Group this stage belongs to
 
     # ------------------------------------------------------------ state
     def _snapshot(self):

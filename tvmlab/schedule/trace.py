@@ -225,6 +225,17 @@ def apply_step(sch, step, symbols=None):
 
 def _ident(name):
     s = re.sub(r"\W", "_", name)
+    if p == "create_group":
+        return sch.create_group([sch.tensor_by_name(x) for x in args["outputs"]],
+                                [sch.tensor_by_name(x) for x in args["inputs"]], args["include_inputs"])
+    if p in ("group_compute_at", "group_compute_root"):
+        if not 0 <= args["group"] < len(sch.groups):
+            raise ScheduleError(f"the trace names group {args['group']}; the schedule has {len(sch.groups)}")
+        g = sch.groups[args["group"]]
+        if p == "group_compute_root":
+            return g.compute_root()
+        parent = sch.stage_by_name(args["parent"])
+        return g.compute_at(parent, parent.axis(args["scope"], "compute_at scope"))
     return s if s and not s[0].isdigit() else "_" + s
 
 
@@ -246,6 +257,7 @@ class _PythonWriter:
         self.axis_vars = {}      # (stage key, axis name) -> python expression
         self.used = set()
         self.tensor_vars = {}
+        self.groups = 0
         self.lines = []
 
     def tensor(self, name):
@@ -363,6 +375,17 @@ class _PythonWriter:
         """A variable for a new stage's tensor, named as Schedule.fresh_name names it."""
         name, k = base, 0
         while name in self.tensor_vars:
+        if p == "create_group":
+            outs = ", ".join(self.tensor(x) for x in a["outputs"])
+            ins = ", ".join(self.tensor(x) for x in a["inputs"])
+            g = f"g{self.groups}"
+            self.groups += 1
+            return (f"{g} = {self.s}.create_group(outputs=[{outs}], inputs=[{ins}], "
+                    f"include_inputs={a['include_inputs']})")
+        if p == "group_compute_at":
+            return f"g{a['group']}.compute_at({self.stage(a['parent'])}, {self.axis(a['parent'], a['scope'])})"
+        if p == "group_compute_root":
+            return f"g{a['group']}.compute_root()"
             k += 1
             name = f"{base}.{k}"
             if p == "storage_align":
