@@ -22,8 +22,9 @@ target = codegen.registry
 __version__ = "0.1.0"
 
 
-def explore(s, args, targets=None, **options):
-    """Open the explorer widget on schedule ``s`` of ``args`` (needs the ``lab`` extra)."""
+def explore(s, args=None, targets=None, **options):
+    """Open the explorer widget on schedule ``s`` of ``args``, or on a Relay module ``s`` with
+    ``params=`` (needs the ``lab`` extra)."""
     from .widgets import explore as _explore
     return _explore(s, args, targets=targets, **options)
 

@@ -10,8 +10,11 @@ from .colors import KIND_COLORS  # noqa: F401
 from .session import PRIMITIVES, Session, make_step  # noqa: F401
 
 
-def explore(s, args, targets=None, **options):
+def explore(s, args=None, targets=None, **options):
     """Open the explorer on schedule ``s`` of ``args``: an ipywidgets widget (see Explorer)."""
+    from .relay_view import explore_relay, is_relay_module  # a Relay module opens the Relay view
+    if args is None and is_relay_module(s):
+        return explore_relay(s, targets=targets, **options)
     from .explorer import Explorer
     return Explorer(s, args, targets=targets, **options)
 

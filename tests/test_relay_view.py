@@ -1,0 +1,100 @@
+"""The Relay view: stages through the graph passes, fused groups drawn by kind, a group's TE schedule."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+
+import tvmlab as tvm  # noqa: E402
+from tvmlab import relay  # noqa: E402
+from tvmlab.bench import models  # noqa: E402
+from tvmlab.errors import TVMLabError  # noqa: E402
+from tvmlab.widgets import relay_view as rv  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def inception():
+    return relay.frontend.from_onnx(models.inception_block())
+
+
+def _passes():
+    return tuple(p for p in rv.PASS_ORDER if hasattr(relay.transform, p))
+
+
+def test_stages_follow_the_passes(inception):
+    mod, params = inception
+    view = rv.RelayView(mod, params, passes=_passes())
+    assert view.names == ["input", *_passes()]
+    assert view.groups("input") == []
+    groups = view.groups("FuseOps")
+    assert groups, "FuseOps formed no groups"
+    # every operator of the input is in exactly one group afterwards
+    assert sum(len(g.ops) for g in groups) == sum(view.counts("input").values())
+    assert all(g.kind in rv.PATTERN_COLORS for g in groups)
+    assert any(g.kind == "out-elemwise-fusable" and g.ops[0] == "nn.conv2d" for g in groups)
+
+
+def test_graph_draws_one_box_per_group_in_its_kind_colour(inception):
+    mod, params = inception
+    view = rv.RelayView(mod, params, passes=_passes())
+    source = view.graph("FuseOps").source
+    groups = view.groups("FuseOps")
+    assert source.count("subgraph cluster_") == len(groups)
+    for g in groups:
+        assert f"{g.name} · {g.kind}" in source
+    assert source.count("nn.conv2d\\n") == 6
+    before = view.graph("input").source
+    assert "subgraph cluster_" not in before
+    assert rv.PATTERN_COLORS["out-elemwise-fusable"] in before   # conv2d filled with its kind's colour
+
+
+def test_group_schedule_builds_and_computes_the_group(inception):
+    mod, params = inception
+    view = rv.RelayView(mod, params, passes=_passes())
+    k = next(g.index for g in view.groups() if g.ops == ["nn.conv2d", "nn.bias_add", "nn.relu"])
+    s, args = view.group_schedule(k)
+    f = tvm.build(s, args, target="llvm")
+    rng = np.random.default_rng(0)
+    arrays = [tvm.nd.array(rng.standard_normal([int(d) for d in t.shape]).astype(t.dtype)) for t in args[:-1]]
+    out = tvm.nd.array(np.full([int(d) for d in args[-1].shape], np.nan, "float32"))
+    f(*arrays, out)
+    x, w, b = (a.numpy() for a in arrays)
+    ref = np.einsum("nchw,oc->nohw", x, w[:, :, 0, 0]) + b[None, :, None, None]
+    np.testing.assert_allclose(out.numpy(), np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_arguments(inception):
+    mod, params = inception
+    with pytest.raises(TVMLabError, match="IRModule with a Relay function"):
+        rv.RelayView("not a module")
+    with pytest.raises(TVMLabError, match="unknown graph passes"):
+        rv.RelayView(mod, params, passes=("NoSuchPass",))
+    with pytest.raises(TVMLabError, match="not a parameter of main"):
+        rv.RelayView(mod, {"nope": np.zeros(3, np.float32)}, passes=())
+    view = rv.RelayView(mod, params, passes=_passes())
+    with pytest.raises(TVMLabError, match="unknown stage"):
+        view.graph("Nope")
+    with pytest.raises(TVMLabError, match="out of range"):
+        view.group_schedule(999)
+
+
+def test_explore_opens_the_relay_explorer(inception):
+    pytest.importorskip("ipywidgets")
+    mod, params = inception
+    ex = tvm.explore(mod, params=params, passes=_passes(), benchmark=False)
+    from tvmlab.widgets.relay_explorer import RelayExplorer
+    assert isinstance(ex, RelayExplorer)
+    assert ex.stage == "FuseOps"
+    assert len(ex._groups.options) == len(ex.groups())
+    ex.show("input")
+    assert ex._groups.options == () and ex._open.disabled
+    assert "20 operators" in ex._summary.value
+    ex.show("FuseOps")
+    k = ex._groups.options[0][1]
+    op_explorer = ex.open_group(k)
+    from tvmlab.widgets.explorer import Explorer
+    assert isinstance(op_explorer, Explorer) and ex.group_explorer is op_explorer
+    assert re.search(r"operator explorer on <code>fused_", ex._status.value)

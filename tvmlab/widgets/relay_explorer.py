@@ -1,0 +1,119 @@
+"""RelayExplorer: the ipywidgets face of the Relay view (``tvmlab.explore(mod, params=params)``).
+
+Layout: a summary line; the stages (input, then after each graph pass) as
+toggle buttons; the kind-colour legend; tabs Graph (SVG) | Text (the module
+printed) | Changes (operator counts against the previous stage); and the
+fused groups of the shown stage as a list whose "open" button puts that
+group's TE schedule in the operator explorer below. The widget holds no
+compiler logic: ``RelayView`` computes every stage.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from ..errors import TVMLabError
+from .relay_view import RelayView, legend_html, to_html
+
+_BOX = "overflow:auto;max-height:560px;border:1px solid #dee2e6;background:white;padding:2px"
+
+
+class RelayExplorer(W.VBox):
+    """Python API: ``view`` (the RelayView), ``stage``, ``show(stage)``, ``groups()``, ``open_group(k)``."""
+
+    def __init__(self, mod, params=None, targets=None, passes=None, opt_level=3, **explorer_options):
+        kw = {} if passes is None else {"passes": tuple(passes)}
+        self.view = RelayView(mod, params, opt_level=opt_level, **kw)
+        self.target = (targets or ["llvm"])[0]
+        self._explorer_options = {"benchmark": False, **explorer_options}
+        self.group_explorer = None
+        self.error = None
+        self._stage = W.ToggleButtons(options=self.view.names, value=self.view.names[-1],
+                                      style={"button_width": "auto"})
+        self._summary = W.HTML()
+        self._graph = W.HTML()
+        self._text = W.HTML()
+        self._changes = W.HTML()
+        tabs = W.Tab(children=[self._graph, self._text, self._changes])
+        for k, t in enumerate(("Graph", "Text", "Changes")):
+            tabs.set_title(k, t)
+        self._groups = W.Select(options=[], rows=8, layout=W.Layout(width="70%"))
+        self._open = W.Button(description="open schedule", icon="external-link",
+                              tooltip="open this group's TE schedule in the operator explorer")
+        self._status = W.HTML()
+        self._out = W.Output()
+        self._stage.observe(lambda ch: self.show(ch["new"]), names="value")
+        self._open.on_click(lambda _: self._open_selected())
+        super().__init__(children=[self._summary, self._stage, W.HTML(legend_html()), tabs,
+                                   W.HTML("<b>fused groups</b> (choose one, then open its schedule)"),
+                                   W.HBox([self._groups, self._open]), self._status, self._out])
+        self.show(self.view.names[-1])
+
+    @property
+    def stage(self):
+        return self._stage.value
+
+    def groups(self):
+        return self.view.groups(self.stage)
+
+    def show(self, stage):
+        """Draw ``stage`` (a name from ``view.names``)."""
+        if stage != self._stage.value:
+            self._stage.value = stage          # observe calls back into show
+            return
+        i = self.view.names.index(stage)
+        counts = self.view.counts(stage)
+        groups = self.view.groups(stage)
+        self._summary.value = (f"<b>Relay module</b> · stage <code>{html.escape(stage)}</code>: "
+                               f"{sum(counts.values())} operators"
+                               + (f" in {len(groups)} fused groups" if groups else ""))
+        self._graph.value = f'<div style="{_BOX}">{to_html(self.view, stage)}</div>'
+        self._text.value = f'<pre style="{_BOX};font-size:11px">{html.escape(str(self.view.module(stage)))}</pre>'
+        self._changes.value = _changes_html(self.view.counts(i - 1) if i else {}, counts,
+                                            self.view.names[i - 1] if i else None)
+        self._groups.options = [(f"{g.index}: {g.name} · {g.kind} ({len(g.ops)} ops)", g.index) for g in groups]
+        self._open.disabled = not groups
+
+    def open_group(self, index):
+        """Open fused group ``index`` of the shown stage in the operator explorer (also returned)."""
+        try:
+            ex = self.view.explore_group(index, self.stage, self.target, **self._explorer_options)
+        except TVMLabError as e:
+            self.error = e
+            self._status.value = f'<span style="color:#c92a2a">{html.escape(str(e))}</span>'
+            raise
+        self.error = None
+        group = self.view.groups(self.stage)[index]
+        self._status.value = f"operator explorer on <code>{html.escape(group.name)}</code> ({group.kind})"
+        self.group_explorer = ex
+        self._out.clear_output()
+        with self._out:
+            from IPython.display import display
+            display(ex)
+        return ex
+
+    def _open_selected(self):
+        if self._groups.value is not None:
+            try:
+                self.open_group(self._groups.value)
+            except TVMLabError:
+                pass          # shown in the status line
+
+
+def _changes_html(before, after, before_name):
+    if before_name is None:
+        rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{v}</td></tr>"
+                       for k, v in sorted(after.items()))
+        return f"<table><tr><th>operator</th><th>count</th></tr>{rows}</table>"
+    rows = []
+    for k in sorted(set(before) | set(after)):
+        a, b = before.get(k, 0), after.get(k, 0)
+        if a != b:
+            colour = "#2b8a3e" if b > a else "#c92a2a"
+            rows.append(f"<tr><td><code>{html.escape(k)}</code></td><td>{a}</td><td>{b}</td>"
+                        f'<td style="color:{colour}">{b - a:+d}</td></tr>')
+    if not rows:
+        return f"<p>same operators as after <code>{html.escape(before_name)}</code></p>"
+    return (f"<p>operator counts against <code>{html.escape(before_name)}</code></p><table><tr>"
+            f"<th>operator</th><th>before</th><th>after</th><th></th></tr>{''.join(rows)}</table>")

@@ -1,0 +1,288 @@
+"""The Relay view: a graph-level module drawn before and after each pass, fused groups coloured by kind.
+
+``tvmlab.explore(mod, params=params)`` on a Relay IRModule opens it. The
+stages are the module as given, then after each pass of the graph pipeline
+(SimplifyInference, FoldConstant, AlterOpLayout, FuseOps), each applied to
+the previous stage. An operator is filled with the colour of its pattern
+kind (the seeds' four: injective, reduction, complex-out-fusable, opaque);
+after FuseOps each fused group is a box around its operators, in the colour
+of its kind. Choosing a group opens its TE schedule in the operator
+explorer. ``RelayView`` (no widgets needed) computes the stages and draws;
+``RelayExplorer`` is the ipywidgets face.
+"""
+from __future__ import annotations
+
+import html
+
+from ..errors import TVMLabError
+
+# one colour per pattern kind (OpPattern.NAMES), shared by operators and fused groups
+PATTERN_COLORS = {
+    "elemwise": "#d3f9d8", "broadcast": "#b2f2bb", "injective": "#8ce99a",
+    "reduction": "#a5d8ff", "out-elemwise-fusable": "#ffc078", "tuple": "#e9ecef", "opaque": "#ffa8a8",
+}
+PASS_ORDER = ("SimplifyInference", "FoldConstant", "AlterOpLayout", "FuseOps")
+MAX_NODES = 400           # operators drawn before the rest of a big graph folds into one node
+
+
+def pattern_name(pattern):
+    from ..relay.op.registry import OpPattern
+    return OpPattern.NAMES.get(pattern, "opaque")
+
+
+def is_relay_module(obj):
+    from ..ir.function import IRModule
+    from ..relay.expr import Function
+    if not isinstance(obj, IRModule):
+        return False
+    try:
+        return isinstance(obj["main"], Function)
+    except Exception:
+        return False
+
+
+def _short_shape(ty):
+    shape = getattr(ty, "shape", None)
+    if shape is None:
+        return ""
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+class Group:
+    """A fused group: its primitive function, name, pattern kind and operators."""
+
+    def __init__(self, index, call):
+        fn = call.op
+        self.index = index
+        self.call = call
+        self.function = fn
+        self.name = getattr(fn, "name_hint", None) or f"group{index}"
+        self.kind = pattern_name(getattr(fn, "pattern", 8))
+        from ..relay.expr import Call, post_order
+        from ..relay.op.registry import Op
+        self.ops = [n.op.name for n in post_order(fn.body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+    def __repr__(self):
+        return f"Group({self.name}, {self.kind}, {len(self.ops)} ops)"
+
+
+class RelayView:
+    """The stages of a Relay module through the graph passes, and their drawings."""
+
+    def __init__(self, mod, params=None, passes=PASS_ORDER, opt_level=3):
+        if not is_relay_module(mod):
+            raise TVMLabError(f"the Relay view needs an IRModule with a Relay function 'main', "
+                              f"got {type(mod).__name__}")
+        from .. import transform as tr
+        from ..relay import transform as rt
+        unknown = [p for p in passes if not hasattr(rt, p)]
+        if unknown:
+            raise TVMLabError(f"unknown graph passes {unknown}; relay.transform has "
+                              f"{[p for p in PASS_ORDER if hasattr(rt, p)]}")
+        mod = rt.InferType()(mod)
+        if params:
+            mod = _bind_params(mod, params)
+        self.stages = [("input", mod)]
+        with tr.PassContext(opt_level=opt_level):
+            for name in passes:
+                mod = getattr(rt, name)()(mod)
+                mod = rt.InferType()(mod)
+                self.stages.append((name, mod))
+
+    @property
+    def names(self):
+        return [n for n, _ in self.stages]
+
+    def module(self, stage=-1):
+        return self.stages[self._index(stage)][1]
+
+    def _index(self, stage):
+        if isinstance(stage, str):
+            names = self.names
+            if stage not in names:
+                raise TVMLabError(f"unknown stage {stage!r}; the stages are {names}")
+            return names.index(stage)
+        if not -len(self.stages) <= stage < len(self.stages):
+            raise TVMLabError(f"stage {stage} out of range (0..{len(self.stages) - 1})")
+        return stage
+
+    def groups(self, stage=-1):
+        """The fused groups of ``stage`` (empty before FuseOps), in graph order."""
+        from ..relay.expr import Call, Function, post_order
+        body = self.module(stage)["main"].body
+        calls = [n for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Function)]
+        return [Group(k, c) for k, c in enumerate(calls)]
+
+    def counts(self, stage=-1):
+        """{operator name: count} of the calls in ``stage`` (inside fused groups too)."""
+        from ..relay.expr import Call, post_order
+        from ..relay.op.registry import Op
+        out = {}
+        for n in post_order(self.module(stage)["main"].body, enter_functions=True):
+            if isinstance(n, Call) and isinstance(n.op, Op):
+                out[n.op.name] = out.get(n.op.name, 0) + 1
+        return out
+
+    def graph(self, stage=-1, show_params=False):
+        """A graphviz Digraph of ``stage``."""
+        return relay_graph(self.module(stage)["main"], show_params=show_params,
+                           title=f"{self.names[self._index(stage)]}")
+
+    def group_schedule(self, group, stage=-1, target="llvm"):
+        """(schedule, tensors) of one fused group, as the build compiles it."""
+        if isinstance(group, int):
+            groups = self.groups(stage)
+            if not 0 <= group < len(groups):
+                raise TVMLabError(f"group {group} out of range: stage has {len(groups)} fused groups")
+            group = groups[group]
+        return lower_group(group.function, target)
+
+    def explore_group(self, group, stage=-1, target="llvm", **options):
+        """The operator explorer on one fused group's TE schedule."""
+        from . import explore
+        s, args = self.group_schedule(group, stage, target)
+        return explore(s, args, targets=[target], **options)
+
+
+def lower_group(fn, target="llvm"):
+    """(schedule, placeholders + outputs) of a primitive function, as relay.build schedules it: the
+    anchor operator's schedule, else the default one when that cannot apply."""
+    from ..relay.build_module import group_tensors
+    from ..relay.schedules import schedule_default, schedule_group
+    inputs, outs, anchor = group_tensors(fn)
+    try:
+        s = schedule_group(outs, anchor, target)
+    except TVMLabError:
+        inputs, outs, anchor = group_tensors(fn)
+        s = schedule_default(outs, target, False)
+    return s, inputs + outs
+
+
+def _bind_params(mod, params):
+    from ..relay.expr import bind, const
+    from ..ir.function import IRModule
+    main = mod["main"]
+    names = {p.name_hint for p in main.params}
+    binds = {}
+    for k, v in params.items():
+        if k not in names:
+            raise TVMLabError(f"params names {k!r}, which is not a parameter of main")
+        arr = v.numpy() if hasattr(v, "numpy") else v
+        binds[k] = const(arr)
+    return IRModule.from_expr(bind(main, binds))
+
+
+# ---------------------------------------------------------------- drawing
+def relay_graph(func, show_params=False, title=""):
+    """graphviz Digraph of a Relay function: inputs, operators (by kind colour), fused groups as boxes.
+
+    Weights (parameters after the first) and constants are left out unless
+    ``show_params``; past ``MAX_NODES`` operators the rest folds into one node.
+    """
+    from ..relay.expr import Call, Function, Tuple, TupleGetItem, Var, post_order
+    from ..relay.op.registry import Op
+    from .graph import _digraph
+    g = _digraph("relay")
+    if title:
+        g.attr(label=title, labelloc="t")
+    shown_vars = set(func.params) if show_params else set(func.params[:1])
+    ends = {}          # node -> id of the drawn node its value leaves from
+    counter = [0]
+
+    def new_id():
+        counter[0] += 1
+        return f"r{counter[0]}"
+
+    drawn = 0
+    for n in post_order(func.body):
+        if drawn >= MAX_NODES:
+            if "more" not in ends.values():
+                g.node("more", "… more operators", shape="note")
+            ends[n] = "more"
+            continue
+        if isinstance(n, Var):
+            if n in shown_vars or n not in func.params:
+                ends[n] = new_id()
+                g.node(ends[n], f"%{n.name_hint}\\n{_short_shape(n.type_annotation)}", shape="ellipse",
+                       fillcolor="#e7f5ff")
+            continue
+        if isinstance(n, Call) and isinstance(n.op, Function):
+            drawn += len(_draw_group(g, n, ends, new_id))
+            continue
+        k = new_id()
+        if isinstance(n, Call) and isinstance(n.op, Op):
+            _op_node(g, k, n)
+            drawn += 1
+        elif isinstance(n, TupleGetItem):
+            g.node(k, f".{n.index}", shape="circle", width="0.3", fillcolor="#f1f3f5")
+        elif isinstance(n, Tuple):
+            g.node(k, "tuple", shape="box", fillcolor=PATTERN_COLORS["tuple"])
+        else:
+            continue
+        ends[n] = k
+        for child in (n.args if isinstance(n, Call) else n.children()):
+            if child in ends:
+                g.edge(ends[child], k)
+    if func.body in ends:
+        g.node("out", "output", shape="plaintext")
+        g.edge(ends[func.body], "out")
+    return g
+
+
+def _op_node(graph, k, call):
+    kind = pattern_name(call.op.pattern)
+    graph.node(k, f"{call.op.name}\\n{_short_shape(getattr(call, '_checked_type', None))}", shape="box",
+               style="filled,rounded", fillcolor=PATTERN_COLORS[kind], tooltip=kind)
+
+
+def _draw_group(g, call, ends, new_id):
+    """The group's operators inside a box of its kind; outside values enter the operators using them."""
+    from ..relay.expr import Call, Tuple, post_order
+    from ..relay.op.registry import Op
+    fn = call.op
+    kind = pattern_name(getattr(fn, "pattern", 8))
+    outside = {p: a for p, a in zip(fn.params, call.args)}
+    inner = {}
+    with g.subgraph(name=f"cluster_{new_id()}") as c:
+        c.attr(label=f"{getattr(fn, 'name_hint', 'group')} · {kind}", style="filled,rounded",
+               fillcolor=PATTERN_COLORS[kind] + "66", color=PATTERN_COLORS[kind], penwidth="2",
+               fontsize="9")
+        for n in post_order(fn.body):
+            if not (isinstance(n, Call) and isinstance(n.op, Op)):
+                continue
+            inner[n] = new_id()
+            _op_node(c, inner[n], n)
+            args = []
+            for a in n.args:            # a tuple inside the group (concatenate's) stands for its fields
+                args += list(a.fields) if isinstance(a, Tuple) else [a]
+            for a in args:
+                if a in inner:
+                    c.edge(inner[a], inner[n])
+                elif a in outside and outside[a] in ends:
+                    g.edge(ends[outside[a]], inner[n])
+    last = inner.get(fn.body) or (list(inner.values())[-1] if inner else None)
+    if last is not None:
+        ends[call] = last
+    return inner
+
+
+def to_html(view, stage=-1):
+    """A stage's drawing as inline SVG (or why it cannot be drawn, with the text form)."""
+    from .graph import to_svg
+    svg, why = to_svg(view.graph(stage))
+    if svg is not None:
+        return svg
+    return (f"<p>{html.escape(why)}</p><pre>{html.escape(str(view.module(stage)))}</pre>")
+
+
+def legend_html():
+    chips = "".join(f'<span style="background:{c};padding:1px 6px;margin-right:4px;border-radius:3px;'
+                    f'font-family:monospace;font-size:11px">{html.escape(k)}</span>'
+                    for k, c in PATTERN_COLORS.items())
+    return f'<div style="margin:2px 0">pattern kinds: {chips}</div>'
+
+
+def explore_relay(mod, params=None, targets=None, **options):
+    """The Relay explorer widget on ``mod`` (see RelayExplorer)."""
+    from .relay_explorer import RelayExplorer
+    return RelayExplorer(mod, params=params, targets=targets, **options)
