@@ -206,7 +206,7 @@ def _packed_arg(a, fname, k):
     except DSLError:
         raise DSLError(f"call_packed {fname!r}: argument {k} must be a buffer, an expression, a number or a "
                        f"string, got {type(a).__name__}: {a!r}") from None
-    if dt.lanes(e.dtype) != 1 or dt.is_handle(e.dtype) and not isinstance(e, Call):
+    if dt.lanes(e.dtype) != 1:
         raise DSLError(f"call_packed {fname!r}: argument {k} has type {e.dtype}; pass scalars or buffers")
     return e
 

@@ -3,3 +3,4 @@ from .schedule import Schedule, create_schedule  # noqa: F401
 from .stage import Stage  # noqa: F401
 from .trace import Trace  # noqa: F401
 from .steps import InferBound, ScheduleOps  # noqa: F401
+from ..ir.function import Buffer  # noqa: F401,E402  (te.schedule.Buffer: what te.extern's fcompute receives)

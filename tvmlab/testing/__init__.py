@@ -27,6 +27,24 @@ def assert_allclose(actual, desired, rtol=1e-7, atol=1e-7):
     np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol, verbose=True)
 
 
+def device_enabled(target):
+    """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine."""
+    from ..errors import TVMLabError
+    from ..runtime.device import device
+    kind = str(getattr(target, "kind", target)).split()[0] if str(target).strip() else ""
+    try:
+        from ..codegen.registry import get_builder
+        get_builder(kind)
+        return device(kind, 0).exist
+    except (TVMLabError, KeyError):
+        return False
+
+
+def uses_gpu(fn):
+    """Marks a test that also runs on GPUs when present (each target is checked with device_enabled)."""
+    return fn
+
+
 def tolerance(dtype):
     """(rtol, atol) for comparing results of ``dtype`` computed in a different order."""
     dtype = str(np.dtype(dt.to_numpy(dt.canonical(str(dtype)))))
