@@ -84,7 +84,7 @@ def test_bad_arguments(inception):
 def test_explore_opens_the_relay_explorer(inception):
     pytest.importorskip("ipywidgets")
     mod, params = inception
-    ex = tvm.explore(mod, params=params, passes=_passes(), benchmark=False)
+    ex = tvm.explore(mod, params=params, benchmark=False)
     from tvmlab.widgets.relay_explorer import RelayExplorer
     assert isinstance(ex, RelayExplorer)
     assert ex.stage == "FuseOps"

@@ -69,12 +69,14 @@ class Group:
 class RelayView:
     """The stages of a Relay module through the graph passes, and their drawings."""
 
-    def __init__(self, mod, params=None, passes=PASS_ORDER, opt_level=3):
+    def __init__(self, mod, params=None, passes=None, opt_level=3):
         if not is_relay_module(mod):
             raise TVMLabError(f"the Relay view needs an IRModule with a Relay function 'main', "
                               f"got {type(mod).__name__}")
         from .. import transform as tr
         from ..relay import transform as rt
+        if passes is None:          # the pipeline's passes this build has
+            passes = [p for p in PASS_ORDER if hasattr(rt, p)]
         unknown = [p for p in passes if not hasattr(rt, p)]
         if unknown:
             raise TVMLabError(f"unknown graph passes {unknown}; relay.transform has "
