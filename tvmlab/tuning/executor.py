@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import TVMLabError
 
 STATUSES = ("ok", "error", "timeout", "crash")
+STARTUP_TIMEOUT = 120       # seconds a fresh worker interpreter may take to start
 
 
 class ExecutorError(TVMLabError, ValueError):
@@ -64,14 +65,19 @@ def _call(fn, job):
         return JobResult("error", None, f"{msg}\n{tb}", time.perf_counter() - t0)
 
 
-def _serve(conn, fn):
+def _serve(conn, fn, greet=False):
     # a worker: receive a job (or (fn, job) when fn is None), answer a JobResult; None stops it
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a notebook stops the parent only
+    if greet:
+        conn.send("ready")
     while True:
         try:
             item = conn.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
+        except Exception as e:  # noqa: BLE001 - a job this interpreter cannot unpickle
+            conn.send(JobResult("error", None, f"the worker could not load the job: {type(e).__name__}: {e}"))
+            continue
         if item is None:
             return
         f, job = (fn, item) if fn is not None else item
@@ -185,7 +191,9 @@ class _SpawnWorker(_Worker):
         from_child, child_out = os.pipe()
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # the caller's import path, so functions of its modules can be unpickled there
+        paths = [root] + [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p)))
         popen = subprocess.Popen([sys.executable, "-m", "tvmlab.tuning.worker", str(child_in), str(child_out)],
                                  pass_fds=(child_in, child_out), env=env, stdin=subprocess.DEVNULL)
         os.close(child_in)
@@ -193,6 +201,15 @@ class _SpawnWorker(_Worker):
         self.proc = _SpawnedProcess(popen)
         self.conn = _Pipes(to_child, from_child)
         self.index, self.started = None, 0.0
+        self._ready = False
+
+    def submit(self, index, msg):
+        # a job's time starts once the interpreter has started
+        if not self._ready:
+            if not wait([self.conn], timeout=STARTUP_TIMEOUT) or self.conn.recv() != "ready":
+                raise ExecutorError(f"a worker interpreter did not start within {STARTUP_TIMEOUT} s")
+            self._ready = True
+        super().submit(index, msg)
 
 
 class LocalExecutor(Executor):
@@ -235,14 +252,19 @@ class LocalExecutor(Executor):
         pending = list(range(len(jobs)))[::-1]
         try:
             while pending or any(w.index is not None for w in workers):
-                for w in workers:
+                for slot, w in enumerate(workers):
                     if w.index is None and pending:
                         k = pending.pop()
                         try:
                             w.submit(k, msg(jobs[k]))
-                        except Exception as e:  # noqa: BLE001 - unpicklable fn or job
+                        except Exception as e:  # noqa: BLE001 - unpicklable fn or job, a worker that died
                             w.index = None
                             results[k] = JobResult("error", None, f"job {k} could not be sent: {e}")
+                            if not w.proc.is_alive():
+                                w.kill()
+                                workers[slot] = self._new(fn)
+                                if self.method == "spawn":
+                                    self._kept[slot] = workers[slot]
                 busy = [w for w in workers if w.index is not None]
                 if not busy:
                     continue

@@ -21,7 +21,7 @@ class _Duplex:
 
 def main(argv):
     from .executor import _serve
-    _serve(_Duplex(int(argv[0]), int(argv[1])), None)
+    _serve(_Duplex(int(argv[0]), int(argv[1])), None, greet=True)
 
 
 if __name__ == "__main__":
