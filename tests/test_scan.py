@@ -182,3 +182,27 @@ def test_scan_schedule_errors():
     s[s_update].compute_inline()
     with pytest.raises(LoweringError, match="cannot be inlined"):
         tvm.lower(s, [X, s_scan])
+
+
+def test_cache_read_in_the_update_normalize_and_infer_bound(rng):
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    Y = te.compute((m, n), lambda i, j: X[i, j] * 2, name="Y")
+    s_state = te.placeholder((m, n), name="state")
+    s_init = te.compute((1, n), lambda _, i: Y[0, i], name="init")
+    s_update = te.compute((m, n), lambda t, i: s_state[t - 1, i] + Y[t, i], name="update")
+    s_scan = te.scan(s_init, s_update, s_state, name="scan")
+    s = te.create_schedule(s_scan.op)
+    YY = s.cache_read(Y, "local", s_update)
+    xo, xi = s[s_update].split(s_update.op.axis[1], factor=4)
+    s[YY].compute_at(s[s_update], xo)
+    s = s.normalize()
+    bounds = tvm.te.schedule.InferBound(s)
+    assert bounds[YY.op.axis[1]].extent.value == 4                 # one tile of one step
+    assert bounds[YY.op.axis[0]].extent.value == 1
+    assert bounds[s_scan.op.scan_axis].min.value == 1              # normalize keeps the scan's start
+    f = tvm.build(s, [X, s_scan])
+    x = rng.random((7, 10)).astype("float32")
+    out = _nan((7, 10))
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(2 * x, axis=0), rtol=1e-5)

@@ -96,7 +96,7 @@ def region_read(q, tensor, evaluate):
     """
     full = [IntervalSet(_op.const(0, _op.convert(d).dtype), _op.sub(d, 1)) for d in tensor.shape]
     op = q.op
-    if isinstance(op, ScanOp) and any(tensor is u or tensor.op is u.op for u in op.update):
+    if isinstance(op, ScanOp) and any(tensor.op is canonical_tensor(q.schedule, u).op for u in op.update):
         return [evaluate(op.scan_axis.var)] + full[1:]
     return full
 

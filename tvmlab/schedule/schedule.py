@@ -221,6 +221,8 @@ class Schedule:
         from .relations import Rebase
         with self._transaction():
             for st in self.stages:
+                if not isinstance(st.op, ComputeOp):
+                    continue        # a scan's time axis keeps its start (TVM's bounds report min 1)
                 for k, iv in enumerate(list(st.leaf_iter_vars)):
                     if iv.dom is None:
                         continue
