@@ -167,3 +167,8 @@ def who_legend_html(kinds):
         f'margin-right:4px;border-radius:3px;font-size:11px">{html.escape(WHO_TITLES[k])}</span>'
         for k in kinds)
     return f'<div>writers in this loop nest: {chips or "<i>one serial thread</i>"}</div>'
+
+
+def plot_note(err):
+    """A short grey note saying why a view could not be drawn."""
+    return f'<div style="color:#868e96;font-size:12px">not drawn: {html.escape(str(err))}</div>'

@@ -9,11 +9,13 @@ release the GIL, so the UI keeps working while a kernel runs.
 """
 from __future__ import annotations
 
+import atexit
 import io
 import math
 import queue
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -158,6 +160,15 @@ def measure(module, target, workload):
     return rec
 
 
+_LIVE = weakref.WeakSet()      # benchmarkers whose worker may be running native code
+
+
+@atexit.register
+def _close_all():
+    for b in list(_LIVE):
+        b.close()
+
+
 class Benchmarker:
     """A worker thread that measures queued steps; records are keyed by step key and target."""
 
@@ -192,17 +203,30 @@ class Benchmarker:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="tvmlab-benchmark", daemon=True)
             self._thread.start()
+            _LIVE.add(self)
 
     @property
     def pending(self):
         return self._pending
 
+    def close(self, timeout=10.0):
+        """Stop the worker after what it is measuring now (at exit: native code must not be
+        running while the interpreter shuts down)."""
+        self._closing = True
+        t = self._thread
+        if t is not None and t.is_alive() and t is not threading.current_thread():
+            t.join(timeout)
+
+    _closing = False
+
     def _run(self):
         while True:
+            if self._closing:
+                return
             try:
                 key, label, target, mod = self._queue.get(timeout=0.5)
             except queue.Empty:
-                if self.peak is not None:
+                if self.peak is not None or self._closing:
                     return
                 # the FMA peak (both cores busy for about a second) once nothing else waits
                 self.current = "the machine's FMA peak"

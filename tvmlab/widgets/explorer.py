@@ -4,7 +4,11 @@ Layout: a status line; the stages with their leaf axes and a form for one
 primitive (offering only valid choices, see ``choices``); the trace with
 undo / redo / reset / copy-as-code; tabs AST1 | AST2 | AST3 (graph and text,
 with the change from the previous step highlighted) | Code (one pane per
-target format, side by side) | Benchmark (live plot against numpy).
+target format, side by side) | Benchmark (live plot against numpy) | Explain
+(why each stage's bounds are what they are) | Iteration space (who writes
+each element, in which order, cache lines and reuse on a small instance) |
+Roofline (each step's GFLOP/s against its arithmetic intensity) | A/B (the
+pinned step against the current one).
 
 The widget holds no compiler logic: ``Session`` applies trace steps and
 lowers, the views draw what the session's current state holds.  Graphs of
@@ -27,7 +31,9 @@ from .diff import diff_html
 from .graph import to_svg
 from .session import LEVELS, Session, steps_key, target_kind
 
-_TAB_TITLES = LEVELS + ("Code", "Benchmark")
+_TAB_TITLES = LEVELS + ("Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B")
+_PANELS = ("Explain", "Iteration space", "Roofline", "A/B")
+ITER_DEFAULT_SIZE = 16      # symbolic sizes of the small instance the iteration-space view interprets
 _SOURCE_TITLES = {"cuda": ("CUDA C", "cuda"), "opengl": ("GLSL", "glsl")}
 _GRAPH_BOX = ("overflow:auto;max-height:520px;border:1px solid #dee2e6;background:white;"
               "padding:2px")
@@ -58,6 +64,10 @@ class Explorer(W.VBox):
         self._lock = threading.RLock()
         self._updating = False
         self._graph_of = {}          # level -> state key its graph was drawn for
+        self._panel_of = {}          # panel title -> state key it was drawn for
+        self._pinned = None          # steps of the pinned state (A of the A/B tab)
+        self._counts = {}            # (state key, sizes) -> roofline Counts
+        self.last_iteration_space = None
         self._bench = None
         self._sizes = sizes
         self._build_widgets()
@@ -146,6 +156,178 @@ class Explorer(W.VBox):
         """Block until the queued benchmark measurements are done; False on timeout."""
         return True if self._bench is None else self._bench.wait(timeout)
 
+    # ---------------------------------------------------------------- analyses
+    def explain(self, stage=None, axis=None):
+        """Why ``stage``'s bounds are what they are (``tvmlab.analysis.explain``); shown in Explain."""
+        from ..analysis.explain import explain
+        st = self._session.current
+        e = explain(st.schedule, self._session.args, stage, axis, lowered=st.lowered)
+        self.explain_view.value = e._repr_html_()
+        return e
+
+    def iteration_space(self, sizes=None, kind=None, loop=None):
+        """Interpret a small instance: {"trace", "kind", "loop", "cache"}; shown in Iteration space.
+
+        ``sizes`` gives the symbolic shape variables (default 16 each); ``kind`` one of
+        the writer kinds (parallel, blockIdx, threadIdx, vthread, vectorized, unrolled);
+        ``loop`` the loop whose iterations the cache view counts lines for.
+        """
+        from ..analysis.access import trace_accesses
+        from .analysis_views import cache_html, order_png, owner_png, png_img, who_legend_html
+        st = self._session.current
+        if sizes is None:
+            sizes = self._iter_sizes()
+        tr = trace_accesses(st.schedule, self._session.args, sizes)
+        kinds = tr.who_kinds()
+        kind = kind or (kinds[0] if kinds else "parallel")
+        loops = [n for n, _ in tr.loops]
+        rep = tr.cache_report(loop if loop in loops or loop is None else loop)
+        parts = [who_legend_html(kinds),
+                 png_img(owner_png(tr, kind), f"who writes each element: {kind}"),
+                 png_img(order_png(tr), "write order"), cache_html(rep)]
+        self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
+        self._updating = True
+        try:
+            self.iter_kind.options = kinds or ["parallel"]
+            self.iter_kind.value = kind if kind in (kinds or ["parallel"]) else self.iter_kind.options[0]
+            self.iter_loop.options = loops
+            if rep["loop"] in loops:
+                self.iter_loop.value = rep["loop"]
+        finally:
+            self._updating = False
+        self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep}
+        return self.last_iteration_space
+
+    def roofline(self, bandwidth=True):
+        """One point per benchmarked step: {"label", "intensity", "gflops", "series", ...}."""
+        from ..analysis.roofline import kernel_counts, memory_bandwidth
+        from .analysis_views import png_img, roofline_png
+        pts = []
+        env = self._bench.workload.env if self._bench is not None else {}
+        key_env = tuple(sorted(env.items()))
+        for rec in self._records():
+            if rec.get("status") != "ok" or not rec.get("time_ms"):
+                continue
+            steps = self._session.steps[:rec["step"]]
+            ck = (steps_key(steps), key_env)
+            c = self._counts.get(ck)
+            if c is None:
+                try:
+                    c = kernel_counts(self._session.state(steps).lowered, self._session.args, env)
+                except TVMLabError:
+                    continue
+                self._counts[ck] = c
+            pts.append({"label": str(rec["step"]), "series": rec["target"], "flops": c.flops,
+                        "bytes": c.bytes, "intensity": c.intensity,
+                        "gflops": c.flops / (rec["time_ms"] * 1e-3) / 1e9})
+        peak = (self._bench.peak or (None, ""))[0] if self._bench is not None else None
+        bw = None
+        if bandwidth:
+            try:
+                bw = memory_bandwidth()[0]
+            except Exception:      # no memory roof drawn, never an error
+                bw = None
+        self._roof = (peak, bw)
+        if pts:
+            img = png_img(roofline_png(pts, peak, bw, title="each step of the trace"), "roofline")
+            rows = "".join(f"<tr><td>{p['label']}</td><td>{html.escape(p['series'])}</td>"
+                           f"<td>{p['flops']:.3g}</td><td>{p['bytes']:.3g}</td>"
+                           f"<td>{p['intensity']:.2f}</td><td>{p['gflops']:.2f}</td></tr>"
+                           for p in pts)
+            roofs = (f"roofs: FMA peak {peak:.0f} GFLOP/s" if peak else "FMA peak not measured yet") \
+                + (f", memory {bw:.1f} GB/s" if bw else "")
+            self.roofline_view.value = (
+                f'<div class="tvmlab-roofline">{img}<div style="font-size:11px;color:#868e96">'
+                f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
+                f'sizes {html.escape(self._bench.workload.size_text() or "fixed")}</div>'
+                '<table style="font-size:12px"><tr><th>step</th><th>target</th><th>flops</th>'
+                f'<th>bytes</th><th>flops/byte</th><th>GFLOP/s</th></tr>{rows}</table></div>')
+        else:
+            self.roofline_view.value = ('<div class="tvmlab-roofline" style="color:#868e96">no '
+                                        'measured step yet: turn the live benchmark on or press '
+                                        '"measure this step"</div>')
+        return pts
+
+    def pin(self):
+        """Pin the current step: the A/B tab compares it (A) with whatever is current (B)."""
+        self._pinned = list(self._session.steps)
+        self.pin_label.value = f"pinned: step {len(self._pinned)}"
+        self._panel_of.pop("A/B", None)
+        return self
+
+    def compare_pinned(self, benchmark=True):
+        """``tvmlab.compare`` of the pinned step (A) and the current one (B); shown in A/B."""
+        from ..errors import ScheduleError
+        from .compare import Comparison
+        if self._pinned is None:
+            raise ScheduleError("nothing is pinned: press 'pin this step' (or call ex.pin()) first")
+        a = self._session.state(self._pinned).schedule
+        b = self._session.current.schedule
+        if a is b:
+            b = self._session.state(list(self._session.steps)).schedule
+        c = Comparison(a, b, self._session.args, self.targets, self._sizes, benchmark=benchmark,
+                       labels=(f"pinned (step {len(self._pinned)})",
+                               f"current (step {len(self._session.steps)})"))
+        self.compare_view.value = c.html()
+        return c
+
+    # ---------------------------------------------------------------- sharing
+    def save_session(self, path=None):
+        """The session (trace, targets, sizes, pinned step) as JSON text; written to ``path`` if given."""
+        import json
+        sizes = self._bench.workload.env if self._bench is not None else (self._sizes or {})
+        text = json.dumps(self._session.to_dict(sizes, self._pinned), indent=1, default=str)
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        return text
+
+    def load_session(self, source):
+        """Go to a saved session (a path, JSON text or a dict); nothing changes if it does not replay."""
+        import json
+        import os
+        data = source
+        if isinstance(source, str):
+            text = source
+            if not source.lstrip().startswith("{"):
+                if not os.path.exists(source):
+                    from ..errors import ScheduleError
+                    raise ScheduleError(f"no session file {source!r}")
+                with open(source) as f:
+                    text = f.read()
+            try:
+                data = json.loads(text)
+            except ValueError as e:
+                from ..errors import ScheduleError
+                raise ScheduleError(f"a session is JSON; this is not: {e}") from None
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                self._session.load_dict(data)
+            except TVMLabError as e:
+                self._show_error(e)
+                raise
+            pinned = data.get("pinned")
+            if pinned:
+                self._pinned = [dict(x) for x in pinned]
+                self.pin_label.value = f"pinned: step {len(self._pinned)}"
+            sizes = data.get("sizes") or None
+            if sizes and self._bench is not None and sizes != self._bench.workload.env:
+                self._sizes = sizes
+                self._start_benchmarker(sizes)
+            self._refresh(t0, f"loaded a session of {len(self._session.steps)} steps")
+        return self
+
+    def export_html(self, path=None):
+        """A standalone HTML page of the current state (views, trace, code, plots) that opens
+        without a kernel; written to ``path`` if given."""
+        from .export import explorer_html
+        page = explorer_html(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
+
     @property
     def controls(self):
         """The widgets, by name, for driving the explorer from code (tests, demos)."""
@@ -153,7 +335,10 @@ class Explorer(W.VBox):
                 "params": dict(self._params), "apply": self.apply_button,
                 "undo": self.undo_button, "redo": self.redo_button, "reset": self.reset_button,
                 "copy": self.copy_button, "tabs": self._tabs, "live": self.live_benchmark,
-                "measure": self.measure_button}
+                "measure": self.measure_button, "pin": self.pin_button,
+                "compare": self.compare_button, "explain_stage": self.explain_stage,
+                "explain_axis": self.explain_axis, "iter_sizes": self.iter_sizes,
+                "iter_kind": self.iter_kind, "iter_loop": self.iter_loop}
 
     # ================================================================ widgets
     def _build_widgets(self):
@@ -201,7 +386,36 @@ class Explorer(W.VBox):
         bench_page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),
                              W.HBox([self.bench_progress, self.bench_label]),
                              self.bench_plot, self.bench_table])
-        self._tabs = W.Tab(children=pages + [self.code_views, bench_page])
+        self.explain_stage = W.Dropdown(description="stage", layout=W.Layout(width="220px"))
+        self.explain_axis = W.Dropdown(description="axis", layout=W.Layout(width="220px"))
+        self.explain_view = W.HTML()
+        self.explain_stage.observe(self._on_explain_choice, names="value")
+        self.explain_axis.observe(self._on_explain_choice, names="value")
+        explain_page = W.VBox([W.HBox([self.explain_stage, self.explain_axis]), self.explain_view])
+        self.iter_sizes = W.Text(description="sizes", placeholder="n=16",
+                                 layout=W.Layout(width="220px"))
+        self.iter_kind = W.Dropdown(description="writer", layout=W.Layout(width="220px"))
+        self.iter_loop = W.Dropdown(description="lines per", layout=W.Layout(width="220px"))
+        self.iter_button = W.Button(description="draw", icon="th")
+        self.iter_view = W.HTML()
+        self.iter_button.on_click(lambda _: self._draw_panel("Iteration space", force=True))
+        for w in (self.iter_kind, self.iter_loop):
+            w.observe(lambda ch: None if self._updating else self._draw_panel(
+                "Iteration space", force=True), names="value")
+        iter_page = W.VBox([W.HBox([self.iter_sizes, self.iter_kind, self.iter_loop,
+                                    self.iter_button]), self.iter_view])
+        self.roofline_view = W.HTML()
+        roof_page = W.VBox([self.roofline_view])
+        self.pin_button = W.Button(description="pin this step", icon="thumb-tack")
+        self.compare_button = W.Button(description="compare with pinned", icon="columns")
+        self.pin_label = W.Label("nothing pinned")
+        self.compare_view = W.HTML()
+        self.pin_button.on_click(lambda _: self.pin())
+        self.compare_button.on_click(self._button(lambda: self.compare_pinned()))
+        ab_page = W.VBox([W.HBox([self.pin_button, self.compare_button, self.pin_label]),
+                          self.compare_view])
+        self._tabs = W.Tab(children=pages + [self.code_views, bench_page, explain_page, iter_page,
+                                             roof_page, ab_page])
         for k, t in enumerate(_TAB_TITLES):
             self._tabs.set_title(k, t)
         self._tabs.selected_index = 1
@@ -232,9 +446,13 @@ class Explorer(W.VBox):
             old = prev.text(lv) if prev is not None else None
             self.text_views[lv].value = diff_html(old, st.text(lv), f"{lv} text")
         self._graph_of.clear()
+        self._panel_of.clear()
+        self._refresh_explain_choices()
         sel = self._tabs.selected_index
         if sel is not None and sel < len(LEVELS):
             self._draw_graph(LEVELS[sel])
+        elif sel is not None and _TAB_TITLES[sel] in _PANELS:
+            self._draw_panel(_TAB_TITLES[sel])
         t2 = time.perf_counter()
         self._refresh_code()
         t3 = time.perf_counter()
@@ -440,6 +658,83 @@ class Explorer(W.VBox):
         k = change["new"]
         if k is not None and k < len(LEVELS):
             self._draw_graph(LEVELS[k])
+        elif k is not None and _TAB_TITLES[k] in _PANELS:
+            self._draw_panel(_TAB_TITLES[k])
+
+    # ================================================================ analysis panels
+    def _refresh_explain_choices(self):
+        sch = self._session.schedule
+        keys = [sch.stage_key(x) for x in sch.stages if not x.is_placeholder]
+        cur = self.explain_stage.value
+        self._updating = True
+        try:
+            self.explain_stage.options = keys
+            self.explain_stage.value = cur if cur in keys else (keys[-1] if keys else None)
+            self._refresh_explain_axes()
+        finally:
+            self._updating = False
+
+    def _refresh_explain_axes(self):
+        stage = self.explain_stage.value
+        if not stage:
+            self.explain_axis.options = []
+            return
+        st = self._session.schedule.stage_by_name(stage)
+        names = [("all axes", "")] + [(iv.var.name, iv.var.name) for iv in st.all_iter_vars]
+        cur = self.explain_axis.value
+        self.explain_axis.options = names
+        self.explain_axis.value = cur if cur in [v for _, v in names] else ""
+
+    def _on_explain_choice(self, change):
+        if self._updating:
+            return
+        if change["owner"] is self.explain_stage:
+            self._updating = True
+            try:
+                self._refresh_explain_axes()
+            finally:
+                self._updating = False
+        self._draw_panel("Explain", force=True)
+
+    def _iter_sizes(self):
+        """{name: int} from the sizes box ("n=16, m=8"); default ITER_DEFAULT_SIZE each."""
+        from ..errors import ScheduleError
+        out = {}
+        for part in (self.iter_sizes.value or "").replace(";", ",").split(","):
+            if not part.strip():
+                continue
+            name, _, val = part.partition("=")
+            try:
+                out[name.strip()] = int(val)
+            except ValueError:
+                raise ScheduleError(f"sizes: expected name=int pairs like 'n=16', got {part!r}") \
+                    from None
+        return out
+
+    def _draw_panel(self, title, force=False):
+        key = self._session.current.key
+        if not force and self._panel_of.get(title) == key:
+            return
+        try:
+            if title == "Explain":
+                self.explain(self.explain_stage.value or None, self.explain_axis.value or None)
+            elif title == "Iteration space":
+                self.iteration_space(None, self.iter_kind.value or None, self.iter_loop.value or None)
+            elif title == "Roofline":
+                self.roofline()
+            elif title == "A/B":
+                if self._pinned is None:
+                    self.compare_view.value = ('<i>pin a step, move on, then press "compare with '
+                                               'pinned"</i>')
+                else:
+                    self.compare_view.value = ('<i>pinned: step ' f'{len(self._pinned)}; press '
+                                               '"compare with pinned" to diff and time both</i>')
+        except TVMLabError as e:
+            view = {"Explain": self.explain_view, "Iteration space": self.iter_view,
+                    "Roofline": self.roofline_view, "A/B": self.compare_view}[title]
+            view.value = (f'<div style="color:#c92a2a;font-size:12px">{html.escape(title)} not '
+                          f'drawn: {html.escape(str(e))}</div>')
+        self._panel_of[title] = key
 
     def _draw_graph(self, level):
         st = self._session.current
@@ -558,6 +853,9 @@ class Explorer(W.VBox):
             except Exception as e:   # a plotting failure is shown, never raised into the kernel
                 self.bench_label.value += f" · plot failed: {e}"
         self.bench_table.value = _records_html(recs, how)
+        sel = self._tabs.selected_index
+        if sel is not None and _TAB_TITLES[sel] == "Roofline" and not pending:
+            self._draw_panel("Roofline", force=True)
 
 
 def _records_html(recs, how):

@@ -389,5 +389,38 @@ class Session:
     def graph(self, level):
         return self.current.graph(level, self.previous)
 
+    # ------------------------------------------------------------ saving
+    def to_dict(self, sizes=None, pinned=None):
+        """What a saved session holds: the trace, the targets, benchmark sizes, a pinned step."""
+        return {"format": "tvmlab-session", "version": 1,
+                "outputs": [o.name for o in self.ops], "args": [a.name for a in self.args],
+                "steps": [dict(st) for st in self.steps], "targets": list(self.targets),
+                "sizes": dict(sizes or {}),
+                "pinned": None if pinned is None else [dict(st) for st in pinned]}
+
+    def load_dict(self, data):
+        """Go to the trace of a saved session (its tensors must be the ones named there)."""
+        if not isinstance(data, dict) or data.get("format") != "tvmlab-session":
+            raise ScheduleError("not a tvmlab session (expected a JSON object with "
+                                "format 'tvmlab-session')")
+        want, have = data.get("args"), [a.name for a in self.args]
+        if want is not None and list(want) != have:
+            raise ScheduleError(f"the session was saved for arguments {want}, this explorer has "
+                                f"{have}")
+        steps = data.get("steps")
+        if not isinstance(steps, list) or not all(isinstance(x, dict) for x in steps):
+            raise ScheduleError("session 'steps' must be a list of trace steps (objects)")
+        try:
+            st = self.state([Step(x) for x in steps])     # raises, changing nothing, on a bad step
+        except TVMLabError:
+            raise
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+            raise ScheduleError(f"the session's steps do not replay: {type(e).__name__}: {e}") \
+                from None
+        self.redo_steps = []
+        self.steps = list(st.steps)
+        self.current = st
+        return st
+
     def text(self, level):
         return self.current.text(level)

@@ -1,0 +1,134 @@
+"""The explorer's analysis tabs: Explain, Iteration space, Roofline, A/B, HTML export, sessions."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+pytest.importorskip("graphviz")
+
+import tvmlab  # noqa: E402
+from tvmlab import te  # noqa: E402
+from tvmlab.errors import ScheduleError, TVMLabError  # noqa: E402
+
+TABS = ["AST1", "AST2", "AST3", "Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B"]
+
+
+def stencil():
+    n = te.var("n")
+    A = te.placeholder((n, n), name="A")
+    B = te.compute((n, n), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((n, n), lambda i, j: B[i, j] + 1.0, name="C")
+    return te.create_schedule(C.op), [A, C]
+
+
+def opened(targets=(), **kw):
+    """An explorer three steps in; no code panes unless ``targets`` (each build costs time)."""
+    s, args = stencil()
+    ex = tvmlab.explore(s, args, targets=list(targets), benchmark=False, sizes={"n": 70}, **kw)
+    ex.apply("split", stage="C", axis="i", factor=8)
+    ex.apply("compute_at", stage="B", parent="C", axis="i.outer")
+    ex.apply("parallel", stage="C", axis="i.outer")
+    return ex, args
+
+
+def test_explain_tab_and_api():
+    ex, _ = opened()
+    e = ex.explain("B")
+    assert "computed at C.i.outer" in str(e) and e.root_ranges["i"] == ("i.outer * 8", "8")
+    assert "tvmlab-explain" in ex.explain_view.value
+    ex._tabs.selected_index = TABS.index("Explain")
+    assert ex.controls["explain_stage"].options == ("B", "C")
+    ex.controls["explain_stage"].value = "C"
+    assert "Bounds of stage C" in ex.explain_view.value
+    ex.controls["explain_axis"].value = "i.inner"
+    assert "split i" in ex.explain_view.value
+    ex.apply("unroll", stage="C", axis="i.inner")          # the open tab follows the new step
+    assert "Bounds of stage C" in ex.explain_view.value
+    with pytest.raises(ScheduleError, match="no stage named"):
+        ex.explain("Q")
+
+
+def test_iteration_space_tab():
+    ex, _ = opened()
+    r = ex.iteration_space({"n": 10})
+    tr = r["trace"]
+    np.testing.assert_array_equal(tr.owner_map("parallel"), np.indices((10, 10))[0] // 8)
+    assert r["kind"] == "parallel" and r["loop"] == "i.outer"
+    assert r["cache"]["buffers"]["A"]["iterations"] == 2
+    assert ex.iter_view.value.count("data:image/png;base64,") == 2 and "tvmlab-cache" in \
+        ex.iter_view.value
+    ex.controls["iter_sizes"].value = "n=12"
+    ex._tabs.selected_index = TABS.index("Iteration space")
+    assert ex.last_iteration_space["trace"].sizes == {"n": 12}
+    ex.controls["iter_loop"].value = "i.inner"
+    assert ex.last_iteration_space["loop"] == "i.inner"
+    ex.controls["iter_sizes"].value = "n=twelve"
+    ex.controls["iter_loop"].value = "i.outer"
+    assert "not drawn" in ex.iter_view.value and "name=int" in ex.iter_view.value
+
+
+def test_roofline_pin_and_compare(monkeypatch):
+    monkeypatch.setenv("TVMLAB_BANDWIDTH_GBS", "10")
+    monkeypatch.setenv("TVMLAB_PEAK_GFLOPS", "100")
+    ex, _ = opened(["llvm"])
+    assert ex.roofline() == [] and "no measured step" in ex.roofline_view.value
+    ex.controls["measure"].click()
+    ex.wait()
+    pts = ex.roofline()
+    assert len(pts) == 1 and pts[0]["label"] == "3" and pts[0]["flops"] == 2 * 70 * 70
+    assert pts[0]["bytes"] == 2 * 70 * 70 * 4 and pts[0]["gflops"] > 0
+    assert "data:image/png;base64," in ex.roofline_view.value
+    with pytest.raises(ScheduleError, match="nothing is pinned"):
+        ex.compare_pinned()
+    ex.controls["pin"].click()
+    ex.apply("vectorize", stage="C", axis="j")
+    c = ex.compare_pinned(benchmark=False)
+    assert c.labels == ("pinned (step 3)", "current (step 4)")
+    assert "tvmlab-compare" in ex.compare_view.value and "vectorize" in ex.compare_view.value
+
+
+def test_export_html_is_standalone(tmp_path):
+    ex, _ = opened()
+    path = tmp_path / "x.html"
+    page = ex.export_html(str(path))
+    assert path.read_text(encoding="utf-8") == page
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert not re.search(r"(src|href)=\"https?://", page)         # nothing fetched
+    for title in ("Trace", "Stages", "AST1", "AST2", "AST3", "Code", "Benchmark", "Explain",
+                  "Iteration space", "Roofline", "Session"):
+        assert f'data-title="{title}' in page, title
+    assert "s[C].parallel" in page or "parallel(" in page
+    assert "data:image/png;base64," in page and "tvmlab-session" in page
+
+
+def test_save_and_load_session(tmp_path):
+    ex, args = opened()
+    ex.pin()
+    path = tmp_path / "s.json"
+    text = ex.save_session(str(path))
+    data = json.loads(text)
+    assert data["format"] == "tvmlab-session" and len(data["steps"]) == 3
+    assert data["targets"] == [] and data["sizes"] == {"n": 70} and len(data["pinned"]) == 3
+    ex2 = tvmlab.explore(tvmlab.te.create_schedule(args[-1].op), args, targets=[],
+                         benchmark=False)
+    ex2.load_session(str(path))
+    assert ex2.trace.steps == ex.trace.steps and ex2.text("AST3") == ex.text("AST3")
+    assert ex2._pinned == data["pinned"]
+    before = list(ex2.trace.steps)
+    bad = dict(data, steps=data["steps"] + [{"primitive": "split", "stage": "C", "axis": "zz",
+                                              "factor": 2}])
+    with pytest.raises(TVMLabError):
+        ex2.load_session(bad)
+    assert list(ex2.trace.steps) == before and "nothing was changed" in ex2._status.value
+    with pytest.raises(ScheduleError, match="this is not"):
+        ex2.load_session("{broken")
+    with pytest.raises(ScheduleError, match="format 'tvmlab-session'"):
+        ex2.load_session({"steps": []})
+    with pytest.raises(ScheduleError, match="saved for arguments"):
+        ex2.load_session(dict(data, args=["X", "Y"]))
+    with pytest.raises(ScheduleError, match="no session file"):
+        ex2.load_session(str(tmp_path / "missing.json"))
