@@ -510,3 +510,39 @@ def test_errors_are_runtime_errors_as_in_tvm():
         assert isinstance(e, ScheduleError)
     else:
         raise AssertionError("split by 0 was accepted")
+
+
+def test_cache_write_after_split_on_the_same_stage(rng):
+    """TVM relayouts the cache by the stage's leaf axes; the stage becomes a plain copy."""
+    n, m = 30, 11
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2 + 1, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], 4)            # 30 = 4 * 7 + 2: the cache is padded
+    s[B].reorder(xi, xo)
+    BL = s.cache_write(B, "local")
+    assert [int(d) for d in BL.shape] == [4, 8, 11] and s[B].relations == []
+    xo2, _ = s[B].split(B.op.axis[0], 8)
+    s[BL].compute_at(s[B], xo2)
+    f = tvm.build(s, [A, B])
+    a = rng.standard_normal((n, m)).astype("float32")
+    np.testing.assert_allclose(run(f, [a], [(n, m)])[0], a * 2 + 1, rtol=1e-6)
+
+    N = 20
+    X = te.placeholder((N, N), name="X")
+    Y = te.placeholder((N, N), name="Y")
+    k = te.reduce_axis((0, N), name="k")
+    Z = te.compute((N, N), lambda i, j: te.sum(X[i, k] * Y[k, j], axis=k), name="Z")
+    s = te.create_schedule(Z.op)
+    io, ii = s[Z].split(Z.op.axis[0], 6)
+    s[Z].fuse(ii, Z.op.axis[1])
+    s[Z].split(k, 3)
+    ZL = s.cache_write(Z, "local")
+    assert len(ZL.op.reduce_axis) == 1 and ZL.op.reduce_axis[0] is k
+    f = tvm.build(s, [X, Y, Z])
+    x, y = rng.standard_normal((2, N, N)).astype("float32")
+    np.testing.assert_allclose(run(f, [x, y], [(N, N)])[0], x @ y, rtol=1e-4, atol=1e-4)
+    s2 = te.create_schedule(Z.op)
+    s2[Z].vectorize(Z.op.axis[1])
+    with pytest.raises(ScheduleError, match="before marking"):
+        s2.cache_write(Z, "local")

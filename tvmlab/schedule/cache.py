@@ -71,11 +71,13 @@ def cache_write(sch, tensor, scope):
     if len(tensors) != op.num_outputs:
         raise ScheduleError(f"cache_write of {st.name}: pass all {op.num_outputs} outputs of "
                             "the operation together")
-    if st.relations or st.iter_var_attrs or st.attach_type == "inline":
-        raise ScheduleError(f"cache_write of {st.name}: apply cache_write before other "
-                            f"primitives on stage {st.name}")
+    if st.iter_var_attrs or st.attach_type == "inline":
+        raise ScheduleError(f"cache_write of {st.name}: apply cache_write before marking its axes "
+                            f"(vectorize, bind, ...) or inlining it")
     if any(s.attach_stage is st for s in sch.stages):
         raise ScheduleError(f"cache_write of {st.name}: other stages are computed at its axes")
+    if st.relations:
+        return _cache_write_relayout(sch, st, op, scope, tensor)
     # New data axes; the reduction axes stay the same IterVars (as in TVM), so
     # ``s[CC].reorder(k, ...)`` with the ``k`` of te.reduce_axis works.
     axis_map = {iv: copy_axis(iv) for iv in op.axis}
@@ -88,6 +90,84 @@ def cache_write(sch, tensor, scope):
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
                         [ProducerLoad(t, idx) for t in cache_op.outputs])
     sch._replace_op(st, copy_op)
+    st.all_iter_vars = list(op.axis)
+    st.leaf_iter_vars = list(op.axis)
+    new_stage = Stage(cache_op, sch)
+    new_stage.scope = scope
+    sch.stages.insert(sch.stages.index(st), new_stage)
+    sch.stage_map[cache_op] = new_stage
+    outs = list(cache_op.outputs)
+    return outs if isinstance(tensor, (list, tuple)) else outs[0]
+
+
+def _cache_write_relayout(sch, st, op, scope, tensor):
+    """cache_write after split/fuse/reorder, as TVM does it: the cache takes the stage's leaf layout.
+
+    The cache tensor has one dimension per data-parallel leaf axis (``C.local[i.outer, i.inner,
+    j]``), computed where the leaf indices are in range; the stage itself becomes a plain copy
+    of it (its relations are cleared, so the axes the split returned no longer apply).
+    """
+    from ..ir import op as _op
+    from ..ir.arith import Analyzer
+    from ..ir.expr import ProducerLoad, Reduce, Var
+    from ..ir.functor import collect_vars
+    from ..ir.tensor import IterVar, Range
+    from .passes import pass_down_domain, pass_up_index
+    from .relations import Fuse, Rebase, Singleton, Split
+    ana = Analyzer()
+    dom = {iv: iv.dom for iv in list(op.axis) + list(op.reduce_axis)}
+    pass_down_domain(st, dom, ana.simplify)
+    data_leaves = [iv for iv in st.leaf_iter_vars if iv.iter_type != IterVar.REDUCE]
+    new_axis = [IterVar(Range(_op.const(0, dom[lv].extent.dtype), dom[lv].extent),
+                        Var(lv.var.name + ".c", lv.var.dtype), IterVar.DATA_PAR) for lv in data_leaves]
+    leaf_vals = {iv: iv.var for iv in st.leaf_iter_vars}
+    leaf_vals.update((lv, n.var) for lv, n in zip(data_leaves, new_axis))
+    vals = pass_up_index(st, dom, leaf_vals)
+    new_vars = {n.var for n in new_axis}
+    for r in op.reduce_axis:
+        if new_vars & set(collect_vars(vals[r])):
+            raise ScheduleError(f"cache_write of {st.name}: a reduction axis is fused with a "
+                                "data-parallel axis; cache_write before that fuse")
+    # in-range conditions of the data axes (a split that does not divide pads the cache)
+    conds = []
+    for rel in st.relations:
+        if isinstance(rel, Split) and rel.parent.iter_type != IterVar.REDUCE:
+            d = dom[rel.parent]
+            c = ana.simplify(_op.lt(vals[rel.parent], _op.add(d.min, d.extent)))
+            if not ana.can_prove(c):
+                conds.append(c)
+    pred = _op.all(*conds) if conds else None
+    sub = {iv.var: vals[iv] for iv in op.axis}
+    body = []
+    for b in op.body:
+        b = rebase_reduce(b, sub, {})
+        if pred is not None:
+            if isinstance(b, Reduce):
+                b = b.replace(condition=_op.logical_and(pred, b.condition))
+            else:
+                b = _op.if_then_else(pred, b, _op.const(0, b.dtype))
+        body.append(b)
+    cache_op = ComputeOp(sch.fresh_name(f"{op.name}.{scope}"), op.tag, op.attrs, new_axis, body)
+    # the copy reads the cache at each leaf's index, from the root indices down the relations
+    v = {iv: iv.var for iv in op.axis}
+    for rel in st.relations:
+        if isinstance(rel, Split) and rel.parent in v:
+            x = _op.sub(v[rel.parent], dom[rel.parent].min)
+            f = dom[rel.inner].extent
+            v[rel.outer], v[rel.inner] = _op.floordiv(x, f), _op.floormod(x, f)
+        elif isinstance(rel, Fuse) and rel.outer in v and rel.inner in v:
+            v[rel.fused] = _op.add(_op.mul(_op.sub(v[rel.outer], dom[rel.outer].min),
+                                           dom[rel.inner].extent),
+                                   _op.sub(v[rel.inner], dom[rel.inner].min))
+        elif isinstance(rel, Rebase) and rel.parent in v:
+            v[rel.rebased] = _op.sub(v[rel.parent], dom[rel.parent].min)
+        elif isinstance(rel, Singleton):
+            v[rel.iter] = _op.const(0)
+    idx = tuple(ana.simplify(v[lv]) for lv in data_leaves)
+    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
+                        [ProducerLoad(t, idx) for t in cache_op.outputs])
+    sch._replace_op(st, copy_op)
+    st.relations = []
     st.all_iter_vars = list(op.axis)
     st.leaf_iter_vars = list(op.axis)
     new_stage = Stage(cache_op, sch)
