@@ -285,6 +285,30 @@ def test_dense_bias_relu(m, k, n, check_build):
                 rtol=1e-4, atol=1e-4)
 
 
+def test_dense_pack_from_layout_transform(check_build):
+    X, W, b = ph((20, 24), "X"), ph((37, 24), "W"), ph((37,), "b")
+    packed = topi.layout_transform(W, "NK", "NK16n")            # done once for a constant weight
+    assert tuple(packed.shape) == (3, 24, 16)
+    out = topi.nn.relu(topi.nn.dense_pack(X, packed, b, units=37))
+    check_build(x86.schedule_dense([out]), [X, W, b, out], lambda x, w, bb: np.maximum(x @ w.T + bb, 0),
+                rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_NCHWc_from_layout_transforms(check_build):
+    X, W = ph((1, 12, 6, 7), "X"), ph((20, 12, 3, 3), "W")
+    ic, oc = x86.nchwc_blocks(12, 20, target="llvm -mcpu=haswell")
+    assert (ic, oc) == (12, 10)                                  # largest divisors within 16 float32 lanes
+    xc = topi.layout_transform(X, "NCHW", f"NCHW{ic}c")
+    wc = topi.layout_transform(W, "OIHW", f"OIHW{ic}i{oc}o")
+    conv = topi.nn.conv2d_NCHWc(xc, wc, 1, 1, 1, f"NCHW{ic}c", f"NCHW{oc}c")
+    out = topi.layout_transform(conv, f"NCHW{oc}c", "NCHW")
+    s = x86.schedule_conv2d_NCHWc([conv])
+    check_build(s, [X, W, conv], lambda x, k: ref.layout_transform_python(ref.conv2d_nchw_python(x, k, 1, 1),
+                                                                          "NCHW", f"NCHW{oc}c"), rtol=1e-4, atol=1e-4)
+    check_build(topi.generic.schedule_conv2d_NCHWc([out]), [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, 1, 1),
+                rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_batch_matmul(check_build):
     A, B = ph((7, 5), "A"), ph((9, 5), "B")
     mm = topi.nn.matmul(A, B, transpose_b=True)

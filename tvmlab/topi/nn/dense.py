@@ -63,6 +63,31 @@ def dense(data, weight, bias=None, out_dtype=None, target="llvm"):
     return out
 
 
+def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
+    """``dense`` with the weight already packed: packed_weight (N / block, K, block) is
+    ``layout_transform(weight, "NK", f"NK{block}n")``, done once for a constant weight. Tag ``dense_pack``.
+
+    ``units`` is N when ``block`` does not divide it (the packed weight's last block is zero-padded)."""
+    check_tensor("dense_pack", data, "data", 2)
+    check_tensor("dense_pack", packed_weight, "packed_weight", 3)
+    out_dtype = _out_dtype("dense_pack", data, packed_weight, out_dtype)
+    M, K = data.shape
+    nb, K2, block = packed_weight.shape
+    _check_k("dense_pack", K, K2, data, packed_weight)
+    block = const_or_none(block)
+    if block is None:
+        raise OperatorError(f"dense_pack: the packed weight's block must be constant, got {shape_str(packed_weight)}")
+    N = units if units is not None else nb * block
+    k = te.reduce_axis((0, K), name="k")
+    out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) *
+                                                 _cast(out_dtype, packed_weight[j // block, k, j % block]), axis=k),
+                     name="T_dense", tag="dense_pack", attrs={"block": block, "packed": 1})
+    if bias is not None:
+        check_tensor("dense_pack", bias, "bias", 1)
+        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
+    return out
+
+
 def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, transpose_b=False):
     """``op(a) @ op(b) (+ bias)`` where op transposes when asked. Tag ``matmul``; ``transpose_b`` is dense."""
     check_tensor("matmul", tensor_a, "tensor_a", 2)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..conv2d import tile_width
+from ..nn.conv2d import _largest_divisor
+from ..util import vector_block
 from ..generic import as_outputs
 from ..utils import const_or_none
 from .injective import check_target, find_anchor, inline_around, parallel_vectorize
@@ -93,6 +95,14 @@ def schedule_conv2d_nchw(outs, target="llvm", width=None):
 
 schedule_group_conv2d_nchw = schedule_conv2d_nchw
 schedule_depthwise_conv2d_nchw = schedule_conv2d_nchw
+
+
+def nchwc_blocks(in_channels, out_channels, dtype="float32", target="llvm"):
+    """``(ic_bn, oc_bn)`` for ``conv2d_NCHWc`` on ``target``: the largest channel blocks dividing each count,
+    at most two vector registers wide (16 float32 on AVX2, 32 on AVX-512).  Graph-level layout passes
+    use them: data "NCHW" -> f"NCHW{ic_bn}c", kernel "OIHW" -> f"OIHW{ic_bn}i{oc_bn}o"."""
+    vb = vector_block(dtype, target)
+    return _largest_divisor(int(in_channels), vb), _largest_divisor(int(out_channels), vb)
 
 
 def schedule_conv2d_NCHWc(outs, target="llvm", width=None):

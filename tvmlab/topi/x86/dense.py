@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ... import te
 from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..matmul import K_UNROLL, tile_rows
 from ..utils import const_or_none
@@ -46,10 +47,11 @@ def _dot(s, dense, out, target):
 def _packed(s, dense, out, target):
     """Register-tiled: rows x block tiles of the output, W panels packed."""
     block = int(dense.attrs["block"])
-    wp = [t for t in dense.input_tensors if t.op.name.endswith("_pack")][0]
-    jp, kp, bp = s[wp].op.axis
-    s[wp].vectorize(bp)
-    s[wp].parallel(jp)
+    for wp in dense.input_tensors:
+        if isinstance(wp.op, ComputeOp) and wp.op.name.endswith("_pack"):
+            jp, kp, bp = s[wp].op.axis
+            s[wp].vectorize(bp)
+            s[wp].parallel(jp)
     rows = tile_rows(block, dense.output(0).dtype, target)
     if out.op is dense:
         acc = s.cache_write(dense.output(0), "global")
@@ -80,9 +82,9 @@ def schedule_dense(outs, target="llvm"):
     check_target("schedule_dense", target)
     outs = as_outputs(outs, "schedule_dense")
     s = te.create_schedule([o.op for o in outs])
-    dense = find_anchor(outs, ("dense",))
+    dense = find_anchor(outs, ("dense", "dense_pack"))
     if dense is None:
-        raise ScheduleError(f"schedule_dense: no dense (tag 'dense') feeds {[o.op.name for o in outs]}")
+        raise ScheduleError(f"schedule_dense: no dense (tag 'dense' or 'dense_pack') feeds {[o.op.name for o in outs]}")
     inline_around(s, dense)
     out = outs[0]
     dt_ = dense.output(0)
@@ -112,10 +114,10 @@ def schedule_matmul(outs, target="llvm"):
     check_target("schedule_matmul", target)
     outs = as_outputs(outs, "schedule_matmul")
     s = te.create_schedule([o.op for o in outs])
-    mm = find_anchor(outs, ("matmul", "dense"))
+    mm = find_anchor(outs, ("matmul", "dense", "dense_pack"))
     if mm is None:
         raise ScheduleError(f"schedule_matmul: no matmul feeds {[o.op.name for o in outs]}")
-    if mm.tag == "dense":
+    if mm.tag in ("dense", "dense_pack"):
         return schedule_dense(outs, target)
     inline_around(s, mm)
     out = outs[0]
