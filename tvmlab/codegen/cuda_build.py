@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import BuildError, DeviceError, RuntimeArgError
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.function import IRModule
 from ..ir.functor import IRVisitor
 from ..ir.printer import astext
@@ -213,21 +214,58 @@ class CUDAFunction:
             self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
         for var, dtype, count in self.temps:
             values[var] = cuda_driver.CUDANDArray((self._eval(count, env),), dtype, dev)
-        for ln in self.launches:
-            grid = tuple(self._eval(x, env) for x in ln.grid())
-            block = tuple(self._eval(x, env) for x in ln.block())
-            if any(g <= 0 for g in grid):
-                continue          # an empty launch: nothing to compute
-            if np.prod(block) > DEFAULT_LIMITS["max_threads_per_block"]:
-                raise RuntimeArgError(f"{self.name}: {ln.name} needs {np.prod(block)} threads per block, more "
-                                      f"than {DEFAULT_LIMITS['max_threads_per_block']}")
-            kargs = []
-            for a in ln.args:
-                if a.dtype == "handle":
-                    kargs.append((values[a]._ptr, _ct("handle")))
-                else:
-                    kargs.append((values[a], _ct(a.dtype)))
+        def launch(ln, grid, block, kargs):
             b.launch(self._loaded[1][ln.name], grid, block, 0, kargs)   # shared memory is static
+        self.run_host(env, values, launch)
+
+    def run_host(self, env, values, launch):
+        """Make the launches of the host body in order, host loops (a scan's time loop) included:
+        ``launch(KernelLaunch, grid, block, [(value, ctype)])`` for each."""
+        by_name = {ln.name: ln for ln in self.launches}
+
+        def walk(s):
+            if isinstance(s, S.SeqStmt):
+                for x in s.seq:
+                    walk(x)
+            elif isinstance(s, S.For):
+                key = self.keys.setdefault(s.loop_var, f"{s.loop_var.name}#loop{len(self.keys)}")
+                lo, ext = self._eval(s.min, env), self._eval(s.extent, env)
+                for i in range(lo, lo + ext):
+                    env[key] = i
+                    walk(s.body)
+                env.pop(key, None)
+            elif isinstance(s, (S.AttrStmt, S.Allocate, S.LetStmt)):
+                if isinstance(s, S.LetStmt):
+                    env[self.keys.setdefault(s.var, f"{s.var.name}#let{len(self.keys)}")] = self._eval(s.value, env)
+                walk(s.body)
+            elif isinstance(s, S.IfThenElse):
+                cond = _py_fn(s.condition, lambda v: self.keys.get(v, v.name))
+                if cond is None:
+                    raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(s.condition)} on the host")
+                if cond(env):
+                    walk(s.then_case)
+                elif s.else_case is not None:
+                    walk(s.else_case)
+            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "launch_kernel":
+                self._launch(by_name[s.value.args[0].value], env, values, launch)
+
+        walk(self.host.body)
+
+    def _launch(self, ln, env, values, launch):
+        grid = tuple(self._eval(x, env) for x in ln.grid())
+        block = tuple(self._eval(x, env) for x in ln.block())
+        if any(g <= 0 for g in grid):
+            return                # an empty launch: nothing to compute
+        if np.prod(block) > DEFAULT_LIMITS["max_threads_per_block"]:
+            raise RuntimeArgError(f"{self.name}: {ln.name} needs {np.prod(block)} threads per block, more "
+                                  f"than {DEFAULT_LIMITS['max_threads_per_block']}")
+        kargs = []
+        for a in ln.args:
+            if a.dtype == "handle":
+                kargs.append((values[a]._ptr, _ct("handle")))
+            else:
+                kargs.append((values[a] if a in values else env[self.keys[a]], _ct(a.dtype)))
+        launch(ln, grid, block, kargs)
 
     def prepare(self, *args):
         return lambda: self(*args)

@@ -162,6 +162,14 @@ class _Host(IRMutator):
         self.func, self.kind = func, target_kind
         self.kernels, self.launches, self.temps = [], [], {}
         self.order = {p: k for k, p in enumerate(func.params)}
+        self.host_loops = []        # serial host loops around launches (a scan's time loop)
+
+    def visit_For(self, s):
+        self.host_loops.append(s.loop_var)
+        try:
+            return self.generic_visit(s)
+        finally:
+            self.host_loops.pop()
 
     def visit_AttrStmt(self, s):
         if not is_thread_attr(s):
@@ -176,7 +184,7 @@ class _Host(IRMutator):
         uses.visit(body)
         handles = sorted(uses.buffers, key=lambda v: self.order.get(v, len(self.order)))
         scalars = sorted(uses.scalars, key=lambda v: self.order.get(v, len(self.order)))
-        missing = [v for v in scalars if v not in self.order]
+        missing = [v for v in scalars if v not in self.order and v not in self.host_loops]
         if missing:
             raise LoweringError(f"{name}: uses {', '.join(v.name for v in missing)}, which the host "
                                 "cannot pass (a loop variable outside the kernel); bind that loop to a "
