@@ -16,6 +16,7 @@ from .base import RelayError, TypeInferenceError  # noqa: F401
 from .expr import (Attrs, Call, Constant, Function, Let, Tuple, TupleGetItem, TupleWrapper, Var,  # noqa: F401
                    bind, const, var)
 from .op import nn  # noqa: F401
+from .layout import layout_transform  # noqa: F401
 from .op.tensor import *  # noqa: F401,F403
 from .ty import FuncType, TensorType, TupleType  # noqa: F401
 from .visit import free_vars as _free_vars

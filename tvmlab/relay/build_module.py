@@ -61,8 +61,8 @@ def optimize(mod, target="llvm", params=None):
     from . import transform as T
     func = bind_params_by_name(_main(mod), params)
     ctx = PassContext.current()
-    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(),
-                      T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0,
+    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.AlterOpLayout(target),
+                      T.FoldConstant(), T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0,
                      name="relay.optimize")
     out = seq(IRModule({"main": func}))
     if not _is_fused(out["main"]):       # FuseOps disabled: every operator on its own

@@ -25,15 +25,15 @@ def with_children(node, kids):
 
 
 def rewrite(root, fn=None, memo=None):
-    """Rebuild ``root`` bottom-up: each node gets its rewritten operands, then ``fn(node)`` may replace it
-    (return None to keep it).  Returns (new root, memo from old node to new)."""
+    """Rebuild ``root`` bottom-up: each node gets its rewritten operands, then ``fn(new, old)`` may replace it
+    (return None to keep it; ``old`` still carries its inferred type).  Returns (new root, memo old -> new)."""
     memo = {} if memo is None else memo
     for node in post_order(root):
         if node in memo:
             continue
         new = with_children(node, [memo.get(c, c) for c in node.children()])
         if fn is not None:
-            out = fn(new)
+            out = fn(new, node)
             if out is not None:
                 new = out
         memo[node] = new
@@ -49,7 +49,7 @@ def substitute(expr, binds):
             v = const(v)
         (by_name if isinstance(k, str) else by_var)[k] = v
 
-    def fn(node):
+    def fn(node, old):
         if isinstance(node, Var):
             return by_var.get(node) or by_name.get(node.name_hint)
         return None

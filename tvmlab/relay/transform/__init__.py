@@ -60,3 +60,11 @@ def FuseOps(fuse_opt_level=-1):
         level = ctx.opt_level if fuse_opt_level < 0 else fuse_opt_level
         return _map_functions(mod, lambda f: fuse_function(f, level))
     return module_pass(run, opt_level=0, name="FuseOps")
+
+
+def AlterOpLayout(target="llvm"):
+    """conv2d NCHW -> NCHW[x]c blocked by the vector width of ``target``, layout_transform only where a
+    producer and its consumer disagree (see ``alter_op_layout``)."""
+    from .alter_op_layout import alter
+    return module_pass(lambda mod, ctx: _map_functions(mod, lambda f: alter(f, target)), opt_level=3,
+                       name="AlterOpLayout")

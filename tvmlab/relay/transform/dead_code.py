@@ -6,7 +6,7 @@ from ..visit import rewrite, substitute
 
 
 def eliminate(func, inline_once=True):
-    def fn(node):
+    def fn(node, old):
         if isinstance(node, Let):
             uses = sum(1 for n in post_order(node.body, enter_functions=True) if n is node.var)
             if uses == 0:

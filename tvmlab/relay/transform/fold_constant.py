@@ -59,19 +59,47 @@ def fold(func):
     if not values:
         return func
 
-    def fn(node):
-        return None
     memo = {old: Constant(v) for old, v in values.items()}
-    body, _ = rewrite(func.body, fn, memo)
+    body, _ = rewrite(func.body, None, memo)
     return Function(func.params, body, None, func.type_params, func.attrs)
 
 
-def _numpy_fold(e):
-    if isinstance(e, Call) and e.op.name in _SHAPE_ONLY and isinstance(e.args[0], Constant):
-        return e.args[0].value.reshape(e._checked_type.shape)
-    if isinstance(e, Call) and e.op.name == "transpose" and isinstance(e.args[0], Constant):
-        return np.ascontiguousarray(np.transpose(e.args[0].value, e.attrs.axes))
-    return None
+_NUMPY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "negative": np.negative, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "exp": np.exp, "abs": np.abs,
+    "maximum": np.maximum, "minimum": np.minimum,
+}
+
+
+def _numpy_fold(e, cache=None):
+    """The value of constant expression ``e`` computed with numpy when every operator in it is a simple one
+    (element-wise arithmetic, shape changes, transposes), else None."""
+    cache = {} if cache is None else cache
+    for n in post_order(e):
+        if n in cache:
+            continue
+        if isinstance(n, Constant):
+            cache[n] = n.value
+            continue
+        if not isinstance(n, Call) or not isinstance(n.op, Op):
+            return None
+        args = [cache[a] for a in n.args]
+        name, t = n.op.name, n._checked_type
+        if name in _NUMPY:
+            v = _NUMPY[name](*args)
+        elif name in _SHAPE_ONLY:
+            v = args[0].reshape(t.shape)
+        elif name == "transpose":
+            v = np.transpose(args[0], n.attrs.axes)
+        elif name == "layout_transform":
+            from ..layout import transform_array
+            v = transform_array(args[0], n.attrs.src_layout, n.attrs.dst_layout)
+        elif name == "cast":
+            v = args[0].astype(t.dtype)
+        else:
+            return None
+        cache[n] = np.ascontiguousarray(np.asarray(v).astype(t.dtype, copy=False))
+    return cache[e]
 
 
 def _evaluate(roots):

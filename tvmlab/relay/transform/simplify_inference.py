@@ -19,20 +19,16 @@ def _is(e, name):
     return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
 
 
-def _bn_parts(bn):
+def _bn_parts(bn, dtype):
+    from ..expr import const
     x, gamma, beta, mean, var = bn.args
     a = bn.attrs
-    inv = tensor.rsqrt(tensor.add(var, _scalar(a.epsilon, x)))
+    inv = tensor.rsqrt(tensor.add(var, const(float(a.epsilon), dtype)))
     scale = tensor.multiply(inv, gamma) if a.scale else inv
     shift = tensor.negative(tensor.multiply(mean, scale))
     if a.center:
         shift = tensor.add(shift, beta)
     return x, scale, shift
-
-
-def _scalar(v, like):
-    from ..expr import const
-    return const(float(v), like._checked_type.dtype if like._checked_type is not None else "float32")
 
 
 def _expand(vec, axis, ndim):
@@ -43,22 +39,22 @@ def _expand(vec, axis, ndim):
 
 
 def simplify(body, users):
-    def fn(node):
+    def fn(node, old):
         if _is(node, "nn.dropout"):
             return node.args[0]
         if isinstance(node, TupleGetItem) and _is(node.tuple_value, "nn.batch_norm"):
-            bn = node.tuple_value
+            bn, old_bn = node.tuple_value, old.tuple_value
             if node.index == 1:
                 return bn.args[3]
             if node.index == 2:
                 return bn.args[4]
-            x, scale, shift = _bn_parts(bn)
-            ndim = len(bn.args[0]._checked_type.shape)
+            x, scale, shift = _bn_parts(bn, old_bn.args[0]._checked_type.dtype)
+            ndim = len(old_bn.args[0]._checked_type.shape)
             axis = bn.attrs.axis % ndim
-            conv, bias = x, None
-            if _is(x, "nn.bias_add") and x.attrs.axis % ndim == 1 and users.get(x, 0) <= 1:
-                conv, bias = x.args[0], x.args[1]
-            if _is(conv, "nn.conv2d") and axis == 1 and users.get(conv, 0) <= 1:
+            conv, bias, old_x = x, None, old_bn.args[0]
+            if _is(x, "nn.bias_add") and x.attrs.axis % ndim == 1 and users.get(old_x, 0) <= 1:
+                conv, bias, old_x = x.args[0], x.args[1], old_x.args[0]
+            if _is(conv, "nn.conv2d") and axis == 1 and users.get(old_x, 0) <= 1:
                 w = conv.args[1]
                 w2 = tensor.multiply(w, tensor.expand_dims(scale, 1, 3))
                 new_bias = shift if bias is None else tensor.add(tensor.multiply(bias, scale), shift)

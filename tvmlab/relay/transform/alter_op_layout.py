@@ -1,0 +1,124 @@
+"""AlterOpLayout: conv2d in NCHW becomes conv2d in NCHW[x]c, blocked by the target's vector width.
+
+Layouts flow forward through the graph: a conv2d's output is in
+``NCHW{o}c``; element-wise operators keep their input's layout; broadcast
+operators keep it when their other operand is the same layout or a
+per-channel vector (which is transformed once, at compile time when it is a
+constant); ``bias_add`` becomes an add of the blocked bias.  Everything else
+wants NCHW.  A ``layout_transform`` is inserted only where a producer's
+layout differs from what its consumer wants: between two convolutions whose
+blocks match there is none, so a chain of conv / bias / relu / add stays
+blocked.  Weights are transformed to ``OIHW{i}i{o}o`` (FoldConstant then
+does that at compile time).  Channel blocks are two vectors (16 float32 with
+AVX2), or the largest divisor of the channel count below that.
+"""
+from __future__ import annotations
+
+from ..expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
+from ..layout import block_of, layout_transform
+from ..op import tensor
+from ..op.registry import Op, OpPattern, make_call
+from ..ty import TensorType
+
+_BINARY = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}
+
+
+def channel_block(channels, block):
+    for b in range(min(block, channels), 0, -1):
+        if channels % b == 0:
+            return b
+    return 1
+
+
+def _is_nchw_conv(n):
+    a = n.attrs
+    t = n.args[0]._checked_type
+    return (n.op.name == "nn.conv2d" and a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
+            and a.out_layout in ("", "NCHW") and isinstance(t, TensorType) and t.dtype == "float32"
+            and (a.out_dtype or "float32") == "float32")
+
+
+def _per_channel(t, out4):
+    """True when tensor type ``t`` broadcasts against NCHW shape ``out4`` only along channels."""
+    s = t.shape
+    if len(s) > 4:
+        return False
+    full = (1,) * (4 - len(s)) + tuple(s)
+    return full[0] == 1 and full[2] == 1 and full[3] == 1 and full[1] in (1, out4[1])
+
+
+def alter(func, target="llvm"):
+    from ...topi.util import vector_block
+    from .infer_type import infer_function
+    infer_function(func)
+    vb = vector_block("float32", target)
+    new, layout = {}, {}
+
+    def as_layout(old, want):
+        have = layout.get(old, "NCHW")
+        e = new[old]
+        return e if have == want else layout_transform(e, have, want)
+
+    def blocked(old):
+        return block_of(layout.get(old, "NCHW")) not in (None, 1)
+
+    for n in post_order(func.body):
+        if isinstance(n, (Var, Constant)):
+            new[n] = n
+        elif isinstance(n, Call) and isinstance(n.op, Op):
+            name, a = n.op.name, n.attrs
+            if name == "nn.conv2d" and _is_nchw_conv(n):
+                c, o = n.args[0]._checked_type.shape[1], n.args[1]._checked_type.shape[0]
+                ib, ob = channel_block(c, vb), channel_block(o, vb)
+                data = as_layout(n.args[0], f"NCHW{ib}c")
+                w = layout_transform(new[n.args[1]], "OIHW", f"OIHW{ib}i{ob}o")
+                new[n] = make_call("nn.contrib_conv2d_NCHWc", [data, w], strides=a.strides, padding=a.padding,
+                                   dilation=a.dilation, groups=1, channels=a.channels, kernel_size=a.kernel_size,
+                                   data_layout=f"NCHW{ib}c", kernel_layout=f"OIHW{ib}i{ob}o",
+                                   out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
+                layout[n] = f"NCHW{ob}c"
+            elif n.op.pattern == OpPattern.ELEMWISE and len(n.args) == 1:
+                new[n] = Call(n.op, [new[n.args[0]]], a)
+                if n.args[0] in layout:
+                    layout[n] = layout[n.args[0]]
+            elif name == "nn.bias_add" and blocked(n.args[0]) and a.axis % 4 == 1 \
+                    and len(n.args[0]._checked_type.shape) == 4:
+                lay = layout[n.args[0]]
+                c = n.args[1]._checked_type.shape[0]
+                b = layout_transform(tensor.reshape(new[n.args[1]], (1, c, 1, 1)), "NCHW", lay)
+                new[n] = tensor.add(new[n.args[0]], b)
+                layout[n] = lay
+            elif name in _BINARY and any(blocked(x) for x in n.args):
+                out4 = n._checked_type.shape
+                lay = next(layout[x] for x in n.args if blocked(x))
+                args = []
+                for x in n.args:
+                    t = x._checked_type
+                    if layout.get(x) == lay and t.shape == out4:
+                        args.append(new[x])
+                    elif len(t.shape) == 0:
+                        args.append(new[x])
+                    elif not blocked(x) and len(out4) == 4 and _per_channel(t, out4):
+                        c = max(t.shape) if t.shape else 1
+                        v = tensor.reshape(new[x], (1, c, 1, 1))
+                        args.append(layout_transform(v, "NCHW", lay) if c > 1 else v)
+                    else:
+                        args = None
+                        break
+                if args is not None:
+                    new[n] = Call(n.op, args, a)
+                    layout[n] = lay
+                else:
+                    new[n] = Call(n.op, [as_layout(x, "NCHW") for x in n.args], a)
+            else:
+                new[n] = Call(n.op, [as_layout(x, "NCHW") for x in n.args], a)
+        elif isinstance(n, Tuple):
+            new[n] = Tuple([as_layout(f, "NCHW") for f in n.fields])
+        elif isinstance(n, TupleGetItem):
+            new[n] = TupleGetItem(new[n.tuple_value], n.index)
+        else:
+            new[n] = n
+    body = as_layout(func.body, "NCHW")
+    out = Function(func.params, body, None, func.type_params, func.attrs)
+    infer_function(out)
+    return out
