@@ -274,3 +274,14 @@ def test_extern_schedule_errors():
     s[A2].compute_inline()
     with pytest.raises(LoweringError, match="extern stage B reads A2 through a buffer, but stage A2 is inlined"):
         tvm.lower(s, [A, B])
+
+
+def test_module_with_call_packed_is_not_exported(tmp_path):
+    from tvmlab.errors import BuildError
+    A = te.placeholder((8,), name="A")
+    B = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("test.extern.copy", ins[0], outs[0]), name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B])
+    with pytest.raises(BuildError, match="calls registered Python functions"):
+        f.export_library(str(tmp_path / "f.so"))
+    f.save(str(tmp_path / "f.ll"))                      # the IR can still be read
+    assert "tvmlab_packed_call" in (tmp_path / "f.ll").read_text()

@@ -75,6 +75,9 @@ class LLVMExporter:
 
     def object_code(self):
         """The module as a position-independent ELF object, with its metadata."""
+        if "@tvmlab_packed_call(" in self.ll_text or '@"tvmlab_packed_call"' in self.ll_text:
+            raise BuildError("this module calls registered Python functions (tir.call_packed), which live in this "
+                             "process only; it cannot be written out as an object or library (save it as 'll')")
         try:
             ref = llvm.parse_assembly(self.ll_text + "\n" + metadata_ir(self.metadata()))
             ref.verify()
