@@ -105,8 +105,8 @@ class LocalBuilder(Builder):
     def reference(self, task):
         """A library of ``task``'s computation under the default schedule (for check_correctness)."""
         def make():
-            from ... import te
-            from ...ir.tensor import PlaceholderOp
+            from .. import te
+            from ..ir.tensor import PlaceholderOp
             _, args = task.instantiate(task.config_space.get(0))
             outs = [a.op for a in args if not isinstance(a.op, PlaceholderOp)]
             return te.create_schedule(outs), args

@@ -250,6 +250,15 @@ def curve_features(mod, max_loops=8, max_buffers=4):
     return out
 
 
+def flat_function(sch, args):
+    """The schedule lowered just far enough for features: AST2 flattened to AST3 loads and stores
+    (``storage_flatten``), without the later passes (faster than ``tvmlab.lower``)."""
+    from ..driver.build_module import make_function
+    from ..lower.storage_flatten import storage_flatten
+    func, binds = make_function(sch, list(args), "main")
+    return func.with_body(storage_flatten(func.body, binds))
+
+
 def knob_features(config):
     """A config's knobs as numbers (split factors as log2, orders, annotation codes, values)."""
     return [float(x) for x in config.get_flatten_feature()]

@@ -21,7 +21,7 @@ import logging
 
 import numpy as np
 
-from ...tuning.features import curve_features, itervar_features, knob_features
+from ...tuning.features import curve_features, flat_function, itervar_features, knob_features
 from .tuner import Tuner, TunerError
 
 logger = logging.getLogger("autotvm")
@@ -44,11 +44,10 @@ class FeatureCache:
     def of_config(self, config, task=None):
         if self.feature_type == "knob":
             return knob_features(config)
-        import tvmlab
         task = task or self.task
         try:
             s, args = task.instantiate(config)
-            mod = tvmlab.lower(s, args)
+            mod = flat_function(s, args)
         except Exception:  # noqa: BLE001 - an invalid config has no features; it scores low
             return None
         return itervar_features(mod) if self.feature_type == "itervar" else curve_features(mod)
@@ -240,7 +239,7 @@ class XGBTuner(ModelBasedTuner):
             raise TunerError("diversity_filter_ratio is not supported by tvmlab's XGBTuner")
         feats = FeatureCache(task, feature_type)
         if feature_budget is None:
-            feature_budget = 1500 if feats.expensive else None
+            feature_budget = 400 if feats.expensive else None
         opt = SimulatedAnnealingOptimizer(task.config_space, feature_budget=feature_budget, seed=seed)
         model = XGBCostModel(loss_type=loss_type, num_threads=num_threads, seed=seed or 0)
         super().__init__(task, model, feats, opt, plan_size, seed)
