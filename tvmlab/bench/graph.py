@@ -55,43 +55,68 @@ class Result:
     ort_s: float
     build_s: float
     max_rel_err: float
+    slowdown: float = 1.0      # this variant's time / the full pipeline's, timed side by side
 
     @property
     def ratio(self):
         return self.ort_s / self.tvmlab_s
 
 
+def _checked_build(name, variant, model, shape, disabled, x, want):
+    gmod, build_s = compile_onnx(model, {model.graph.input[0].name: shape}, disabled_pass=disabled)
+    gmod.set_input(model.graph.input[0].name, x)
+    gmod.run()
+    got = gmod.get_output(0).numpy()
+    scale = float(np.abs(want).max()) or 1.0
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
+                               err_msg=f"{name} ({variant}) disagrees with onnxruntime")
+    return gmod, build_s, float(np.max(np.abs(got - want)) / scale)
+
+
 def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0):
-    """One Result per variant; raises AssertionError if an output disagrees with onnxruntime."""
+    """One Result per variant; raises AssertionError if an output disagrees with onnxruntime.
+
+    The first variant is timed against onnxruntime; each other one against
+    onnxruntime and against the first, so a pass's effect is a ratio of two
+    timings taken side by side.
+    """
     nthreads = threads()
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     sess = ort_session(model, nthreads)
     feed = {model.graph.input[0].name: x}
     want = sess.run(None, feed)[0]
-    results = []
+    results, full = [], None
+    from tvmlab.relay import transform as rt
     for variant, disabled in variants:
-        gmod, build_s = compile_onnx(model, {model.graph.input[0].name: shape}, disabled_pass=disabled)
-        gmod.set_input(model.graph.input[0].name, x)
-        gmod.run()
-        got = gmod.get_output(0).numpy()
-        scale = float(np.abs(want).max()) or 1.0
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
-                                   err_msg=f"{name} ({variant}) disagrees with onnxruntime")
-        err = float(np.max(np.abs(got - want)) / scale)
+        missing = [p for p in disabled if not hasattr(rt, p)]
+        if missing:
+            variant += " (absent)"          # the pass is not in this build: the row measures noise
+        gmod, build_s, err = _checked_build(name, variant, model, shape, disabled, x, want)
         ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feed), rounds=rounds, min_ms=200)
-        results.append(Result(name, variant, ours, theirs, build_s, err))
-        print(f"  {name} {variant}: {theirs / ours:.2f}x", file=sys.stderr, flush=True)
+        slowdown = 1.0
+        if full is None:
+            full = gmod
+        else:
+            mine, base = side_by_side(gmod.run, full.run, rounds=rounds, min_ms=200)
+            slowdown = mine / base
+        results.append(Result(name, variant, ours, theirs, build_s, err, slowdown))
+        print(f"  {name} {variant}: {theirs / ours:.2f}x onnxruntime"
+              + (f", {slowdown:.2f}x the full pipeline's time" if slowdown != 1.0 else ""),
+              file=sys.stderr, flush=True)
     return results
 
 
 def format_table(results):
-    head = f"{'model':<12}{'variant':<18}{'ratio':>7}{'tvmlab ms':>11}{'ort ms':>9}{'build s':>9}{'max err':>10}"
+    head = (f"{'model':<12}{'variant':<18}{'vs ort':>8}{'tvmlab ms':>11}{'ort ms':>9}{'pass off':>10}"
+            f"{'build s':>9}{'max err':>10}")
     out = [head, "-" * len(head)]
     for r in results:
-        out.append(f"{r.model:<12}{r.variant:<18}{r.ratio:>6.2f}x{r.tvmlab_s * 1e3:>11.2f}{r.ort_s * 1e3:>9.2f}"
-                   f"{r.build_s:>9.1f}{r.max_rel_err:>10.1e}")
-    out.append(f"ratio = onnxruntime time / tvmlab time (> 1: tvmlab is faster); both on {threads()} threads;"
-               f" max err relative to the output's largest magnitude")
+        off = f"{r.slowdown:>9.2f}x" if r.variant != VARIANTS[0][0] else f"{'':>10}"
+        out.append(f"{r.model:<12}{r.variant:<18}{r.ratio:>7.2f}x{r.tvmlab_s * 1e3:>11.2f}{r.ort_s * 1e3:>9.2f}"
+                   f"{off}{r.build_s:>9.1f}{r.max_rel_err:>10.1e}")
+    out.append(f"vs ort = onnxruntime time / tvmlab time (> 1: tvmlab is faster), both on {threads()} threads; "
+               f"pass off = time with that pass off / time of the full pipeline (> 1: the pass helps), "
+               f"timed side by side; max err relative to the output's largest magnitude")
     return "\n".join(out)
 
 
