@@ -137,6 +137,17 @@ def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, roun
     return results
 
 
+def run_if_available():
+    """The default run, or a note when onnx/onnxruntime (the ``graph`` extra) are missing."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError as e:
+        print(f"note: whole-model benchmark skipped: {e} (pip install 'tvmlab[graph]')", flush=True)
+        return []
+    return run()
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m tvmlab.bench.graph", description=__doc__.split("\n")[0])
     p.add_argument("--models", default="small_cnn,resnet50", help="comma-separated: " + ", ".join(MODELS))
