@@ -285,3 +285,28 @@ def test_module_with_call_packed_is_not_exported(tmp_path):
         f.export_library(str(tmp_path / "f.so"))
     f.save(str(tmp_path / "f.ll"))                      # the IR can still be read
     assert "tvmlab_packed_call" in (tmp_path / "f.ll").read_text()
+
+
+def test_gpu_extern_with_thread_extent_compiles():
+    nn, threads = 64, 4
+    A = te.placeholder((nn,), name="A")
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        bx, tx = te.thread_axis("blockIdx.x"), te.thread_axis("threadIdx.x")
+        ib.scope_attr(bx, "thread_extent", (nn + threads - 1) // threads)
+        ib.scope_attr(tx, "thread_extent", threads)
+        idx = bx.var * threads + tx.var
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.if_scope(ib.likely(idx < nn)):
+            c[idx] = a[idx] + 1.0
+        return ib.get()
+    C = te.extern(A.shape, [A], gen, name="C")
+    f = tvm.build(te.create_schedule(C.op), [A, C], "cuda")         # compiled by NVRTC
+    src = f.imported_modules[0].get_source()
+    assert "__global__" in src and "threadIdx.x" in src
+    if tvm.cuda(0).exist:
+        a = np.random.default_rng(1).random(nn).astype("float32")
+        c = tvm.nd.array(np.full(nn, np.nan, "float32"), tvm.cuda(0))
+        f(tvm.nd.array(a, tvm.cuda(0)), c)
+        np.testing.assert_allclose(c.numpy(), a + 1, rtol=1e-6)
