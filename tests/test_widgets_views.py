@@ -132,3 +132,39 @@ def test_save_and_load_session(tmp_path):
         ex2.load_session(dict(data, args=["X", "Y"]))
     with pytest.raises(ScheduleError, match="no session file"):
         ex2.load_session(str(tmp_path / "missing.json"))
+
+
+def test_new_in_this_step_marks_only_changed_statements_and_layouts_are_cached():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] * 2.0, name="C")
+    ex = tvmlab.explore(te.create_schedule(C.op), [A, C], targets=[], benchmark=False)
+    ex.apply("split", stage="C", axis="i", factor=8)
+    ex.apply("vectorize", stage="C", axis="i.inner")
+    src = ex.graph("AST2").source
+    outlined = [line for line in src.splitlines() if "penwidth" in line]
+    # only the loop whose kind changed; the guard and the store inside it are unchanged
+    assert len(outlined) == 1 and "i.inner" in outlined[0] and "vectorized" in outlined[0]
+    st = ex.session.current
+    first = ex.session.svg("AST2")
+    if first[0] is not None:
+        ex.undo()
+        ex.redo()
+        assert ex.session.current is st and ex.session.svg("AST2") is first   # no new layout
+
+
+def test_benchmark_runs_in_a_worker_process_and_newer_steps_cancel_older():
+    import os
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    ex = tvmlab.explore(te.create_schedule(C.op), [A, B, C], sizes={"n": 1001})
+    ex.apply("split", stage="C", axis="i", factor=64)     # step 0 is still starting: cancelled
+    ex.apply("vectorize", stage="C", axis="i.inner")
+    recs = ex.benchmarks
+    assert [r["step"] for r in recs] == [2] and recs[0]["status"] == "ok", recs
+    assert recs[0]["worker_pid"] != os.getpid()
+    assert ex._bench.cancelled >= 2
+    assert ex.last_timings["code"] < 50                  # no build on the apply path
+    ex._bench.close()

@@ -25,10 +25,10 @@ import ipywidgets as W
 from ..errors import TVMLabError
 from . import choices as C
 from .bench import Benchmarker, Workload, plot_png
+from .bench_worker import ProcessBenchmarker
 from .code import pane_html
 from .colors import KIND_COLORS, legend_html
 from .diff import diff_html
-from .graph import to_svg
 from .session import LEVELS, Session, steps_key, target_kind
 
 _TAB_TITLES = LEVELS + ("Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B")
@@ -51,10 +51,14 @@ class Explorer(W.VBox):
     ``benchmarks``.  ``last_latency_ms`` is the time from the start of the last
     apply/undo/redo/reset to refreshed views and code; ``latencies`` keeps all.
     Options: ``benchmark=False`` turns the live benchmark off; ``sizes`` gives
-    symbolic shape variables their benchmark values (default 1024).
+    symbolic shape variables their benchmark values (default 1024);
+    ``benchmark_process=False`` measures on a thread of this process instead of
+    a worker process (a newer step then does not cancel older measurements).
     """
 
-    def __init__(self, s, args, targets=None, benchmark=True, sizes=None):
+    def __init__(self, s, args, targets=None, benchmark=True, sizes=None, benchmark_process=True):
+        self._benchmark_process = bool(benchmark_process)
+        self._code_of = None
         self._session = Session(s, args, targets)
         self.targets = list(self._session.targets)
         self.last_latency_ms = None
@@ -454,7 +458,9 @@ class Explorer(W.VBox):
         elif sel is not None and _TAB_TITLES[sel] in _PANELS:
             self._draw_panel(_TAB_TITLES[sel])
         t2 = time.perf_counter()
-        self._refresh_code()
+        self._code_of = None
+        if sel is not None and _TAB_TITLES[sel] == "Code":
+            self._refresh_code()
         t3 = time.perf_counter()
         self._submit_benchmark()
         self._refresh_bench_view()
@@ -660,6 +666,8 @@ class Explorer(W.VBox):
             self._draw_graph(LEVELS[k])
         elif k is not None and _TAB_TITLES[k] in _PANELS:
             self._draw_panel(_TAB_TITLES[k])
+        elif k is not None and _TAB_TITLES[k] == "Code":
+            self._refresh_code()
 
     # ================================================================ analysis panels
     def _refresh_explain_choices(self):
@@ -740,7 +748,7 @@ class Explorer(W.VBox):
         st = self._session.current
         if self._graph_of.get(level) == st.key:
             return
-        svg, why = to_svg(self._session.graph(level))
+        svg, why = self._session.svg(level)
         if svg is None:
             self.graph_views[level].value = (f'<div style="color:#868e96;font-size:12px">graph not '
                                              f'drawn: {html.escape(why)}; the text is on the right'
@@ -752,8 +760,13 @@ class Explorer(W.VBox):
         self._graph_of[level] = st.key
 
     def _refresh_code(self):
-        panes = []
+        """Build and show the code of the current state (only while the Code tab is open: a
+        build is the slowest part of a refresh, and the benchmark builds in its own process)."""
         st = self._session.current
+        if self._code_of == st.key:
+            return
+        self._code_of = st.key
+        panes = []
         for t in self.targets:
             kind = target_kind(t)
             fmts = [("LLVM IR", "ll", "llvm"), ("assembly", "asm", "asm")] if kind == "llvm" else \
@@ -772,7 +785,12 @@ class Explorer(W.VBox):
     # ================================================================ benchmark
     def _start_benchmarker(self, sizes):
         wl = Workload(self._session.args, self._session.ops, sizes)
-        self._bench = Benchmarker(wl, on_update=self._refresh_bench_view)
+        if self._bench is not None:
+            self._bench.close(timeout=0.5)
+        if self._benchmark_process:
+            self._bench = ProcessBenchmarker(wl, on_update=self._refresh_bench_view)
+        else:
+            self._bench = Benchmarker(wl, on_update=self._refresh_bench_view)
 
     def _runnable(self):
         import tvmlab
@@ -791,13 +809,16 @@ class Explorer(W.VBox):
         if self._bench is None or not (self.live_benchmark.value or force):
             return
         st = self._session.current
+        label = str(len(self._session.steps))
+        if isinstance(self._bench, ProcessBenchmarker):
+            self._bench.submit_steps(st.key, label, st.steps, self._runnable()[0])
+            return
         mods = {}
         for t in self._runnable()[0]:
             try:
                 mods[t] = st.module(t)
             except TVMLabError as e:
                 mods[t] = f"build failed: {e}"
-        label = str(len(self._session.steps))
         self._bench.submit(st.key, label, mods)
 
     def _on_live(self, change):

@@ -311,7 +311,9 @@ def _draw_stmt(b, s, parent, key, state, edge_label=None):
     else:
         label = astext(s)
         attrs.update(shape="plaintext", style="")
-    nid = b.node(f"{key}/{_short(label, 40)}", label, **attrs)
+    # A statement is "new in this step" only if its own text is new: a loop whose kind changed is
+    # outlined, the unchanged statements inside it are not (keys do not include the ancestors).
+    nid = b.node(f"stmt:{label}" + (f"/{edge_label}" if edge_label else ""), label, **attrs)
     b.g.edge(parent, nid, **({"label": edge_label} if edge_label else {}))
     if body is not None:
         _draw_stmt(b, body, nid, f"{key}/{_short(label, 40)}", state)

@@ -146,6 +146,7 @@ class State:
         self._texts = {}
         self._modules = {}
         self._graphs = {}
+        self._svgs = {}
 
     @property
     def key(self):
@@ -177,6 +178,19 @@ class State:
                 g = stmt_graph(self.lowered[FUNC_NAME], "AST3", prev_keys)
             self._graphs[cache_key] = g
         return g
+
+    def svg(self, level, previous=None):
+        """(svg, why not) of ``graph(level, previous)``: the layout is cached per state, so undo,
+        redo and revisits never run graphviz again."""
+        from .graph import to_svg
+        g = self.graph(level, previous)
+        key = (norm_level(level), previous.graph(level).keys if previous is not None else None)
+        got = self._svgs.get(key)
+        if got is None:
+            got = to_svg(g)
+            if got[0] is not None:
+                self._svgs[key] = got
+        return got
 
     def module(self, target):
         """The runtime Module for ``target`` (a string), or raise BuildError saying why not."""
@@ -388,6 +402,9 @@ class Session:
 
     def graph(self, level):
         return self.current.graph(level, self.previous)
+
+    def svg(self, level):
+        return self.current.svg(level, self.previous)
 
     # ------------------------------------------------------------ saving
     def to_dict(self, sizes=None, pinned=None):
