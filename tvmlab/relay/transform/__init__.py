@@ -6,9 +6,14 @@ from ..expr import Function
 
 
 def _map_functions(mod, fn):
-    """A new module whose relay functions are ``fn(function)``; other functions are kept."""
-    out = type(mod)({name: fn(f) if isinstance(f, Function) else f for name, f in mod.functions.items()})
-    return out
+    """A new module whose relay functions are ``fn(function)``, typed again; other functions are kept."""
+    from .infer_type import infer_function
+
+    def one(f):
+        g = fn(f)
+        infer_function(g)
+        return g
+    return type(mod)({name: one(f) if isinstance(f, Function) else f for name, f in mod.functions.items()})
 
 
 def InferType():

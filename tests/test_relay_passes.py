@@ -1,0 +1,226 @@
+"""Graph passes: each one's effect on the graph (fusion groups per rule, layouts, batch-norm folding, constants)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import relay
+from tvmlab.relay.expr import Call, Function, post_order
+from tvmlab.relay.analysis import count_calls
+
+T = relay.transform
+
+
+def run(expr, *passes, opt_level=3):
+    mod = tvm.IRModule.from_expr(expr)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        return tvm.transform.Sequential([T.InferType(), *passes])(mod)
+
+
+def groups(mod):
+    """Op names of each fused group, in graph order."""
+    out = []
+    for n in post_order(mod["main"].body):
+        if isinstance(n, Call) and isinstance(n.op, Function):
+            out.append([e.op.name for e in post_order(n.op.body) if isinstance(e, Call)])
+    return out
+
+
+def conv_net():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.var("w", shape=(4, 3, 3, 3))
+    b = relay.var("b", shape=(4,))
+    return x, w, b, relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, w, padding=(1, 1)), b))
+
+
+def test_fuse_conv_absorbs_elementwise_tail():
+    x, w, b, y = conv_net()
+    z = relay.nn.max_pool2d(y, (2, 2), (2, 2))
+    mod = run(z, T.FuseOps(2))
+    assert groups(mod) == [["nn.conv2d", "nn.bias_add", "nn.relu"], ["nn.max_pool2d"]]
+    assert "Primitive=1" in str(mod)
+
+
+def test_fuse_injective_chain_and_reduction_absorbs_inputs():
+    x = relay.var("x", shape=(4, 6))
+    y = relay.sum(relay.exp(relay.transpose(relay.reshape(x, (6, 4)))), axis=1)
+    z = relay.sqrt(relay.add(y, relay.const(1.0)))
+    mod = run(z, T.FuseOps(2))
+    assert groups(mod) == [["reshape", "transpose", "exp", "sum"], ["add", "sqrt"]]
+
+
+def test_opaque_stays_alone_and_level_zero_fuses_nothing():
+    x = relay.var("x", shape=(2, 8))
+    y = relay.nn.softmax(relay.exp(x)) * relay.const(2.0)
+    assert groups(run(y, T.FuseOps(2))) == [["exp"], ["nn.softmax"], ["multiply"]]
+    x, w, b, y = conv_net()
+    assert groups(run(y, T.FuseOps(0))) == [["nn.conv2d"], ["nn.bias_add"], ["nn.relu"]]
+
+
+def test_fuse_needs_all_users_in_one_group():
+    x = relay.var("x", shape=(2, 8))
+    e = relay.exp(x)                                   # read by an opaque op and an elementwise op
+    y = relay.add(relay.nn.softmax(e), relay.negative(e))
+    got = groups(run(y, T.FuseOps(2)))
+    assert ["exp"] in got and ["nn.softmax"] in got
+    assert ["negative", "add"] in got
+    d = relay.exp(x)                                   # a diamond of injective ops: one group
+    y2 = relay.add(relay.negative(d), relay.sqrt(d))
+    assert groups(run(y2, T.FuseOps(2))) == [["exp", "negative", "sqrt", "add"]] or \
+        groups(run(y2, T.FuseOps(2))) == [["exp", "sqrt", "negative", "add"]]
+
+
+def test_conv_does_not_absorb_shape_changes_or_a_second_conv():
+    x, w, b, y = conv_net()
+    w2 = relay.var("w2", shape=(4, 4, 1, 1))
+    z = relay.nn.batch_flatten(relay.nn.conv2d(y, w2))
+    got = groups(run(z, T.FuseOps(2)))
+    assert got == [["nn.conv2d", "nn.bias_add", "nn.relu"], ["nn.conv2d"], ["nn.batch_flatten"]]
+
+
+def test_residual_add_fuses_into_the_second_conv():
+    x, w, b, y = conv_net()
+    w2 = relay.var("w2", shape=(4, 4, 3, 3))
+    z = relay.nn.relu(relay.add(relay.nn.conv2d(y, w2, padding=(1, 1)), y))
+    got = groups(run(z, T.FuseOps(2)))
+    assert got == [["nn.conv2d", "nn.bias_add", "nn.relu"], ["nn.conv2d", "add", "nn.relu"]]
+
+
+def test_concat_group_takes_its_injective_inputs():
+    x = relay.var("x", shape=(1, 4, 4, 4))
+    w = relay.var("w", shape=(2, 4, 1, 1))
+    c = relay.concatenate([relay.nn.conv2d(x, w), relay.exp(x), relay.nn.max_pool2d(x, (3, 3), (1, 1), padding=(1, 1))],
+                          axis=1)
+    got = groups(run(c, T.FuseOps(2)))
+    assert ["exp", "concatenate"] in got
+    assert ["nn.conv2d"] in got and ["nn.max_pool2d"] in got
+
+
+def bn_net(rng):
+    x = relay.var("x", shape=(1, 3, 6, 6))
+    w = relay.const(rng.standard_normal((4, 3, 3, 3)).astype("float32"))
+    vec = [relay.const(v.astype("float32")) for v in
+           (rng.uniform(0.5, 1.5, 4), rng.uniform(-1, 1, 4), rng.uniform(-1, 1, 4), rng.uniform(0.5, 2, 4))]
+    y = relay.nn.batch_norm(relay.nn.conv2d(x, w, padding=(1, 1)), *vec, epsilon=1e-3)[0]
+    return relay.Function([x], relay.nn.relu(relay.nn.dropout(y, 0.3)))
+
+
+def test_simplify_inference_folds_batch_norm_into_the_conv(rng):
+    f = bn_net(rng)
+    mod = run(f, T.SimplifyInference(), T.FoldConstant())
+    body = mod["main"].body
+    assert count_calls(body, "nn.batch_norm") == 0 and count_calls(body, "nn.dropout") == 0
+    assert count_calls(body, "multiply") == 0 and count_calls(body, "nn.conv2d") == 1
+    assert count_calls(body, "nn.bias_add") == 1
+    text = str(mod)
+    assert "nn.batch_norm" not in text and "SimplifyInference" not in text
+    # numerically the same as the batch norm
+    x = rng.standard_normal((1, 3, 6, 6)).astype("float32")
+    outs = []
+    for level, fn in ((0, f), (2, mod["main"])):
+        with tvm.transform.PassContext(opt_level=level):
+            lib = relay.build(tvm.IRModule.from_expr(fn))
+        from tvmlab.contrib import graph_executor
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.set_input("x", x)
+        m.run()
+        outs.append(m.get_output(0).numpy())
+    import relay_ref
+    c = f.body.args[0].args[0].tuple_value
+    w, g, b, mu, var = [a.value for a in (c.args[0].args[1], *c.args[1:])]
+    ref = np.maximum(relay_ref.batch_norm(relay_ref.conv2d(x, w, pad=(1, 1, 1, 1)), g, b, mu, var, 1e-3), 0)
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(outs[1], ref, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_without_conv_becomes_scale_and_shift():
+    x = relay.var("x", shape=(2, 3, 4))
+    vs = [relay.var(n, shape=(3,)) for n in ("g", "b", "m", "v")]
+    mod = run(relay.nn.batch_norm(x, *vs)[0], T.SimplifyInference())
+    body = mod["main"].body
+    assert count_calls(body, "nn.batch_norm") == 0 and count_calls(body, "multiply") >= 1
+
+
+def test_fold_constant_computes_constant_subgraphs():
+    x = relay.var("x", shape=(3,))
+    c = relay.exp(relay.const(np.array([0.0, 1.0, 2.0], "float32"))) + relay.const(1.0)
+    s = relay.sum(relay.const(np.arange(6, dtype="float32").reshape(2, 3)), axis=0)   # needs a compile
+    mod = run(relay.add(relay.multiply(x, c), s), T.FoldConstant())
+    body = mod["main"].body
+    assert count_calls(body, "exp") == 0 and count_calls(body, "sum") == 0
+    consts = [n.value for n in post_order(body) if isinstance(n, relay.Constant)]
+    np.testing.assert_allclose(consts[0], np.exp([0, 1, 2]) + 1, rtol=1e-6)
+    np.testing.assert_allclose(consts[1], [3, 5, 7])
+
+
+def test_dead_code_elimination_drops_unused_lets():
+    x = relay.var("x", shape=(3,))
+    a, b = relay.var("a"), relay.var("b")
+    body = relay.Let(a, relay.exp(x), relay.Let(b, relay.negative(x), relay.sqrt(a)))
+    mod = run(relay.Function([x], body), T.DeadCodeElimination())
+    assert "negative" not in str(mod) and "let %a" in str(mod)
+    mod = run(relay.Function([x], body), T.DeadCodeElimination(inline_once=True))
+    assert "let" not in str(mod) and "exp" in str(mod)
+
+
+def layout_transforms(mod):
+    return [(n.attrs.src_layout, n.attrs.dst_layout) for n in post_order(mod["main"].body)
+            if isinstance(n, Call) and getattr(n.op, "name", "") == "layout_transform"]
+
+
+def test_alter_op_layout_blocks_convs_and_transforms_only_at_the_edges(rng):
+    x = relay.var("x", shape=(1, 16, 8, 8))
+    ws = [relay.const(rng.standard_normal(s).astype("float32")) for s in ((32, 16, 3, 3), (32, 32, 1, 1))]
+    b = relay.const(rng.standard_normal(32).astype("float32"))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, ws[0], padding=(1, 1)), b))
+    z = relay.nn.relu(relay.add(relay.nn.conv2d(y, ws[1]), y))
+    f = relay.Function([x], relay.nn.batch_flatten(z))
+    mod = run(f, T.AlterOpLayout("llvm -mcpu=haswell"), T.FoldConstant())
+    body = mod["main"].body
+    assert count_calls(body, "nn.conv2d") == 0 and count_calls(body, "nn.contrib_conv2d_NCHWc") == 2
+    # haswell: 8 float32 lanes, blocks of 16 channels; data in once, out once, weights folded
+    assert layout_transforms(mod) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    convs = [n for n in post_order(body) if isinstance(n, Call) and n.op.name == "nn.contrib_conv2d_NCHWc"]
+    assert [c.attrs.kernel_layout for c in convs] == ["OIHW16i16o", "OIHW16i16o"]
+    assert mod["main"].body.checked_type.shape == (1, 32 * 64)
+
+
+def test_alter_op_layout_picks_divisor_blocks_and_keeps_other_ops_in_nchw(rng):
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.const(rng.standard_normal((12, 3, 3, 3)).astype("float32"))
+    y = relay.nn.max_pool2d(relay.nn.conv2d(x, w), (2, 2), (2, 2))
+    mod = run(y, T.AlterOpLayout("llvm -mcpu=haswell"))
+    assert layout_transforms(mod)[0] == ("NCHW", "NCHW3c")
+    assert ("NCHW12c", "NCHW") in layout_transforms(mod)
+    assert "max_pool2d" in str(mod)
+
+
+def test_each_pass_result_prints():
+    x, w, b, y = conv_net()
+    mod = tvm.IRModule.from_expr(y)
+    seen = []
+
+    class Record:
+        def run_after_pass(self, mod, info):
+            seen.append((info.name, str(mod)))
+    with tvm.transform.PassContext(opt_level=3, instruments=[Record()]):
+        relay.optimize(mod, "llvm", params={"w": np.ones((4, 3, 3, 3), "float32"), "b": np.ones(4, "float32")})
+    names = [n for n, _ in seen]
+    for p in ("InferType", "SimplifyInference", "FoldConstant", "AlterOpLayout", "FuseOps"):
+        assert p in names
+    assert "nn.contrib_conv2d_NCHWc" in dict(seen)["FuseOps"]
+    assert "Primitive=1" in dict(seen)["FuseOps"]
+
+
+def test_disabled_passes_are_skipped():
+    x, w, b, y = conv_net()
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["AlterOpLayout", "FuseOps"]):
+        mod, _ = relay.optimize(tvm.IRModule.from_expr(y), "llvm")
+    assert groups(mod) == [["nn.conv2d"], ["nn.bias_add"], ["nn.relu"]]
+
+
+@pytest.mark.parametrize("bad", [lambda: T.FuseOps()(relay.var("x", shape=(1,)))])
+def test_passes_refuse_non_modules(bad):
+    with pytest.raises(tvm.TVMLabError, match="expects an IRModule"):
+        bad()
