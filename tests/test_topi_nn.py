@@ -437,3 +437,44 @@ def test_bad_input_errors():
         x86.schedule_conv2d_nchw([topi.nn.relu(X)])
     with pytest.raises(ScheduleError, match="CPU schedule"):
         x86.schedule_injective([topi.nn.relu(X)], target="cuda")
+
+
+# ------------------------------------------------------------------ CUDA (compiled by NVRTC; run where a GPU is)
+
+def _cuda_build(s, args):
+    import tvmlab
+    try:
+        return tvmlab.build(s, args, "cuda")
+    except TVMLabError as e:
+        if "NVRTC is not available" in str(e) or "neither NVRTC" in str(e):
+            pytest.skip(f"no CUDA compiler here: {e}")
+        raise
+
+
+def test_cuda_schedules_compile_and_run_where_a_gpu_is():
+    import tvmlab
+    X, W, b = ph((1, 4, 9, 9), "X"), ph((6, 4, 3, 3), "W"), ph((6,), "b")
+    A = ph((5, 37), "A")
+    conv = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, 1, 1, 1), b))
+    sm, pool, chain = topi.nn.softmax(A), topi.nn.pool2d(X, 3, 2, 1, 1, "avg"), topi.transpose(topi.add(A, 1.0))
+    groups = [(topi.cuda.schedule_conv2d_nchw([conv]), [X, W, b, conv],
+               lambda x, w, bb: np.maximum(ref.conv2d_nchw_python(x, w, 1, 1) + bb[None, :, None, None], 0)),
+              (topi.cuda.schedule_softmax([sm]), [A, sm], ref.softmax_python),
+              (topi.cuda.schedule_pool([pool]), [X, pool], lambda x: ref.pool2d_python(x, 3, 2, 1, 1, "avg")),
+              (topi.cuda.schedule_injective([chain]), [A, chain], lambda a: (a + 1).T)]
+    for s, args, fn in groups:
+        f = _cuda_build(s, args)
+        src = f.imported_modules[0].get_source()
+        assert "blockIdx.x" in src and "threadIdx.x" in src
+        if not tvmlab.cuda(0).exist:
+            continue
+        dev = tvmlab.cuda(0)
+        rng = np.random.default_rng(0)
+        ins = [rng.standard_normal([int(d) for d in topi.utils.get_const_tuple(t.shape)]).astype("float32")
+               for t in args[:-1]]
+        out = tvmlab.nd.array(np.full([int(d) for d in topi.utils.get_const_tuple(args[-1].shape)], np.nan,
+                                      "float32"), dev)
+        f(*[tvmlab.nd.array(x, dev) for x in ins], out)
+        np.testing.assert_allclose(out.numpy(), fn(*ins), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ScheduleError, match="CUDA schedule"):
+        topi.cuda.schedule_injective([conv], target="llvm")

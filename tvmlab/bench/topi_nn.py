@@ -1,0 +1,121 @@
+"""``python -m tvmlab.bench.topi_nn``: ResNet-50's convolutions and classifier as fused topi.nn groups.
+
+Each row builds one fused group (conv2d + bias + relu, or dense + bias), checks it against the
+reference, and times both side by side: onnxruntime running the same one-node model (same threads),
+or numpy.  Two forms of each convolution: ``topi.nn.conv2d_nchw`` (the kernel packed on every call)
+and ``topi.nn.conv2d_NCHWc`` on data and kernel already in the blocked layouts (as a graph keeps
+them, with constant weights transformed once).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import te, topi
+from ..runtime import ndarray as nd
+from ..topi import testing as ref
+from .peak import threads
+from .suite import Row, _build, _poisoned, _prepare
+from .timing import side_by_side
+
+# (in channels, size, out channels, kernel, stride): one of each kind of ResNet-50 layer
+LAYERS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (256, 56, 64, 1, 1), (128, 28, 128, 3, 1),
+          (256, 14, 256, 3, 1), (1024, 14, 2048, 1, 2), (512, 7, 512, 3, 1)]
+
+
+def _ort_conv(w, b, stride, pad):
+    """A callable running Conv + Relu in onnxruntime (None when it is not installed)."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    o, c, k, _ = w.shape
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y0"], strides=[stride] * 2, pads=[pad] * 4),
+             helper.make_node("Relu", ["y0"], ["y"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads()
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    _ = onnx
+    return lambda a: sess.run(None, {"x": a})[0]
+
+
+def _numpy_conv(w, b, stride, pad):
+    def run(a):
+        return np.maximum(ref.conv2d_nchw_python(a, w, stride, pad) + b[None, :, None, None], 0)
+    return run
+
+
+def conv(c, h, o, k, stride, blocked):
+    pad = k // 2
+
+    def row(rng):
+        a = rng.standard_normal((1, c, h, h), dtype=np.float32)
+        w = (rng.standard_normal((o, c, k, k), dtype=np.float32) / np.sqrt(c * k * k)).astype(np.float32)
+        b = rng.standard_normal(o, dtype=np.float32)
+        reference = _ort_conv(w, b, stride, pad)
+        ref_name = "ort" if reference is not None else "numpy"
+        reference = reference or _numpy_conv(w, b, stride, pad)
+        oh = (h + 2 * pad - k) // stride + 1
+        want = reference(a)
+        if blocked:
+            ic, oc = topi.x86.nchwc_blocks(c, o)
+            X = te.placeholder((1, c // ic, h, h, ic), name="data")
+            W = te.placeholder((o // oc, c // ic, k, k, ic, oc), name="kernel")
+            B = te.placeholder((1, o // oc, 1, 1, oc), name="bias")
+            out = topi.nn.relu(topi.add(topi.nn.conv2d_NCHWc(X, W, stride, pad, 1, f"NCHW{ic}c", f"NCHW{oc}c"), B))
+            f, build_s = _build(topi.x86.schedule_conv2d_NCHWc([out]), [X, W, B, out])
+            args = [ref.layout_transform_python(a, "NCHW", f"NCHW{ic}c"),
+                    w.reshape(o // oc, oc, c // ic, ic, k, k).transpose(0, 2, 4, 5, 3, 1).copy(),
+                    b.reshape(1, o // oc, 1, 1, oc)]
+            to = _poisoned((1, o // oc, oh, oh, oc))
+            check = lambda: ref.layout_transform_python(to.numpy(), f"NCHW{oc}c", "NCHW")  # noqa: E731
+            name = f"NCHWc{k} {h}px {c}->{o}/{stride}"
+        else:
+            X = te.placeholder((1, c, h, h), name="data")
+            W = te.placeholder((o, c, k, k), name="kernel")
+            B = te.placeholder((o,), name="bias")
+            out = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, stride, pad, 1), B))
+            f, build_s = _build(topi.x86.schedule_conv2d_nchw([out]), [X, W, B, out])
+            args = [a, w, b]
+            to = _poisoned((1, o, oh, oh))
+            check = to.numpy
+            name = f"conv{k} {h}px {c}->{o}/{stride}"
+        call = _prepare(f, *[nd.array(x) for x in args], to)
+        call()
+        np.testing.assert_allclose(check(), want, rtol=1e-3, atol=1e-3)
+        kt, rt = side_by_side(call, lambda: reference(a))
+        return Row(name, ref_name, kt, rt, build_s, flops=2.0 * o * c * k * k * oh * oh)
+    return row
+
+
+def dense(m, k, n):
+    def row(rng):
+        x = rng.standard_normal((m, k), dtype=np.float32)
+        w = rng.standard_normal((n, k), dtype=np.float32)
+        b = rng.standard_normal(n, dtype=np.float32)
+        X, W, B = te.placeholder((m, k), name="x"), te.placeholder((n, k), name="w"), te.placeholder((n,), name="b")
+        out = topi.nn.dense(X, W, B)
+        f, build_s = _build(topi.x86.schedule_dense([out]), [X, W, B, out])
+        to = _poisoned((m, n))
+        call = _prepare(f, nd.array(x), nd.array(w), nd.array(b), to)
+        call()
+        res = np.empty((m, n), np.float32)
+        np.testing.assert_allclose(to.numpy(), x @ w.T + b, rtol=1e-3, atol=1e-3)
+        kt, rt = side_by_side(call, lambda: np.add(np.matmul(x, w.T, out=res), b, out=res))
+        return Row(f"dense {m}x{k}->{n}+bias", "numpy", kt, rt, build_s, flops=2.0 * m * k * n)
+    return row
+
+
+ROWS = [conv(*layer, blocked=False) for layer in LAYERS] + [conv(*layer, blocked=True) for layer in LAYERS] + \
+    [dense(1, 2048, 1000)]
+
+
+if __name__ == "__main__":
+    from .table import run
+    run(ROWS)

@@ -1,0 +1,77 @@
+"""Simple CUDA schedules taking a list of outputs, as TVM's ``topi.cuda``: one GPU thread per output
+element (``num_threads`` per block), every non-reduction stage inside the group inlined, each
+reduction computed by the thread that needs it.  Correct for every topi.nn group; tuned for none.
+
+    s = topi.cuda.schedule_injective([out]); f = tvm.build(s, [A, out], target="cuda")
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..generic import as_outputs
+
+NUM_THREADS = 256
+
+
+def _check(what, target):
+    if str(target).split()[0] != "cuda":
+        raise ScheduleError(f"topi.cuda.{what} is a CUDA schedule (target 'cuda'), got {target!r}")
+
+
+def _bind_flat(s, t, num_threads):
+    """Fuse ``t``'s axes and spread them over blocks of ``num_threads`` threads; returns the thread axis."""
+    axes = list(s[t].op.axis)
+    if not axes:
+        raise ScheduleError(f"topi.cuda: output {t.op.name!r} has no axes to bind (a scalar)")
+    x = s[t].fuse(*axes) if len(axes) > 1 else axes[0]
+    bx, tx = s[t].split(x, factor=num_threads)
+    s[t].bind(bx, te.thread_axis("blockIdx.x"))
+    s[t].bind(tx, te.thread_axis("threadIdx.x"))
+    return tx
+
+
+def schedule_simple(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """The shared schedule: inline every non-output stage without a reduction, compute each reduction at
+    the thread of the output that reads it, one thread per output element."""
+    _check(what, target)
+    outs = as_outputs(outs, f"topi.cuda.{what}")
+    s = te.create_schedule([o.op for o in outs])
+    outputs = set(s.outputs)
+    reds = []
+    for st in list(s.stages):
+        op = st.op
+        if not isinstance(op, ComputeOp) or op in outputs:
+            continue
+        if op.reduce_axis:
+            reds.append(op)
+        else:
+            s[op].compute_inline()
+    threads = {o.op: _bind_flat(s, o, num_threads) for o in outs}
+    main = outs[0]
+    for op in reds:
+        s[op].compute_at(s[main], threads[main.op])
+    return s
+
+
+def _named(name):
+    def schedule(outs, target="cuda"):
+        return schedule_simple(outs, target, name)
+    schedule.__name__ = schedule.__qualname__ = name
+    schedule.__doc__ = f"CUDA ``{name}``: one thread per output element (see the module docstring)."
+    return schedule
+
+
+schedule_injective = _named("schedule_injective")
+schedule_elemwise = _named("schedule_elemwise")
+schedule_broadcast = _named("schedule_broadcast")
+schedule_reduce = _named("schedule_reduce")
+schedule_pool = _named("schedule_pool")
+schedule_adaptive_pool = _named("schedule_adaptive_pool")
+schedule_softmax = _named("schedule_softmax")
+schedule_dense = _named("schedule_dense")
+schedule_batch_matmul = _named("schedule_batch_matmul")
+schedule_conv2d_nchw = _named("schedule_conv2d_nchw")
+schedule_depthwise_conv2d_nchw = _named("schedule_depthwise_conv2d_nchw")
+schedule_group_conv2d_nchw = _named("schedule_group_conv2d_nchw")
+schedule_lrn = _named("schedule_lrn")
