@@ -546,3 +546,68 @@ def test_cache_write_after_split_on_the_same_stage(rng):
     s2[Z].vectorize(Z.op.axis[1])
     with pytest.raises(ScheduleError, match="before marking"):
         s2.cache_write(Z, "local")
+
+
+# ------------------------------------------------------------------ TVM's test_te_schedule shapes
+def test_schedule_save_json_and_pickle():
+    import pickle
+    m, n, l = te.size_var("m"), te.size_var("n"), te.size_var("l")
+    A = te.placeholder((m, l), name="A")
+    B = te.placeholder((n, l), name="B")
+    AA = te.compute((m, l), lambda i, j: A[i, j])
+    T = te.compute((m, n, l), lambda i, j, k: AA(i, k) * B(j, k))
+    s = te.create_schedule(T.op)
+    s[AA].set_scope("shared")
+    xo, xi = s[T].split(T.op.axis[0], factor=10)
+    xi1, xi2 = s[T].split(xi, factor=2)
+    s[AA].compute_at(s[T], xi1)
+    s[AA].split(AA.op.axis[0], factor=10)
+    s[T].reorder(xi2, xi1)
+    assert T.op.axis[1] in s[T].leaf_iter_vars
+    for loaded in (tvm.ir.load_json(tvm.ir.save_json(s)), pickle.loads(pickle.dumps(s))):
+        assert isinstance(loaded, tvm.te.schedule.Schedule)
+        assert str(loaded.outputs[0].body) == str(s.outputs[0].body)
+        assert [st.name for st in loaded.stages] == [st.name for st in s.stages]
+        assert str(tvm.lower(loaded, [loaded.stages[0].op.output(0), loaded.stages[2].op.output(0),
+                                      loaded.outputs[0].output(0)])) == str(tvm.lower(s, [A, B, T]))
+
+
+def test_relations_iter_types_and_pragmas_as_tvm_reports_them():
+    m, n = te.size_var("m"), te.size_var("n")
+    A = te.placeholder((m, n), name="A")
+    T = te.compute((m, n), lambda i, j: A[i, j])
+    s = te.create_schedule(T.op)
+    xo, yo, xi, yi = s[T].tile(T.op.axis[0], T.op.axis[1], x_factor=10, y_factor=5)
+    fused = s[T].fuse(xo, yo)
+    assert any(isinstance(r, tvm.te.schedule.Fuse) for r in s[T].relations)
+    assert any(isinstance(r, tvm.te.schedule.Split) for r in s[T].relations)
+    assert tuple(s[T].leaf_iter_vars) == (fused, xi, yi)
+    s[T].vectorize(yi)
+    s[T].unroll(xi)
+    s[T].pragma(fused, "pragma1")
+    IV = tvm.te.schedule.IterVar
+    assert s[T].iter_var_attrs[xi].iter_type == IV.Unrolled
+    assert s[T].iter_var_attrs[yi].iter_type == IV.Vectorized
+    assert s[T].iter_var_attrs[fused].pragma_keys[0].value == "pragma1"
+    s2 = te.create_schedule(T.op)
+    s2[T].fuse()
+    assert any(isinstance(r, tvm.te.schedule.Singleton) for r in s2[T].relations)
+
+
+def test_rfactor_axes_as_in_tvm():
+    n = te.size_var("n")
+    k1 = te.reduce_axis((0, n), name="k1")
+    k2 = te.reduce_axis((0, n), name="k2")
+    A = te.placeholder((n, n, n), name="A")
+    B = te.compute((n,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    BF = s.rfactor(B, k1)
+    assert len(BF.shape) == 2 and BF.op.body[0].axis[0] is k2 and len(BF.op.body[0].axis) == 1
+    assert len(s[B].all_iter_vars) == 2
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k1, factor=4)
+    s[B].split(B.op.axis[0], factor=8)
+    BF = s.rfactor(B, ki, 1)
+    assert BF.shape[0] is n and BF.shape[1].value == 4
+    assert BF.op.body[0].axis[0] is k2 and BF.op.body[0].axis[1].var is ko.var
+    assert s[B].op.body[0].axis[0].dom.extent.value == 4

@@ -38,6 +38,12 @@ def _node_types():
 
 
 _TYPES = _node_types()
+_CUSTOM = {}    # type name -> (class, write(obj, writer) -> dict, read(dict, reader) -> obj)
+
+
+def register_type(cls, name, write, read):
+    """Let a higher layer write its objects (the schedule registers Schedule)."""
+    _CUSTOM[name] = (cls, write, read)
 
 
 class _Writer:
@@ -101,6 +107,9 @@ class _Writer:
                     "body": self.w(x.body), "attrs": self.w(x.attrs)}
         if isinstance(x, IRModule):
             return {"type": "IRModule", "functions": [[k, self.w(f)] for k, f in x.functions.items()]}
+        for name, (cls, write, _) in _CUSTOM.items():
+            if type(x) is cls:
+                return {"type": name, "value": write(x, self)}
         raise JSONError(f"save_json: cannot write a {type(x).__name__} ({x!r:.80})")
 
 
@@ -155,6 +164,8 @@ class _Reader:
             return PrimFunc(d["name"], params, bmap, self.r(d["body"]), self.r(d["attrs"]))
         if t == "IRModule":
             return IRModule({k: self.r(f) for k, f in d["functions"]})
+        if t in _CUSTOM:
+            return _CUSTOM[t][2](d["value"], self)
         cls = _TYPES.get(t)
         if cls is None:
             raise JSONError(f"load_json: unknown node type {t!r}")

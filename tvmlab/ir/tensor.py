@@ -44,6 +44,10 @@ class IterVar(ExprOp):
     """
     __slots__ = ("dom", "var", "iter_type", "thread_tag")
     DATA_PAR, REDUCE, THREAD, OPAQUE = "data_par", "reduce", "thread", "opaque"
+    # TVM's IterVarType codes (``tvm.te.schedule.IterVar.Unrolled``, ...), as
+    # ``stage.iter_var_attrs[iv].iter_type`` reports them.
+    DataPar, ThreadIndex, CommReduce, Ordered, DimInfo = 0, 1, 2, 3, 4
+    Unrolled, Vectorized, Parallelized, Tensorized = 5, 6, 7, 8
 
     def __init__(self, dom, var, iter_type="data_par", thread_tag=""):
         self.dom = dom

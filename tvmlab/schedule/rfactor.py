@@ -49,7 +49,8 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     cf_axis = data[:factor_axis] + [fax] + data[factor_axis:]
     # The other reduction leaves keep their variables (as in TVM), so the
     # axes the user holds (k.inner after a split) still name them.
-    new_red = {iv: IterVar(Range(_op.const(0), dom[iv].extent), iv.var, IterVar.REDUCE)
+    new_red = {iv: iv if any(iv is r for r in red_roots) else
+               IterVar(Range(_op.const(0), dom[iv].extent), iv.var, IterVar.REDUCE)
                for iv in red_leaves if iv is not ax}
     leaf_vals = {iv: iv.var for iv in st.leaf_iter_vars}
     leaf_vals[ax] = fax.var
@@ -68,7 +69,11 @@ def rfactor(sch, tensor, axis, factor_axis=0):
         cond = g if cond is None else _op.logical_and(cond, g)
     where = substitute(r0.condition, vmap)
     cond = where if cond is None else _op.logical_and(cond, where)
-    axes = tuple(new_red[iv] for iv in red_leaves if iv is not ax)
+    # As in TVM: reduction axes rfactor leaves untouched (never split) come
+    # first and are the same IterVars; then the other leaves, keeping their variables.
+    kept = [iv for iv in red_leaves if iv is not ax and any(iv is r for r in red_roots)]
+    axes = tuple(kept) + tuple(new_red[iv] for iv in red_leaves
+                               if iv is not ax and not any(iv is k for k in kept))
     srcs = tuple(substitute(s, vmap) for s in r0.source)
     if not axes:
         raise ScheduleError(f"rfactor of {st.name}: {ax.var.name} is the only reduction axis; "

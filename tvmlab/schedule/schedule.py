@@ -242,6 +242,12 @@ class Schedule:
     def __repr__(self):
         return f"Schedule(stages=[{', '.join(self.stage_key(s) for s in self.stages)}])"
 
+    def __reduce__(self):
+        """Pickled as its JSON (output operations and trace), as TVM pickles through save_json."""
+        from ..ir.serialize import save_json
+        from .json_io import restore
+        return (restore, (save_json(self),))
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
         from ..widgets.repr import mimebundle

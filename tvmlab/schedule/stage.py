@@ -28,6 +28,25 @@ class IterVarAttr:
     dim_align: tuple = ()               # (factor, offset) of storage_align
     prefetch: tuple = ()                # ((tensor, offset), ...) of prefetch
 
+    # TVM's spelling of the same: iter_type codes, pragma keys and values
+    @property
+    def iter_type(self):
+        from ..ir.tensor import IterVar as IV
+        codes = {"unrolled": IV.Unrolled, "vectorized": IV.Vectorized,
+                 "parallel": IV.Parallelized, "tensorized": IV.Tensorized}
+        if self.tensor_intrin is not None:
+            return IV.Tensorized
+        return codes.get(self.kind, IV.DataPar)
+
+    @property
+    def pragma_keys(self):
+        from ..ir.expr import StringImm
+        return [StringImm(k) for k, _ in self.pragmas]
+
+    @property
+    def pragma_values(self):
+        return [v for _, v in self.pragmas]
+
 
 class Stage:
     """The schedule of one operation (``s[C]``)."""
@@ -351,13 +370,6 @@ class Stage:
             self.iter_var_attrs[iv] = replace(cur, pragmas=prs)
             self._record("pragma", axis=iv, pragma_type=pragma_type, pragma_value=pragma_value)
 
-    def tensorize(self, var, tensor_intrin):
-        """Compute the loops from ``var`` inward with ``tensor_intrin`` (te.decl_tensor_intrin)."""
-        from .tensorize import apply
-        apply(self, var, tensor_intrin)
-
-    def compute_at(self, parent, scope):
-        """Compute this stage inside loop ``scope`` of its consumer stage ``parent``."""
     def storage_align(self, axis, factor, offset):
         """Pad the stride of ``axis``'s dimension in storage to ``k * factor + offset``.
 
@@ -376,6 +388,13 @@ class Stage:
         from .features import prefetch
         prefetch(self, tensor, var, offset)
 
+    def tensorize(self, var, tensor_intrin):
+        """Compute the loops from ``var`` inward with ``tensor_intrin`` (te.decl_tensor_intrin)."""
+        from .tensorize import apply
+        apply(self, var, tensor_intrin)
+
+    def compute_at(self, parent, scope):
+        """Compute this stage inside loop ``scope`` of its consumer stage ``parent``."""
         with self._txn():
             self._check_compute("compute_at")
             sch = self.schedule
