@@ -25,6 +25,11 @@ import numpy as np
 
 from ..errors import TVMLabError
 from ..ir import dtype as dt
+from .device import cpu
+from .ndarray import NDArray
+from .registry import get_global_func
+
+_CPU = cpu(0)
 
 SYMBOL = "tvmlab_packed_call"
 
@@ -55,20 +60,31 @@ def site_of(site):
     return _SITES[site]
 
 
+class _Memory:
+    """Memory at an address, described to numpy through the array interface (no copy, no ctypes type)."""
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, addr, typestr, shape, strides):
+        self.__array_interface__ = {"data": (addr, False), "shape": shape, "typestr": typestr,
+                                    "strides": strides, "version": 3}
+
+
+_TYPESTR = {}
+
+
 def _view(addr, dtype, shape, strides):
     """An NDArray on the memory at ``addr`` (no copy)."""
-    from .device import cpu
-    from .ndarray import NDArray
-    np_dtype = np.dtype(dt.to_numpy(dtype))
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if count == 0:
-        arr = np.empty(shape, np_dtype)
-    else:
-        span = (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * np_dtype.itemsize
-        raw = (ctypes.c_char * span).from_address(addr)
-        arr = np.ndarray(shape, dtype=np_dtype, buffer=raw,
-                         strides=tuple(s * np_dtype.itemsize for s in strides))
-    return NDArray(arr, cpu(0))
+    info = _TYPESTR.get(dtype)
+    if info is None:
+        np_dtype = np.dtype(dt.to_numpy(dtype))
+        info = _TYPESTR[dtype] = (np_dtype, np_dtype.str, np_dtype.itemsize, np_dtype.name)
+    np_dtype, typestr, size, name = info
+    if 0 in shape or not addr:
+        return NDArray(np.empty(shape, np_dtype), _CPU)
+    arr = np.asarray(_Memory(addr, typestr, shape, tuple(s * size for s in strides)))
+    out = NDArray.__new__(NDArray)       # NDArray's fields, without re-reading what we know
+    out._arr, out._device, out._ptr, out._dtype = arr, _CPU, addr, name
+    return out
 
 
 def decode(site, values):
@@ -107,7 +123,6 @@ _BUILTIN = {"tvm.contrib.cblas.": "tvmlab.contrib.cblas"}
 
 def lookup(name):
     """The function registered as ``name``, loading tvmlab's built-in ones on demand; None if missing."""
-    from .registry import get_global_func
     fn = get_global_func(name, allow_missing=True)
     if fn is None:
         for prefix, module in _BUILTIN.items():
