@@ -1,0 +1,303 @@
+"""relay.build + the graph executor against numpy: every operator, small networks, export/load, clear errors."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import relay_ref as ref
+import tvmlab as tvm
+from tvmlab import relay
+from tvmlab.contrib import graph_executor
+
+
+def poison_graph(m):
+    """NaN in every tensor a kernel writes, so a kernel that skips an element is caught."""
+    ex = m.module
+    for nid, node in enumerate(ex.nodes):
+        if node["op"] == "tvm_op":
+            for k in range(int(node["attrs"]["num_outputs"])):
+                arr = ex.entries[ex.row_ptr[nid] + k]._arr
+                if arr.dtype.kind == "f":
+                    arr[...] = np.nan
+
+
+def compile_run(expr_or_func, inputs, params=None, opt_level=3):
+    f = expr_or_func if isinstance(expr_or_func, relay.Function) else \
+        relay.Function(relay.analysis.free_vars(expr_or_func), expr_or_func)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm", params=params)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    poison_graph(m)
+    m.set_input(**inputs)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())], lib
+
+
+def rand(rng, *shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype("float32")
+
+
+UNARY = [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("rsqrt", lambda x: 1 / np.sqrt(x)),
+         ("sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("tanh", np.tanh), ("negative", np.negative),
+         ("abs", np.abs), ("floor", np.floor), ("ceil", np.ceil)]
+BINARY = [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),
+          ("power", np.power), ("maximum", np.maximum), ("minimum", np.minimum)]
+
+
+def test_elementwise_and_broadcast_ops(rng):
+    x = relay.var("x", shape=(3, 1, 5))
+    y = relay.var("y", shape=(4, 1))
+    xv, yv = rand(rng, 3, 1, 5, lo=0.5, hi=2), rand(rng, 4, 1, lo=0.5, hi=2)
+    outs = [getattr(relay, n)(x) for n, _ in UNARY] + [getattr(relay, n)(x, y) for n, _ in BINARY]
+    outs += [relay.clip(x, 0.8, 1.5), relay.nn.relu(x - relay.const(1.0)), relay.nn.leaky_relu(x - relay.const(1.0), 0.2)]
+    got, _ = compile_run(relay.Tuple(outs), {"x": xv, "y": yv})
+    want = [f(xv) for _, f in UNARY] + [f(xv, yv) for _, f in BINARY]
+    want += [np.clip(xv, 0.8, 1.5), np.maximum(xv - 1, 0), np.where(xv > 1, xv - 1, 0.2 * (xv - 1))]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_reductions_and_layout_ops(rng):
+    xv = rand(rng, 2, 3, 5, 4)
+    x = relay.var("x", shape=xv.shape)
+    idx = np.array([[3, 0], [-1, 2]], "int32")
+    outs = [relay.sum(x, axis=(1, 3)), relay.mean(x, axis=2, keepdims=True), relay.max(x, axis=0),
+            relay.min(x, axis=None), relay.reshape(x, (0, -1, 4)), relay.transpose(x, (3, 1, 0, 2)),
+            relay.squeeze(relay.expand_dims(x, 1), [1]), relay.strided_slice(x, [1, 0, 4], [2, 3, 0], [1, 2, -2]),
+            relay.take(x, relay.const(idx), axis=2), relay.tile(x, (1, 2, 1, 1)),
+            relay.nn.pad(x, ((0, 0), (1, 0), (2, 1), (0, 3)), pad_value=0.5),
+            relay.concatenate([x, relay.exp(x)], axis=3), relay.nn.batch_flatten(x),
+            relay.split(x, [1, 4], axis=2)[1], relay.broadcast_to(relay.sum(x, 1, keepdims=True), (2, 3, 5, 4))]
+    got, _ = compile_run(relay.Tuple(outs), {"x": xv})
+    want = [xv.sum((1, 3)), xv.mean(2, keepdims=True), xv.max(0), xv.min(), xv.reshape(2, -1, 4),
+            xv.transpose(3, 1, 0, 2), xv, xv[1:2, 0:3:2, 4:0:-2], np.take(xv, np.where(idx < 0, idx + 5, idx), axis=2),
+            np.tile(xv, (1, 2, 1, 1)), np.pad(xv, ((0, 0), (1, 0), (2, 1), (0, 3)), constant_values=0.5),
+            np.concatenate([xv, np.exp(xv)], 3), xv.reshape(2, -1), xv[:, :, 1:4],
+            np.broadcast_to(xv.sum(1, keepdims=True), xv.shape)]
+    for k, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"output {k}")
+
+
+@pytest.mark.parametrize("stride, pad, dilation, groups", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), 1), ((2, 2), (1, 0, 2, 1), (1, 1), 1), ((1, 2), (0, 0, 0, 0), (2, 1), 1),
+    ((1, 1), (1, 1, 1, 1), (1, 1), 6), ((2, 1), (1, 1, 1, 1), (1, 1), 2)])
+def test_conv2d_variants(rng, stride, pad, dilation, groups):
+    xv = rand(rng, 2, 6, 9, 7)
+    wv = rand(rng, 12, 6 // groups, 3, 3)
+    x, w = relay.var("x", shape=xv.shape), relay.var("w", shape=wv.shape)
+    y = relay.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dilation, groups=groups)
+    for level in (0, 3):
+        got, _ = compile_run(y, {"x": xv}, {"w": wv}, opt_level=level)
+        np.testing.assert_allclose(got[0], ref.conv2d(xv, wv, stride, pad, dilation, groups), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_transpose(rng):
+    xv, wv = rand(rng, 1, 4, 5, 6), rand(rng, 4, 3, 3, 3)
+    x, w = relay.var("x", shape=xv.shape), relay.var("w", shape=wv.shape)
+    y = relay.nn.conv2d_transpose(x, w, strides=(2, 2), padding=(1, 1), output_padding=(1, 0))
+    got, _ = compile_run(y, {"x": xv, "w": wv})
+    np.testing.assert_allclose(got[0], ref.conv2d_transpose(xv, wv, (2, 2), (1, 1, 1, 1), (1, 0)), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_pools(rng):
+    xv = rand(rng, 1, 3, 7, 8)
+    x = relay.var("x", shape=xv.shape)
+    outs = [relay.nn.max_pool2d(x, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True),
+            relay.nn.avg_pool2d(x, (3, 2), (2, 2), padding=(1, 0, 1, 1), count_include_pad=True),
+            relay.nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True),
+            relay.nn.global_avg_pool2d(x), relay.nn.global_max_pool2d(x)]
+    got, _ = compile_run(relay.Tuple(outs), {"x": xv})
+    want = [ref.pool2d(xv, "max", (3, 3), (2, 2), (1, 1, 1, 1), ceil_mode=True),
+            ref.pool2d(xv, "avg", (3, 2), (2, 2), (1, 0, 1, 1), count_include_pad=True),
+            ref.pool2d(xv, "avg", (3, 3), (2, 2), (1, 1, 1, 1), ceil_mode=True),
+            xv.mean((2, 3), keepdims=True), xv.max((2, 3), keepdims=True)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_normalisations_and_softmax(rng):
+    xv = rand(rng, 2, 6, 3, 4)
+    g, b, a = rand(rng, 6, lo=0.5, hi=1.5), rand(rng, 6), rand(rng, 6)
+    x = relay.var("x", shape=xv.shape)
+    outs = [relay.nn.softmax(x, axis=1), relay.nn.log_softmax(x), relay.nn.lrn(x, size=3, alpha=0.5, beta=0.75, bias=2.0),
+            relay.nn.instance_norm(x, relay.const(g), relay.const(b), epsilon=1e-3),
+            relay.nn.prelu(x, relay.const(a))]
+    got, _ = compile_run(relay.Tuple(outs), {"x": xv})
+    sq = np.pad(xv ** 2, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    win = sq[:, 0:6] + sq[:, 1:7] + sq[:, 2:8]
+    mu = xv.mean((2, 3), keepdims=True)
+    var = xv.var((2, 3), keepdims=True)
+    want = [ref.softmax(xv, 1), np.log(ref.softmax(xv, -1)), xv / (2.0 + 0.5 / 3 * win) ** 0.75,
+            (xv - mu) / np.sqrt(var + 1e-3) * g.reshape(1, 6, 1, 1) + b.reshape(1, 6, 1, 1),
+            np.where(xv > 0, xv, xv * a.reshape(1, 6, 1, 1))]
+    for k, (gg, w) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(gg, w, rtol=1e-4, atol=1e-5, err_msg=f"output {k}")
+
+
+def test_matmuls(rng):
+    av, bv, cv = rand(rng, 3, 10), rand(rng, 10, 7), rand(rng, 2, 3, 10)
+    a, b, c = (relay.var(n, shape=v.shape) for n, v in (("a", av), ("b", bv), ("c", cv)))
+    outs = [relay.nn.matmul(a, b), relay.nn.matmul(b, a, transpose_a=True, transpose_b=True),
+            relay.nn.batch_matmul(c, relay.expand_dims(relay.transpose(b), 0)),
+            relay.nn.dense(c, relay.transpose(b)), relay.nn.batch_matmul(c, c, transpose_b=False, transpose_a=True)]
+    got, _ = compile_run(relay.Tuple(outs), {"a": av, "b": bv, "c": cv})
+    want = [av @ bv, (av @ bv).T, cv @ bv, cv @ bv, None]
+    want[4] = np.einsum("bki,bkj->bij", cv, cv)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_mlp(rng):
+    xv = rand(rng, 4, 20)
+    w1, b1, w2, b2 = rand(rng, 33, 20), rand(rng, 33), rand(rng, 10, 33), rand(rng, 10)
+    x = relay.var("x", shape=(4, 20))
+    p = {n: relay.var(n, shape=v.shape) for n, v in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))}
+    h = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, p["w1"]), p["b1"]))
+    y = relay.nn.softmax(relay.nn.bias_add(relay.nn.dense(h, p["w2"]), p["b2"]))
+    got, lib = compile_run(y, {"x": xv}, {"w1": w1, "b1": b1, "w2": w2, "b2": b2})
+    want = ref.softmax(np.maximum(xv @ w1.T + b1, 0) @ w2.T + b2)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-6)
+    assert set(lib.get_params()) == {"p0", "p1", "p2", "p3"}
+
+
+def residual_block(rng, c=16):
+    x = relay.var("data", shape=(1, c, 10, 10))
+    params = {}
+
+    def conv_bn(inp, name, k, cin, cout):
+        params[name + "_w"] = rand(rng, cout, cin, k, k) * 0.3
+        for s, lo, hi in (("_g", 0.5, 1.5), ("_b", -0.5, 0.5), ("_m", -0.5, 0.5), ("_v", 0.5, 1.5)):
+            params[name + s] = rand(rng, cout, lo=lo, hi=hi)
+        y = relay.nn.conv2d(inp, relay.var(name + "_w", shape=(cout, cin, k, k)), padding=(k // 2, k // 2))
+        return relay.nn.batch_norm(y, *[relay.var(name + s, shape=(cout,)) for s in ("_g", "_b", "_m", "_v")])[0]
+    y = relay.nn.relu(conv_bn(x, "c1", 3, c, c))
+    y = conv_bn(y, "c2", 3, c, c)
+    out = relay.nn.relu(relay.add(y, x))
+    return relay.Function(relay.analysis.free_vars(out), out), params
+
+
+def residual_ref(xv, p):
+    def cb(inp, n, k):
+        return ref.batch_norm(ref.conv2d(inp, p[n + "_w"], pad=(k // 2,) * 4), p[n + "_g"], p[n + "_b"],
+                              p[n + "_m"], p[n + "_v"])
+    y = np.maximum(cb(xv, "c1", 3), 0)
+    return np.maximum(cb(y, "c2", 3) + xv, 0)
+
+
+def test_residual_block_with_and_without_optimisation(rng):
+    f, params = residual_block(rng)
+    xv = rand(rng, 1, 16, 10, 10)
+    want = residual_ref(xv, params)
+    for level in (0, 1, 3):
+        got, lib = compile_run(f, {"data": xv}, params, opt_level=level)
+        np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4, err_msg=f"opt_level={level}")
+    text = str(lib.ir_mod)
+    assert "nn.contrib_conv2d_NCHWc" in text and "nn.batch_norm" not in text
+    assert lib.memory_plan["planned_bytes"] < lib.memory_plan["unplanned_bytes"]
+
+
+def test_inception_style_concat_block(rng):
+    xv = rand(rng, 1, 8, 6, 6)
+    x = relay.var("x", shape=xv.shape)
+    w1, w3, wp = rand(rng, 4, 8, 1, 1), rand(rng, 6, 8, 3, 3), rand(rng, 5, 8, 1, 1)
+    b1 = relay.nn.relu(relay.nn.conv2d(x, relay.const(w1)))
+    b3 = relay.nn.relu(relay.nn.conv2d(x, relay.const(w3), padding=(1, 1)))
+    bp = relay.nn.conv2d(relay.nn.avg_pool2d(x, (3, 3), (1, 1), padding=(1, 1)), relay.const(wp))
+    y = relay.concatenate([b1, b3, bp], axis=1)
+    got, _ = compile_run(relay.Function([x], y), {"x": xv})
+    pool = ref.pool2d(xv, "avg", (3, 3), (1, 1), (1, 1, 1, 1))
+    want = np.concatenate([np.maximum(ref.conv2d(xv, w1), 0), np.maximum(ref.conv2d(xv, w3, pad=(1, 1, 1, 1)), 0),
+                           ref.conv2d(pool, wp)], axis=1)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_identical_groups_share_one_function(rng):
+    x = relay.var("x", shape=(4, 8))
+    y = relay.exp(relay.negative(x))
+    z = relay.exp(relay.negative(relay.nn.softmax(y)))
+    got, lib = compile_run(z, {"x": rand(rng, 4, 8)})
+    assert sorted(lib.lowered.functions) == ["fused_negative_exp", "fused_nn_softmax"]
+    assert len(lib.lowered.functions) == 2
+
+
+def test_graph_executor_api_and_errors(rng):
+    f, params = residual_block(rng, c=4)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm", params=params)
+    import json
+    g = json.loads(lib.get_graph_json())
+    assert {"nodes", "arg_nodes", "heads", "node_row_ptr", "attrs"} <= set(g)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rand(rng, 1, 4, 10, 10)
+    m.set_input(0, xv)
+    np.testing.assert_array_equal(m.get_input("data").numpy(), xv)
+    m.run()
+    out = tvm.nd.empty((1, 4, 10, 10), "float32")
+    m.get_output(0, out)
+    np.testing.assert_allclose(out.numpy(), residual_ref(xv, params), rtol=1e-4, atol=1e-4)
+    assert m.get_num_outputs() == 1
+    with pytest.raises(tvm.TVMLabError, match="input 'data': expected dtype float32, got float64"):
+        m.set_input("data", xv.astype("float64"))
+    with pytest.raises(tvm.TVMLabError, match=r"input 'data': expected shape \(1, 4, 10, 10\), got \(4, 10, 10\)"):
+        m.set_input("data", xv[0])
+    with pytest.raises(tvm.TVMLabError, match="no input 'image'; inputs: data"):
+        m.set_input("image", xv)
+    with pytest.raises(tvm.TVMLabError, match="input index 9 is out of range"):
+        m.set_input(9, xv)
+    with pytest.raises(tvm.TVMLabError, match="output index 1 is out of range"):
+        m.get_output(1)
+    res = m.benchmark(tvm.cpu(0), number=1, repeat=2)
+    assert len(res.results) == 2 and res.mean > 0
+    m2 = graph_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cpu(0))
+    m2.set_input("data", xv, **{k: v for k, v in lib.get_params().items()})
+    m2.run()
+    np.testing.assert_allclose(m2.get_output(0).numpy(), out.numpy())
+
+
+def test_build_errors():
+    x = relay.var("x", shape=(2, 3))
+    f = relay.Function([x, relay.var("w", shape=(3,))], relay.add(x, relay.var("w", shape=(3,))))
+    with pytest.raises(tvm.TVMLabError, match=r"param 'w': expected float32\[3\], got float32\[4\]"):
+        relay.build(tvm.IRModule.from_expr(relay.Function([x, f.params[1]], relay.add(x, f.params[1]))),
+                    params={"w": np.ones(4, "float32")})
+    with pytest.raises(tvm.TVMLabError, match="compiles graphs for target 'llvm'"):
+        relay.build(tvm.IRModule.from_expr(relay.exp(x)), target="cuda")
+    with pytest.raises(tvm.TVMLabError, match="relay.build expects an IRModule"):
+        relay.build(relay.exp(x))
+    with pytest.raises(relay.TypeInferenceError, match="nn.dense"):
+        relay.build(tvm.IRModule.from_expr(relay.nn.dense(x, relay.var("w", shape=(4, 5)))))
+
+
+def test_export_and_load_in_a_fresh_process(rng, tmp_path):
+    f, params = residual_block(rng, c=4)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm", params=params)
+    path = tmp_path / "model.so"
+    lib.export_library(str(path))
+    xv = rand(rng, 1, 4, 10, 10)
+    np.save(tmp_path / "x.npy", xv)
+    code = (
+        "import numpy as np, tvmlab as tvm, sys\n"
+        "from tvmlab.contrib import graph_executor\n"
+        f"lib = tvm.runtime.load_module({str(path)!r})\n"
+        "m = graph_executor.GraphModule(lib['default'](tvm.cpu(0)))\n"
+        f"m.set_input('data', np.load({str(tmp_path / 'x.npy')!r})); m.run()\n"
+        f"np.save({str(tmp_path / 'y.npy')!r}, m.get_output(0).numpy())\n"
+        "assert 'tvmlab.relay' not in sys.modules, 'loading a model must not need the compiler'\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), residual_ref(xv, params), rtol=1e-4, atol=1e-4)
+
+
+def test_unbound_params_are_inputs(rng):
+    xv, wv = rand(rng, 2, 5), rand(rng, 3, 5)
+    x, w = relay.var("x", shape=(2, 5)), relay.var("w", shape=(3, 5))
+    got, lib = compile_run(relay.nn.dense(x, w), {"x": xv, "w": wv})
+    np.testing.assert_allclose(got[0], xv @ wv.T, rtol=1e-5)
+    assert lib.get_params() == {}
