@@ -611,3 +611,35 @@ def test_rfactor_axes_as_in_tvm():
     assert BF.shape[0] is n and BF.shape[1].value == 4
     assert BF.op.body[0].axis[0] is k2 and BF.op.body[0].axis[1].var is ko.var
     assert s[B].op.body[0].axis[0].dom.extent.value == 4
+
+
+def test_arith_analyzer_stmt_functor_and_range():
+    x = te.var("x")
+    ana = tvm.arith.Analyzer()
+    ana.bind(x, tvm.ir.Range(0, 8))
+    assert int(ana.simplify(x // 8)) == 0 and int(ana.canonical_simplify(x % 8 - x)) == 0
+    b = ana.const_int_bound(x + 1)
+    assert (b.min_value, b.max_value) == (1, 8)
+    assert ana.const_int_bound(te.var("y")).max_value == tvm.arith.ConstIntBound.POS_INF
+    r = tvm.ir.Range(2, 8)
+    assert isinstance(r, tvm.ir.Range) and int(r.min) == 2 and int(r.extent) == 6
+    assert int(tvm.ir.Range(5).extent) == 5
+    n = 16
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], 4)
+    body = tvm.lower(s, [A, B])["main"].body
+    loops = []
+    tvm.tir.stmt_functor.post_order_visit(body, lambda nd: loops.append(nd.loop_var.name)
+                                          if isinstance(nd, tvm.tir.For) else None)
+    assert loops == ["i.inner", "i.outer"]
+    out = tvm.tir.stmt_functor.ir_transform(
+        body, None, lambda nd: tvm.tir.For(nd.loop_var, nd.min, nd.extent, "unrolled", nd.body),
+        ["tir.For"])
+    kinds = []
+    tvm.tir.stmt_functor.post_order_visit(out, lambda nd: kinds.append(nd.kind)
+                                          if isinstance(nd, tvm.tir.For) else None)
+    assert kinds == ["unrolled", "unrolled"]
+    with pytest.raises(LoweringError, match="callback returned"):
+        tvm.tir.stmt_functor.ir_transform(body, lambda nd: object(), None)

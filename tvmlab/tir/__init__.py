@@ -16,3 +16,5 @@ from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering pas
 from ..ir.buffer import decl_buffer  # noqa: F401,E402
 from ..ir.extern import call_packed  # noqa: F401,E402
 from . import ir_builder  # noqa: F401,E402  (tvm.tir.ir_builder.create())
+from . import stmt_functor  # noqa: F401,E402  (tvm.tir.stmt_functor: post_order_visit, ir_transform)
+from ..ir.tensor import IterVar  # noqa: F401,E402
