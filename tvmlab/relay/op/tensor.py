@@ -5,6 +5,8 @@ relation and its TE compute, registered together.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ... import te
@@ -456,7 +458,7 @@ def strided_slice(data, begin, end, strides=None, axes=None, slice_mode="end"):
     big = 2 ** 31 - 1
 
     def ints(v):
-        return None if v is None else [int(x) if int(x) < big else big for x in v]  # (min is relay.min here)
+        return None if v is None else [builtins.min(int(x), big) for x in v]
     return make_call("strided_slice", [data], begin=ints(begin), end=ints(end), strides=ints(strides),
                      axes=ints(axes))
 
@@ -516,7 +518,7 @@ def _tile_rel(types, attrs):
     reps = list(attrs.reps)
     if any(r < 1 for r in reps):
         raise TypeInferenceError(f"tile: reps must be >= 1, got {reps}")
-    n = len(reps) if len(reps) > len(t.shape) else len(t.shape)  # (max is relay.max here)
+    n = builtins.max(len(reps), len(t.shape))
     shape = (1,) * (n - len(t.shape)) + t.shape
     reps = [1] * (n - len(reps)) + reps
     return TensorType([s * r for s, r in zip(shape, reps)], t.dtype)
