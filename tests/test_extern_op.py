@@ -310,3 +310,117 @@ def test_gpu_extern_with_thread_extent_compiles():
         c = tvm.nd.array(np.full(nn, np.nan, "float32"), tvm.cuda(0))
         f(tvm.nd.array(a, tvm.cuda(0)), c)
         np.testing.assert_allclose(c.numpy(), a + 1, rtol=1e-6)
+
+
+# ------------------------------------------------------------ while loops
+def _collatz_steps(x):
+    steps = 0
+    while x != 1:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+    return steps
+
+
+def test_while_loop_collatz_in_a_parallel_loop():
+    n = 40
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        c = ib.buffer_ptr(outs[0])
+        with ib.for_range(0, n, name="k", kind="parallel") as k:
+            steps = ib.allocate("int32", (1,), name="steps", scope="local")
+            a = ib.allocate("int32", (1,), name="a", scope="local")
+            steps[0] = 0
+            a[0] = k + 1
+            with ib.while_loop(a[0] != 1):
+                with ib.if_scope(tvm.tir.floormod(a[0], 2) == 0):
+                    a[0] = a[0] // 2
+                with ib.else_scope():
+                    a[0] = 3 * a[0] + 1
+                steps[0] += 1
+            c[k] = steps[0]
+        return ib.get()
+    C = te.extern((n,), [], gen, name="collatz", dtype="int32")
+    s = te.create_schedule(C.op)
+    assert "while a[0] != 1" in str(tvm.lower(s, [C], simple_mode=True))
+    f = tvm.build(s, [C])
+    c = tvm.nd.array(np.full(n, -7, "int32"))
+    f(c)
+    np.testing.assert_array_equal(c.numpy(), [_collatz_steps(k + 1) for k in range(n)])
+
+
+def test_while_loop_binary_search_and_vectorized_body(rng):
+    n, m = 50, 33
+    A = te.placeholder((n,), name="A")           # sorted keys
+    B = te.placeholder((m,), name="B")           # queries
+
+    def search(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(ins[1]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, m, name="q") as q:
+            lo = ib.allocate("int32", (1,), name="lo", scope="local")
+            hi = ib.allocate("int32", (1,), name="hi", scope="local")
+            lo[0], hi[0] = 0, n
+            with ib.while_loop(lo[0] < hi[0]):
+                mid = lo[0] + ((hi[0] - lo[0]) >> 1)
+                with ib.if_scope(a[mid] < b[q]):
+                    lo[0] = mid + 1
+                with ib.else_scope():
+                    hi[0] = mid
+            c[q] = lo[0]
+        return ib.get()
+
+    def repeat_add(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        it = ib.allocate("int32", (1,), name="it", scope="local")
+        it[0] = 0
+        with ib.for_range(0, n, name="j") as j:
+            c[j] = 0.0
+        with ib.while_loop(it[0] < 10):
+            with ib.for_range(0, n, name="j", kind="vectorize") as j:
+                c[j] += a[j] * 0.5
+            it[0] += 1
+        return ib.get()
+    C = te.extern((m,), [A, B], search, name="C", dtype="int32")
+    D = te.extern((n,), [A], repeat_add, name="D")
+    s = te.create_schedule([C.op, D.op])
+    f = tvm.build(s, [A, B, C, D])
+    a = np.sort(rng.random(n)).astype("float32")
+    b = rng.random(m).astype("float32")
+    c, d = tvm.nd.array(np.full(m, -1, "int32")), _nan(n)
+    f(tvm.nd.array(a), tvm.nd.array(b), c, d)
+    np.testing.assert_array_equal(c.numpy(), np.searchsorted(a, b))
+    np.testing.assert_allclose(d.numpy(), 5 * a, rtol=1e-5)
+    with pytest.raises(DSLError, match="scalar bool"):
+        tvm.tir.ir_builder.create().while_loop(tvm.tir.const(1))
+
+
+def test_gpu_while_loop_compiles():
+    n = 64
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        bx, tx = te.thread_axis("blockIdx.x"), te.thread_axis("threadIdx.x")
+        ib.scope_attr(bx, "thread_extent", n // 32)
+        ib.scope_attr(tx, "thread_extent", 32)
+        k = bx.var * 32 + tx.var
+        c = ib.buffer_ptr(outs[0])
+        a = ib.allocate("int32", (1,), name="a", scope="local")
+        steps = ib.allocate("int32", (1,), name="steps", scope="local")
+        a[0], steps[0] = k + 1, 0
+        with ib.while_loop(a[0] != 1):
+            with ib.if_scope(tvm.tir.floormod(a[0], 2) == 0):
+                a[0] = a[0] // 2
+            with ib.else_scope():
+                a[0] = 3 * a[0] + 1
+            steps[0] += 1
+        c[k] = steps[0]
+        return ib.get()
+    C = te.extern((n,), [], gen, name="collatz", dtype="int32")
+    f = tvm.build(te.create_schedule(C.op), [C], "cuda")
+    assert "while (" in f.imported_modules[0].get_source()
+    if tvm.cuda(0).exist:
+        c = tvm.nd.array(np.full(n, -7, "int32"), tvm.cuda(0))
+        f(c)
+        np.testing.assert_array_equal(c.numpy(), [_collatz_steps(k + 1) for k in range(n)])

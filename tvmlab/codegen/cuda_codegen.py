@@ -153,6 +153,13 @@ class CodeGenCUDA:
             self.indent -= 1
         self.emit("}")
 
+    def s_While(self, s):
+        self.emit(f"while ({_strip(self.expr(s.condition))}) {{")
+        self.indent += 1
+        self.stmt(s.body)
+        self.indent -= 1
+        self.emit("}")
+
     def s_Allocate(self, s):
         t = ctype(s.dtype, f"buffer {s.buffer_var.name}")
         count = s.extents[0]

@@ -153,6 +153,21 @@ class StmtMixin:
             bl.br(done)
         bl.position(done)
 
+    def _s_While(self, s):
+        bl = self.b
+        head, body, done = bl.new_block("while"), bl.new_block("while_body"), bl.new_block("while_end")
+        bl.br(head)
+        bl.position(head)
+        c = self.as_i1(self.expr(s.condition), s.condition.dtype)
+        if L.lanes(c.ty) != 1:
+            raise BuildError(f"{self.func_name}: a while loop needs a scalar condition, got {s.condition.dtype} "
+                             "(a while loop cannot be vectorized)")
+        bl.cbr(c, body, done)
+        bl.position(body)
+        self.stmt(s.body)
+        bl.br(head)
+        bl.position(done)
+
     def _s_ProducerStore(self, s):
         raise BuildError(f"{self.func_name}: found a tensor write {s.producer.name}[...] = ... (AST2); "
                          "the llvm target needs AST3: lower the function first")

@@ -229,6 +229,10 @@ class Printer:
     def stmt_Evaluate(self, s):
         self.line(f"T.evaluate({self.expr(s.value)})")
 
+    def stmt_While(self, s):
+        self.line(f"while {self.expr(s.condition)}:")
+        self.block(s.body)
+
 
 def reducer_name(c):
     """'sum', 'max', 'min' or 'prod' when the combiner is a standard one, else None."""

@@ -117,6 +117,13 @@ class Evaluate(Stmt):
     value: Any
 
 
+@node
+class While(Stmt):
+    """Run ``body`` while ``condition`` holds (re-evaluated before each iteration; ir_builder's while_loop)."""
+    condition: Any
+    body: Stmt
+
+
 def seq(*stmts):
     """Flatten nested sequences and drop no-ops; returns one Stmt."""
     out = []

@@ -23,7 +23,7 @@ from ..ir import op as _op
 from ..ir.buffer import flat_index
 from ..ir.expr import Call, Expr, Load, Ramp, Var
 from ..ir.function import Buffer
-from ..ir.stmt import Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, Stmt, Store, seq
+from ..ir.stmt import Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, Stmt, Store, While, seq
 
 _KINDS = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "vectorized": "vectorized",
           "unroll": "unrolled", "unrolled": "unrolled"}
@@ -162,8 +162,12 @@ class IRBuilder:
         return WithScope(loop_var, exit_cb)
 
     def while_loop(self, condition):
-        raise DSLError("ib.while_loop is not supported: the IR has no While statement; use for_range with "
-                       "if_scope")
+        """``with ib.while_loop(cond):`` repeat the block while ``cond`` (re-read each time) holds."""
+        cond = _op.convert(condition)
+        if not dt.is_bool(cond.dtype) or dt.lanes(cond.dtype) != 1:
+            raise DSLError(f"while_loop: the condition must be a scalar bool, got {cond} ({cond.dtype})")
+        self._seq_stack.append([])
+        return WithScope(None, lambda: self.emit(While(cond, self._pop_seq())))
 
     def if_scope(self, cond):
         """``with ib.if_scope(cond):`` statements run when ``cond`` holds."""
