@@ -24,6 +24,8 @@ EXPECTED = [
     "04_gpu_cuda.ipynb",
     "05_opengl.ipynb",
     "06_reductions_rfactor.ipynb",
+    "08_graph_fusion.ipynb",
+    "09_why_is_it_slow.ipynb",
 ]
 CELL_TIMEOUT_S = 180
 

@@ -215,6 +215,8 @@ def _measure_steps(ops, args, steps, target, workload):
 
 
 def main():
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # a notebook interrupt is for the kernel; EOF ends us
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)                      # stray prints go to stderr, never into the pickle stream
     inp = sys.stdin.buffer
