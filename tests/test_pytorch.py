@@ -1,0 +1,105 @@
+"""relay.frontend.from_pytorch on torch.jit.trace-d modules, against torch itself.
+
+torch is optional: without it these tests skip (torch is not a dependency),
+except the one that checks the clear error from_pytorch gives then.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from tvmlab import relay
+from tvmlab.errors import TVMLabError
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (optional dependency)")
+
+
+@pytest.mark.skipif(HAVE_TORCH, reason="torch is installed")
+def test_without_torch_the_error_says_so():
+    with pytest.raises(TVMLabError, match="needs torch"):
+        relay.frontend.from_pytorch(object(), [("x", (1, 3))])
+
+
+def _run(traced, shape, x):
+    import tvmlab as tvm
+    from tvmlab.contrib import graph_executor
+    mod, params = relay.frontend.from_pytorch(traced, [("input0", shape)])
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.set_input("input0", x)
+    g.run()
+    return g.get_output(0).numpy()
+
+
+@needs_torch
+def test_small_cnn_matches_torch():
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False)
+            self.pool = nn.MaxPool2d(2, ceil_mode=True)
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            y = nn.functional.leaky_relu(self.conv2(y), 0.1) + 0.5 * nn.functional.avg_pool2d(y, 2)
+            y = self.pool(y)
+            y = nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+            return torch.softmax(self.fc(y), dim=1)
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    with torch.no_grad():
+        net.bn1.running_mean.uniform_(-0.5, 0.5)
+        net.bn1.running_var.uniform_(0.5, 1.5)
+    x = np.random.default_rng(0).standard_normal((1, 3, 14, 14)).astype(np.float32)
+    traced = torch.jit.trace(net, torch.from_numpy(x))
+    want = net(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(_run(traced, x.shape, x), want, rtol=1e-3, atol=1e-5)
+
+
+@needs_torch
+def test_mlp_with_view_and_cat():
+    import torch
+    import torch.nn as nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(12, 7), nn.Linear(12, 3)
+
+        def forward(self, x):
+            x = x.view(x.size(0), -1)
+            return torch.cat([torch.tanh(self.a(x)), torch.sigmoid(self.b(x))], dim=1).transpose(0, 1)
+
+    net = MLP().eval()
+    x = np.random.default_rng(1).standard_normal((4, 3, 4)).astype(np.float32)
+    traced = torch.jit.trace(net, torch.from_numpy(x))
+    np.testing.assert_allclose(_run(traced, x.shape, x), net(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-3, atol=1e-5)
+
+
+@needs_torch
+def test_unsupported_op_and_bad_input_infos():
+    import torch
+
+    class Odd(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 0)
+
+    traced = torch.jit.trace(Odd(), torch.ones(3))
+    with pytest.raises(relay.frontend.OpNotImplemented, match="aten::cumsum"):
+        relay.frontend.from_pytorch(traced, [("x", (3,))])
+    with pytest.raises(TVMLabError, match="takes 1 inputs, but input_infos gives 2"):
+        relay.frontend.from_pytorch(traced, [("x", (3,)), ("y", (3,))])
+    with pytest.raises(TVMLabError, match="torch.jit.trace"):
+        relay.frontend.from_pytorch(Odd(), [("x", (3,))])
