@@ -643,3 +643,38 @@ def test_arith_analyzer_stmt_functor_and_range():
     assert kinds == ["unrolled", "unrolled"]
     with pytest.raises(LoweringError, match="callback returned"):
         tvm.tir.stmt_functor.ir_transform(body, lambda nd: object(), None)
+
+
+def test_tir_transform_on_ir_builder_functions():
+    """TVM's test_tir_transform_vectorize / unroll_loop: PrimFunc(params, body) and from_expr."""
+    n = te.var("n")
+    ib = tvm.tir.ir_builder.create()
+    A = ib.pointer("float32", name="A")
+    with ib.for_range(0, n) as i:
+        with ib.for_range(0, 4, kind="vectorize") as j:
+            A[j] = tvm.tir.const(1, A.dtype)
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([A, n], ib.get()))
+    stmt = tvm.tir.transform.VectorizeLoop()(mod)["main"].body
+    assert isinstance(stmt, tvm.tir.For) and not isinstance(stmt.body, tvm.tir.For)
+    assert isinstance(stmt.body.index, tvm.tir.Ramp) and stmt.body.index.lanes == 4
+
+    ib = tvm.tir.ir_builder.create()
+    m = te.size_var("m")
+    Ab = tvm.tir.decl_buffer((m,), "int64")
+    Aptr = ib.buffer_ptr(Ab)
+    with ib.for_range(m, m + 2, name="i") as i:
+        with ib.for_range(0, 8, name="i", kind="unroll") as j:
+            Aptr[j + 1] = Aptr[i] + 1
+    stmt = ib.get()
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([Ab], stmt))
+    assert mod["main"].buffer_map[mod["main"].params[0]] is Ab
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 16}}):
+        assert not isinstance(tvm.tir.transform.UnrollLoop()(mod)["main"].body, tvm.tir.For)
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 15}}):
+        assert isinstance(tvm.tir.transform.UnrollLoop()(mod)["main"].body, tvm.tir.For)
+    with tvm.transform.PassContext(config={"tir.UnrollLoop": {"auto_max_step": 16,
+                                                              "explicit_unroll": False}}):
+        ret = tvm.tir.transform.UnrollLoop()(mod)["main"].body
+        assert isinstance(ret, tvm.tir.For) and ret.kind == tvm.tir.ForKind.UNROLLED
+    f = tvm.tir.PrimFunc([Ab], stmt).with_attr("global_symbol", "g")
+    assert f.name == "g" and f.attrs["global_symbol"] == "g"

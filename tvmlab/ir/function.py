@@ -104,12 +104,30 @@ def _lanes_index(index, lanes):
 class PrimFunc:
     """A lowered function: ``params`` (handles and scalars), ``buffer_map``, ``body``."""
 
-    def __init__(self, name, params, buffer_map, body, attrs=None):
+    def __init__(self, name, params=None, buffer_map=None, body=None, attrs=None):
+        if isinstance(name, (list, tuple)):
+            # TVM's PrimFunc(params, body, ret_type=None, buffer_map=None, attrs=None)
+            tvm_params, body, bmap = name, params, body if isinstance(body, dict) else buffer_map
+            name = (attrs or {}).get("global_symbol", "main")
+            params, buffer_map = [], dict(bmap or {})
+            for p in tvm_params:
+                if isinstance(p, Buffer):
+                    params.append(p.data)
+                    buffer_map[p.data] = p
+                else:
+                    params.append(p.asobject() if hasattr(p, "asobject") else p)
         self.name = name
         self.params = list(params)
-        self.buffer_map = dict(buffer_map)
+        self.buffer_map = dict(buffer_map or {})
         self.body = body
         self.attrs = dict(attrs or {})
+
+    def with_attr(self, key, value):
+        """A copy with attribute ``key`` set (``"global_symbol"`` also renames it)."""
+        out = PrimFunc(self.name, self.params, self.buffer_map, self.body, self.attrs | {key: value})
+        if key == "global_symbol":
+            out.name = value
+        return out
 
     def with_body(self, body, **attrs):
         return PrimFunc(self.name, self.params, self.buffer_map, body, self.attrs | attrs)
@@ -154,7 +172,9 @@ class IRModule:
 
     @classmethod
     def from_expr(cls, expr, functions=None, type_defs=None):
-        """A module whose "main" is ``expr`` (a graph-level function; see ``tvmlab.relay``)."""
+        """A module whose "main" is ``expr`` (a PrimFunc, or a graph-level function; see ``tvmlab.relay``)."""
+        if isinstance(expr, PrimFunc):
+            return cls({"main": expr} | dict(functions or {}))
         if _FROM_EXPR is None:
             from ..errors import TVMLabError
             raise TVMLabError("IRModule.from_expr needs the graph level: `from tvmlab import relay` first")

@@ -13,6 +13,11 @@ from .node import Node, node
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
 
 
+class ForKind:
+    """TVM's ``tir.ForKind`` names for ``For.kind`` (``loop.kind == ForKind.UNROLLED``)."""
+    SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = FOR_KINDS
+
+
 class Stmt(Node):
     __slots__ = ()
 

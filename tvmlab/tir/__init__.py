@@ -19,3 +19,4 @@ from . import ir_builder  # noqa: F401,E402  (tvm.tir.ir_builder.create())
 from . import stmt_functor  # noqa: F401,E402  (tvm.tir.stmt_functor: post_order_visit, ir_transform)
 from ..ir.tensor import IterVar  # noqa: F401,E402
 from ..ir.stmt import While  # noqa: F401,E402
+from ..ir.stmt import ForKind  # noqa: F401,E402
