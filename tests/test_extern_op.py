@@ -424,3 +424,26 @@ def test_gpu_while_loop_compiles():
         c = tvm.nd.array(np.full(n, -7, "int32"), tvm.cuda(0))
         f(c)
         np.testing.assert_array_equal(c.numpy(), [_collatz_steps(k + 1) for k in range(n)])
+
+
+def test_input_buffer_with_its_own_shape_vars_and_offset(rng):
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), name="A")
+    Ab = tvm.tir.decl_buffer((te.var("mm"), te.var("nn")), A.dtype, name="Ab", offset_factor=1,
+                             strides=[te.var("s1"), 1])
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, ins[0].shape[0], name="i") as i:        # the buffer's own mm, nn
+            with ib.for_range(0, ins[0].shape[1], name="j") as j:
+                b[i, j] = a[i, j] + 1.0
+        return ib.get()
+    B = te.extern(A.shape, [A], gen, in_buffers=[Ab], name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B])
+    x = rng.random((3, 5)).astype("float32")
+    b = _nan((3, 5))
+    f(tvm.nd.array(x), b)
+    np.testing.assert_allclose(b.numpy(), x + 1, rtol=1e-6)
+    with pytest.raises(DSLError, match="in_buffers"):
+        te.extern(A.shape, [A], gen, in_buffers=[tvm.tir.decl_buffer((m, n + 1), A.dtype)])

@@ -167,7 +167,9 @@ def _buffers(given, specs, name, what, role):
     for k, (b, (shape, d, _)) in enumerate(zip(given, specs)):
         if not isinstance(b, Buffer):
             raise DSLError(f"extern {name!r}: {what}[{k}] must be a buffer (tir.decl_buffer), got {b!r}")
-        if b.dtype != dt.canonical(d) or not _same_dims(b.shape, shape):
+        free = [x if not (isinstance(x, Var) and not _same_dims((x,), (y,))) else y      # a Var dim binds
+                for x, y in zip(b.shape, shape)] if len(b.shape) == len(shape) else b.shape
+        if b.dtype != dt.canonical(d) or not _same_dims(free, shape):
             raise DSLError(f"extern {name!r}: {what}[{k}] is {b.dtype}{list(b.shape)} but the {role} is "
                            f"{d}{list(shape)}")
     return given
