@@ -239,3 +239,115 @@ def test_misuse_is_refused():
         te.decl_tensor_intrin(z.op, lambda i, o: None)
     with pytest.raises(DSLError, match="returned 2 values"):
         te.decl_tensor_intrin(y.op, lambda i, o: (None, None))
+
+
+# ------------------------------------------------------------------ import_llvm and the matmul micro-kernel
+
+GEMV_LL = """
+define i32 @gemv_ll(ptr %cc, ptr %aa, ptr %bb, i32 %m, i32 %l, i32 %stride) {
+entry:
+  br label %rows
+rows:
+  %i = phi i32 [ 0, %entry ], [ %i1, %rows_end ]
+  %irow = mul i32 %i, %stride
+  br label %cols
+cols:
+  %j = phi i32 [ 0, %rows ], [ %j1, %cols ]
+  %acc = phi float [ 0.0, %rows ], [ %acc1, %cols ]
+  %pa = getelementptr float, ptr %aa, i32 %j
+  %va = load float, ptr %pa
+  %bj = add i32 %irow, %j
+  %pb = getelementptr float, ptr %bb, i32 %bj
+  %vb = load float, ptr %pb
+  %p = fmul float %va, %vb
+  %acc1 = fadd float %acc, %p
+  %j1 = add i32 %j, 1
+  %jm = icmp slt i32 %j1, %l
+  br i1 %jm, label %cols, label %rows_end
+rows_end:
+  %pc = getelementptr float, ptr %cc, i32 %i
+  store float %acc1, ptr %pc
+  %i1 = add i32 %i, 1
+  %im = icmp slt i32 %i1, %m
+  br i1 %im, label %rows, label %done
+done:
+  ret i32 0
+}
+"""
+
+
+def test_pragma_import_llvm_links_the_kernel_as_in_the_tutorial():
+    N, M, L = 9, 32, 20
+    A, B, C = _gemm(N, M, L)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    yo, yi = s[C].split(y, factor=16)
+    s[C].reorder(x, yo, yi, C.op.reduce_axis[0])
+    a = te.placeholder((L,), name="a")
+    b = te.placeholder((16, L), name="b")
+    k = te.reduce_axis((0, L), name="k")
+    c = te.compute((16,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+    Bb = Buffer("B", b.shape, b.dtype, offset_factor=1, strides=[te.var("s1"), 1], elem_offset=te.var("bo"))
+    intrin = te.decl_tensor_intrin(
+        c.op, lambda ins, outs: tvm.tir.call_extern(
+            "int32", "gemv_ll", outs[0].access_ptr("w"), ins[0].access_ptr("r"), ins[1].access_ptr("r"),
+            16, L, ins[1].strides[0]),
+        binds={b: Bb}, default_buffer_params={"offset_factor": 1}, name="gemv_ll")
+    s[C].tensorize(yi, intrin)
+    s[C].pragma(x, "import_llvm", GEMV_LL)
+    _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+    s2 = te.create_schedule(C.op)
+    s2[C].pragma(C.op.axis[0], "import_llvm", "this is not LLVM")
+    with pytest.raises(tvm.errors.BuildError, match="imported LLVM IR"):
+        tvm.build(s2, [A, B, C])
+
+
+@pytest.mark.parametrize("shape", [(37, 29, 45), (12, 1, 32), (64, 40, 96)])
+def test_matmul_with_the_micro_kernel_intrinsic(shape):
+    from tvmlab import topi
+    from tvmlab.topi.matmul import tile_rows
+    from tvmlab.topi.util import vector_block
+    M, K, N = shape
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    block = vector_block("float32")
+    rows = tile_rows(block, "float32")
+    C = topi.matmul(A, B, rows=rows)
+    s = topi.schedule_matmul(C, tensorize=True)
+    text = str(tvm.lower(s, [A, B, C]))
+    lanes = tvm.codegen.llvm_vector.vector_registers("llvm").lanes("float32")
+    assert f"tvmlab_matmul_tile_{rows}x{block // lanes}x{lanes}_float32" in text
+    _run(s, [A, B, C], [(M, K), (K, N), (M, N)], lambda a, b: a @ b)
+
+
+def test_matmul_micro_kernel_symbolic_shapes_and_avx2():
+    from tvmlab import topi
+    from tvmlab.topi.matmul import tile_rows
+    from tvmlab.topi.util import vector_block
+    M, K, N = te.var("M"), te.var("K"), te.var("N")
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    C = topi.matmul(A, B, rows=tile_rows(vector_block("float32"), "float32"))
+    f = tvm.build(topi.schedule_matmul(C, tensorize=True), [A, B, C])
+    rng = np.random.default_rng(3)
+    for m, k, n in [(37, 29, 45), (5, 1, 3), (13, 64, 70)]:
+        a = rng.uniform(-1, 1, (m, k)).astype("float32")
+        b = rng.uniform(-1, 1, (k, n)).astype("float32")
+        c = tvm.nd.array(np.full((m, n), np.nan, "float32"))
+        f(tvm.nd.array(a), tvm.nd.array(b), c)
+        np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    # AVX2 (pinned): 16 registers of 8 lanes -> a 6 x 16 tile, compiled (run only where the CPU has it)
+    target = "llvm -mcpu=haswell"
+    C2 = topi.matmul(A, B, rows=tile_rows(vector_block("float32", target), "float32", target), target=target)
+    s2 = topi.schedule_matmul(C2, target=target, tensorize=True)
+    assert "tvmlab_matmul_tile_6x2x8_float32" in str(tvm.lower(s2, [A, B, C2]))
+    ll = tvm.build(s2, [A, B, C2], target=target).get_source("ll")
+    assert "llvm.fma.v8f32" in ll and "llvm.fma.v16f32" not in ll
+
+
+def test_matmul_micro_kernel_needs_packed_inputs():
+    from tvmlab import topi
+    A = te.placeholder((8, 8), name="A")
+    B = te.placeholder((8, 8), name="B")
+    with pytest.raises(ScheduleError, match="rows=R"):
+        topi.schedule_matmul(topi.matmul(A, B), tensorize=True)

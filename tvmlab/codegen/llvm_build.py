@@ -158,6 +158,8 @@ def build_llvm(mod, target="llvm"):
     except RuntimeError as e:
         raise BuildError(f"internal error: the generated LLVM IR is invalid: {e} "
                          "(tvmlab.codegen.llvm_build.generate(mod) returns the IR)") from None
+    from .llvm_import import link_imports
+    link_imports(ref, funcs)
     if opt > 0:
         optimize(ref, tm, opt)
     opt_text = str(ref)

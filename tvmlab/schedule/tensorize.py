@@ -152,6 +152,8 @@ def match(st, intrin, body, values, dom_map, inner, ana):
     """Check that the loops ``inner`` of stage ``st`` compute ``intrin``; return the tiles."""
     op, iop = st.op, intrin.op
     where = f"tensorize of {st.name} with {intrin.name!r}"
+    for it in list(iop.axis) + list(iop.reduce_axis):
+        ana.bind(it.var, it.dom)        # the intrinsic's own axes, over their ranges
     relax = {iv.var: dom_map[iv] for iv in inner}
     region = {}
     for iv in list(op.axis) + list(op.reduce_axis):
@@ -264,6 +266,46 @@ def bind(stmt, tiles):
     return stmt
 
 
+def outside_storage(sch, dom_map, ana, m, args):
+    """Why a tile of ``m`` may lie outside its tensor's memory, or None when all provably lie inside.
+
+    A tensor is in memory over its shape (an argument or an output) or over
+    the region its stage realizes (an intermediate).
+    """
+    for _, t, rng in m.inputs + m.outputs:
+        st = sch.stage_map.get(t.op)
+        if st is not None and not st.is_placeholder and t not in args and not st.is_output:
+            mem = [dom_map[iv] for iv in st.op.axis]
+        else:
+            mem = [Range(IntImm("int32", 0), d) for d in t.shape]
+        for d, (r, s) in enumerate(zip(rng, mem)):
+            if not (_within(ana, r, s, dom_map) or (ana.can_prove(_op.ge(r.min, s.min)) and
+                    ana.can_prove(_op.le(_op.add(r.min, r.extent), _op.add(s.min, s.extent))))):
+                return (f"the tile of {t.name} (dimension {d}: {r.min} + {r.extent}) may lie outside "
+                        f"its memory ({s.min} + {s.extent})")
+    return None
+
+
+def _within(ana, r, s, dom_map):
+    """A part of a fused loop, of extent 1, inside ``[0, n)``: ``x % n``, or ``x // y`` where ``x``
+    runs over ``[0, n * y)`` (symbolic divisors the analyzer cannot bound; when they are not
+    positive the loop runs no iteration)."""
+    from ..ir.expr import FloorDiv, FloorMod
+    m = ana.simplify(r.min)
+    if not (ana.can_prove_equal(r.extent, 1) and ana.can_prove_equal(s.min, 0)):
+        return False
+    if isinstance(m, FloorMod):
+        return ana.can_prove_equal(m.b, s.extent)
+    if isinstance(m, FloorDiv) and isinstance(m.a, Var):
+        ext = next((rg.extent for iv, rg in dom_map.items() if iv.var is m.a and _is_zero(rg.min)), None)
+        return ext is not None and ana.can_prove_equal(ext, _op.mul(s.extent, m.b))
+    return False
+
+
+def _is_zero(e):
+    return isinstance(e, IntImm) and e.value == 0
+
+
 def tensorized_leaf(st):
     for k, iv in enumerate(st.leaf_iter_vars):
         if st.attr(iv).kind == "tensorized":
@@ -282,9 +324,6 @@ def make_nest(b, st):
     guards = b._guards(st, values)
     pos = {iv.var: k for k, iv in enumerate(leaves)}
     where = f"tensorize of {st.name} at {leaves[t].var.name}"
-    if any(d >= t for _, d in guards):
-        raise LoweringError(f"{where}: a split inside the tile does not divide its axis, so the tile "
-                            "would run past the tensor; choose factors that divide the extents")
     for iv in inner:
         if b.attached.get(iv):
             raise LoweringError(f"{where}: stage {b.attached[iv][0].name} is computed inside the tile")
@@ -292,6 +331,12 @@ def make_nest(b, st):
         m = match(st, intrin, b.bodies[st], values, b.dom_map, inner, b.ana)
     except _Mismatch as e:
         raise LoweringError(str(e)) from None
+    if any(d >= t for _, d in guards):
+        reason = outside_storage(b.sch, b.dom_map, b.ana, m, b.args)
+        if reason:
+            raise LoweringError(f"{where}: a split inside the tile does not divide its axis, and {reason}; "
+                                "choose factors that divide the extents or pad the tensors")
+        guards = [(c, d) for c, d in guards if d < t]   # whole tiles in storage: the extra work is unused
     first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE), len(leaves))
     if first_red >= t:
         if intrin.body is None:
@@ -339,14 +384,16 @@ def check(st, iv, intrin):
     t = st.leaf_iter_vars.index(iv)
     inner = st.leaf_iter_vars[t:]
     from .schedule_ops import _Builder
-    if any(d >= t for _, d in _Builder(sch, dom_map, bodies, ())._guards(st, values)):
-        raise ScheduleError(f"tensorize of {st.name} at {iv.var.name}: a split inside the tile does not "
-                            "divide its axis, so the tile would run past the tensor; choose factors "
-                            "that divide the extents")
     try:
-        match(st, intrin, bodies[st], values, dom_map, inner, ana)
+        m = match(st, intrin, bodies[st], values, dom_map, inner, ana)
     except _Mismatch as e:
         raise ScheduleError(str(e)) from None
+    if any(d >= t for _, d in _Builder(sch, dom_map, bodies, ())._guards(st, values)):
+        reason = outside_storage(sch, dom_map, ana, m, set())
+        if reason:
+            raise ScheduleError(f"tensorize of {st.name} at {iv.var.name}: a split inside the tile does not "
+                                f"divide its axis, and {reason}; choose factors that divide the extents "
+                                "or pad the tensors")
 
 
 def apply(st, var, intrin):

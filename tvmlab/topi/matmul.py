@@ -87,7 +87,8 @@ def tile_rows(block, dtype, target="llvm"):
     return max(1, min(MAX_ROWS, (regs.count - vectors - 1) // vectors))
 
 
-def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, col_block=None):
+def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, col_block=None,
+                    tensorize=False):
     """The CPU schedule for ``C = matmul(A, B)``; returns the Schedule.
 
     ``rows`` (register tile rows, default ``tile_rows``), ``row_block`` (rows
@@ -95,6 +96,9 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     its B panels fill ``B_BLOCK_BYTES``) shape the loops.  ``k_chunk=None``
     accumulates each tile over the whole reduction in registers; a number
     instead accumulates in C, ``k_chunk`` reduction steps at a time.
+    ``tensorize=True`` computes each register tile with the LLVM micro-kernel
+    of ``matmul_kernel`` (C must come from ``matmul(A, B, rows=R)``: A and B
+    packed).
     """
     if str(target).split()[0] != "llvm":
         raise ScheduleError(f"schedule_matmul has a schedule for target 'llvm', got {target!r}")
@@ -106,6 +110,9 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     tuned = any(x is not None for x in (rows, row_block, k_chunk, col_block))
     rows = packed_rows or rows or tile_rows(block, C.dtype, target)
     row_block = row_block or 2 * rows
+    if tensorize:
+        from .matmul_kernel import schedule_tensorized
+        return schedule_tensorized(C, target, col_block)
     s = te.create_schedule(C.op)
     if int(C.op.attrs.get("packed_b", 1)):
         # pack B: one panel per task, contiguous vector stores
