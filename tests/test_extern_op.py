@@ -321,6 +321,21 @@ def _collatz_steps(x):
     return steps
 
 
+def _collatz_ir(ib, k, c):
+    """c[k] = the number of Collatz steps from k + 1 down to 1, with a while loop."""
+    steps = ib.allocate("int32", (1,), name="steps", scope="local")
+    a = ib.allocate("int32", (1,), name="a", scope="local")
+    steps[0] = 0
+    a[0] = k + 1
+    with ib.while_loop(a[0] != 1):
+        with ib.if_scope(tvm.tir.floormod(a[0], 2) == 0):
+            a[0] = a[0] // 2
+        with ib.else_scope():
+            a[0] = 3 * a[0] + 1
+        steps[0] += 1
+    c[k] = steps[0]
+
+
 def test_while_loop_collatz_in_a_parallel_loop():
     n = 40
 
@@ -328,17 +343,7 @@ def test_while_loop_collatz_in_a_parallel_loop():
         ib = tvm.tir.ir_builder.create()
         c = ib.buffer_ptr(outs[0])
         with ib.for_range(0, n, name="k", kind="parallel") as k:
-            steps = ib.allocate("int32", (1,), name="steps", scope="local")
-            a = ib.allocate("int32", (1,), name="a", scope="local")
-            steps[0] = 0
-            a[0] = k + 1
-            with ib.while_loop(a[0] != 1):
-                with ib.if_scope(tvm.tir.floormod(a[0], 2) == 0):
-                    a[0] = a[0] // 2
-                with ib.else_scope():
-                    a[0] = 3 * a[0] + 1
-                steps[0] += 1
-            c[k] = steps[0]
+            _collatz_ir(ib, k, c)
         return ib.get()
     C = te.extern((n,), [], gen, name="collatz", dtype="int32")
     s = te.create_schedule(C.op)
@@ -405,17 +410,7 @@ def test_gpu_while_loop_compiles():
         ib.scope_attr(bx, "thread_extent", n // 32)
         ib.scope_attr(tx, "thread_extent", 32)
         k = bx.var * 32 + tx.var
-        c = ib.buffer_ptr(outs[0])
-        a = ib.allocate("int32", (1,), name="a", scope="local")
-        steps = ib.allocate("int32", (1,), name="steps", scope="local")
-        a[0], steps[0] = k + 1, 0
-        with ib.while_loop(a[0] != 1):
-            with ib.if_scope(tvm.tir.floormod(a[0], 2) == 0):
-                a[0] = a[0] // 2
-            with ib.else_scope():
-                a[0] = 3 * a[0] + 1
-            steps[0] += 1
-        c[k] = steps[0]
+        _collatz_ir(ib, k, ib.buffer_ptr(outs[0]))
         return ib.get()
     C = te.extern((n,), [], gen, name="collatz", dtype="int32")
     f = tvm.build(te.create_schedule(C.op), [C], "cuda")

@@ -22,9 +22,31 @@ from .stmt import Evaluate, Stmt
 from .tensor import IterVar, Operation, Range, Tensor
 
 
-class ExternOp(Operation):
+class _WholeTensorOp(Operation):
+    """An operation without per-element axes of its own (``axis`` and ``reduce_axis`` are empty)."""
+    __slots__ = ()
+
+    @property
+    def axis(self):
+        return []
+
+    @property
+    def reduce_axis(self):
+        return []
+
+    @staticmethod
+    def _distinct(tensors):
+        out = []
+        for t in tensors:
+            if t not in out:
+                out.append(t)
+        return out
+
+
+class ExternOp(_WholeTensorOp):
     """Outputs written by ``body`` (a Stmt) through ``output_placeholders`` (Buffers)."""
     __slots__ = ("inputs", "input_placeholders", "output_placeholders", "body")
+    root_iter_vars = ()
 
     def __init__(self, name, tag, attrs, inputs, input_placeholders, output_placeholders, body):
         super().__init__(name, tag, attrs)
@@ -36,24 +58,10 @@ class ExternOp(Operation):
 
     @property
     def input_tensors(self):
-        out = []
-        for t in self.inputs:
-            if t not in out:
-                out.append(t)
-        return out
-
-    @property
-    def axis(self):
-        return []
-
-    @property
-    def reduce_axis(self):
-        return []
-
-    root_iter_vars = ()
+        return self._distinct(self.inputs)
 
 
-class ScanOp(Operation):
+class ScanOp(_WholeTensorOp):
     """States over a time axis: ``init`` for the first steps, ``update`` for the rest."""
     __slots__ = ("scan_axis", "init", "update", "state_placeholder", "inputs", "spatial_axis_")
 
@@ -69,29 +77,11 @@ class ScanOp(Operation):
 
     @property
     def input_tensors(self):
-        out = []
-        for t in self.init + self.update:
-            if t not in out:
-                out.append(t)
-        return out
-
-    @property
-    def axis(self):
-        return []
-
-    @property
-    def reduce_axis(self):
-        return []
+        return self._distinct(self.init + self.update)
 
     @property
     def root_iter_vars(self):
         return (self.scan_axis,) + self.spatial_axis_
-
-    def spatial_axes_of(self, k):
-        """The IterVars of state ``k``'s dimensions after the time dimension."""
-        nd = [len(s.shape) - 1 for s in self.state_placeholder]
-        start = sum(nd[:k])
-        return self.spatial_axis_[start:start + nd[k]]
 
 
 # ------------------------------------------------------------ te.extern

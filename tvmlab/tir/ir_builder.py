@@ -15,13 +15,11 @@ points the buffers at the tensors' memory.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from ..errors import DSLError
 from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.buffer import flat_index
-from ..ir.expr import Call, Expr, Load, Ramp, Var
+from ..ir.expr import Expr, Load, Ramp, Var
 from ..ir.function import Buffer
 from ..ir.stmt import Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, Stmt, Store, While, seq
 
@@ -239,4 +237,4 @@ def create():
     return IRBuilder()
 
 
-__all__ = ["IRBuilder", "BufferVar", "create", "Call"]
+__all__ = ["IRBuilder", "BufferVar", "create"]
