@@ -273,6 +273,26 @@ def test_conv2d_transpose(stride, padding, opad, check_build):
                 lambda x, k: ref.conv2d_transpose_nchw_python(x, k, stride, padding, opad), rtol=1e-4, atol=1e-4)
 
 
+def test_symbolic_batch_and_int8(check_build):
+    n = te.var("n")
+    X, W = ph((n, 3, 9, 8), "X"), ph((5, 3, 3, 3), "W")
+    out = topi.nn.relu(topi.nn.conv2d_nchw(X, W, 1, 1, 1))
+    check_build(x86.schedule_conv2d_nchw([out]), [X, W, out],
+                lambda x, w: np.maximum(ref.conv2d_nchw_python(x, w, 1, 1), 0), env={"n": 2}, rtol=1e-4, atol=1e-4)
+    pool = topi.nn.pool2d(X, 3, 2, 1, 1, "max")
+    check_build(x86.schedule_pool([pool]), [X, pool], lambda x: ref.pool2d_python(x, 3, 2, 1, 1, "max"), env={"n": 3})
+    X8, W8 = ph((1, 4, 6, 6), "X8", "int8"), ph((6, 4, 3, 3), "W8", "int8")
+    o8 = topi.nn.conv2d_nchw(X8, W8, 1, 0, 1, out_dtype="int32")
+    check_build(x86.schedule_conv2d_nchw([o8]), [X8, W8, o8],
+                lambda x, w: ref.conv2d_nchw_python(x.astype("int32"), w.astype("int32"), 1, 0),
+                ranges={"X8": (-9, 9), "W8": (-9, 9)})
+    m = te.var("m")
+    A, B = ph((m, 20), "A"), ph((30, 20), "B")
+    d = topi.nn.relu(topi.nn.dense(A, B))
+    check_build(x86.schedule_dense([d]), [A, B, d], lambda a, b: np.maximum(a @ b.T, 0), env={"m": 37},
+                rtol=1e-4, atol=1e-4)
+
+
 # ------------------------------------------------------------------ dense and matrix products
 
 @pytest.mark.parametrize("m,k,n", [(1, 37, 21), (4, 64, 100), (33, 19, 45)])

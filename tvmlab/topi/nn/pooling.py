@@ -13,7 +13,10 @@ from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
 from ..utils import OperatorError, check_tensor, const_or_none, get_const_int, shape_str
+from .pad import pad as _pad
 from .utils import get_pad_tuple, pair
+
+builtins_max = max
 
 LAYOUTS = {"NCHW": (2, 3), "NHWC": (1, 2)}
 
@@ -59,34 +62,29 @@ def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
     shape[ha], shape[wa] = oh, ow
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    zero = _op.const(0, data.dtype)
     padded = pt or pl or pb or pr or ceil_mode
+    if padded:
+        # one padded copy (the ceil mode's extra windows included): the windows then read it unguarded
+        after_h = pb if not ceil_mode else builtins_max(pb, (oh - 1) * sh + (kh - 1) * dh + 1 - get_const_int(H) - pt)
+        after_w = pr if not ceil_mode else builtins_max(pr, (ow - 1) * sw + (kw - 1) * dw + 1 - get_const_int(W) - pl)
+        before, after = [0] * 4, [0] * 4
+        before[ha], before[wa], after[ha], after[wa] = pt, pl, after_h, after_w
+        fill = _op.min_value(data.dtype) if pool_type == "max" else _op.const(0, data.dtype)
+        src = _pad(data, before, after, fill, name="T_pool_pad")
+    else:
+        src = data
 
     def window(i, ky, kx):
-        y = i[ha] * sh + ky * dh - pt
-        x = i[wa] * sw + kx * dw - pl
         idx = list(i)
-        if padded:
-            idx[ha] = _op.min(_op.max(y, 0), H - 1)
-            idx[wa] = _op.min(_op.max(x, 0), W - 1)
-        else:
-            idx[ha], idx[wa] = y, x
-        return y, x, data(*idx)
-
+        idx[ha] = i[ha] * sh + ky * dh
+        idx[wa] = i[wa] * sw + kx * dw
+        return src(*idx)
+    attrs = {"layout": layout}
     if pool_type == "max":
-        def fmax(*i):
-            y, x, v = window(i, ry, rx)
-            if padded:
-                v = _op.if_then_else(_op.all(y >= 0, y < H, x >= 0, x < W), v, _op.min_value(data.dtype))
-            return te.max(v, axis=[ry, rx])
-        return te.compute(tuple(shape), fmax, name="T_pool_max", tag="pool_max")
-
-    def fsum(*i):
-        y, x, v = window(i, ry, rx)
-        if padded:
-            v = _op.if_then_else(_op.all(y >= 0, y < H, x >= 0, x < W), v, zero)
-        return te.sum(v, axis=[ry, rx])
-    total = te.compute(tuple(shape), fsum, name="T_pool_sum", tag="pool_sum")
+        return te.compute(tuple(shape), lambda *i: te.max(window(i, ry, rx), axis=[ry, rx]), name="T_pool_max",
+                          tag="pool_max", attrs=attrs)
+    total = te.compute(tuple(shape), lambda *i: te.sum(window(i, ry, rx), axis=[ry, rx]), name="T_pool_sum",
+                       tag="pool_sum", attrs=attrs)
 
     def taps(pos, k, d, lo, hi, size):
         count = None
@@ -102,8 +100,8 @@ def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
         return total(*i) / _op.cast(data.dtype, _op.max(n, 1))
     if not padded:
         area = _op.const(kh * kw, data.dtype)
-        return te.compute(tuple(shape), lambda *i: total(*i) / area, name="T_pool_avg", tag="pool_avg")
-    return te.compute(tuple(shape), favg, name="T_pool_avg", tag="pool_avg")
+        return te.compute(tuple(shape), lambda *i: total(*i) / area, name="T_pool_avg", tag="pool_avg", attrs=attrs)
+    return te.compute(tuple(shape), favg, name="T_pool_avg", tag="pool_avg", attrs=attrs)
 
 
 def adaptive_pool(data, output_size, pool_type, layout="NCHW"):

@@ -51,6 +51,18 @@ def _vector_last(s, t, target):
         s[t].vectorize(xi)
 
 
+def _vector_reduce(s, t, outer, target):
+    """A reduction whose last data axis is long enough: lanes of it accumulate side by side, the
+    reduction loops outside them (pooling windows, sums over leading axes)."""
+    last = const_or_none(t.shape[-1])
+    lanes = lanes_of(t.dtype, target)
+    if last is None or last < lanes:
+        return
+    xo, xi = s[t].split(s[t].op.axis[-1], factor=lanes)
+    s[t].reorder(outer, xo, *s[t].op.reduce_axis, xi)
+    s[t].vectorize(xi)
+
+
 def _schedule_group(outs, target, what, anchor_pred=None):
     check_target(what, target)
     outs = as_outputs(outs, what)
@@ -67,8 +79,10 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             readers.setdefault(t.op, []).append(st.op)
     # an elementwise stage read by a reduction and another stage (softmax's exponentials) is kept, not recomputed
     shared = [op for op in plain if len(readers.get(op, [])) > 1 and any(r.reduce_axis for r in readers[op])]
+    # a padded copy read by a pooling window: unguarded reads; in NCHW made row by row, just before use
+    pads = [op for op in plain if op.tag == "injective,pad" and op.name == "T_pool_pad"]
     for op in plain:
-        if op not in shared:
+        if op not in shared and op not in pads:
             s[op].compute_inline()
     oshape = _shape(out)
     axes = list(s[out].op.axis)
@@ -77,6 +91,8 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         s[out].parallel(outer)
         if not out.op.reduce_axis:
             _vector_last(s, out, target)
+        elif out.op.tag in ("comm_reduce", "comm_reduce_idx"):
+            _vector_reduce(s, out, outer, target)
     elif axes:
         outer = axes[0]
         s[out].parallel(outer)
@@ -96,6 +112,13 @@ def _schedule_group(outs, target, what, anchor_pred=None):
                 _vector_last(s, t, target)
         elif s[op].op.axis:
             s[op].parallel(s[op].op.axis[0])
+    for op in pads:
+        pool = readers[op][0]
+        if outer is not None and pool.attrs.get("layout") == "NCHW" and (pool is out.op or pool in at_outer):
+            s[op].compute_at(s[out], outer)
+        else:
+            pa = s[op].op.axis
+            s[op].parallel(s[op].fuse(pa[0], pa[1]))
     for o in outs[1:]:
         if not o.op.reduce_axis:
             parallel_vectorize(s, o, target)
