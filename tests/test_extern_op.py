@@ -442,3 +442,24 @@ def test_input_buffer_with_its_own_shape_vars_and_offset(rng):
     np.testing.assert_allclose(b.numpy(), x + 1, rtol=1e-6)
     with pytest.raises(DSLError, match="in_buffers"):
         te.extern(A.shape, [A], gen, in_buffers=[tvm.tir.decl_buffer((m, n + 1), A.dtype)])
+
+
+def test_call_packed_gets_scratch_pointer_from_ir_builder():
+    got = []
+    _register("test.extern.ptr", lambda p, n: got.append((type(p).__name__, bool(p.value), n)))
+    A = te.placeholder((4,), name="A")
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        tmp = ib.allocate("float32", (4,), name="tmp")
+        tmp[0] = 1.0
+        ib.emit(tvm.tir.call_packed("test.extern.ptr", tmp, 4))
+        b = ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 4, name="i") as i:
+            b[i] = tmp[0]
+        return ib.get()
+    B = te.extern(A.shape, [A], gen, name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B])
+    b = _nan(4)
+    f(tvm.nd.array(np.zeros(4, "float32")), b)
+    assert got == [("c_void_p", True, 4)] and (b.numpy() == 1).all()

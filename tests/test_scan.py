@@ -243,3 +243,29 @@ def test_gpu_scan_runs(rng):
     b = tvm.nd.array(np.full((10, 1000), np.nan, "float32"), dev)
     f(tvm.nd.array(a_np, dev), b)
     np.testing.assert_allclose(b.numpy(), np.cumsum(a_np, axis=0), rtol=1e-5)
+
+
+def test_reduction_update_matrix_recurrence(rng):
+    T, n = 7, 24
+    W = te.placeholder((n, n), name="W")
+    X = te.placeholder((T, n), name="X")
+    h = te.placeholder((T, n), name="h")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    k = te.reduce_axis((0, n), name="k")
+    upd = te.compute((T, n), lambda t, i: te.sum(h[t - 1, k] * W[k, i], axis=k), name="upd")
+    sc = te.scan(init, upd, h, inputs=[X, W], name="rnn")
+    s = te.create_schedule(sc.op)
+    ko, ki = s[upd].split(k, factor=5)                       # 24 is not a multiple of 5
+    io, ii = s[upd].split(upd.op.axis[1], factor=8)
+    s[upd].reorder(io, ko, ki, ii)
+    s[upd].vectorize(ii)
+    f = tvm.build(s, [X, W, sc])
+    x = rng.random((T, n)).astype("float32")
+    w = ((rng.random((n, n)) - 0.5) * 0.3).astype("float32")
+    out = _nan((T, n))
+    f(tvm.nd.array(x), tvm.nd.array(w), out)
+    ref = np.zeros((T, n))
+    ref[0] = x[0]
+    for t in range(1, T):
+        ref[t] = ref[t - 1] @ w
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-6)

@@ -193,6 +193,8 @@ def _packed_arg(a, fname, k):
                        "(the ins/outs of te.extern's fcompute)")
     if isinstance(a, str):
         return StringImm(a)
+    if hasattr(a, "asobject") and not isinstance(a, Expr):
+        a = a.asobject()                 # ir_builder's pointer (ib.allocate / ib.buffer_ptr): its handle
     try:
         e = _op.convert(a)
     except DSLError:
