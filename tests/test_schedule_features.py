@@ -336,3 +336,19 @@ def test_nested_groups_and_group_errors():
     with pytest.raises(ScheduleError, match="not among the group's inputs"):
         s2.create_group(outputs=x1, inputs=[])
     assert len(s.trace) == n and s[x].attach_type == "root"
+
+
+# ------------------------------------------------------------------ TVM's looser rules
+
+
+def test_compute_at_into_a_stage_that_reads_through_a_cache():
+    A = te.placeholder((20, 30), name="A")
+    X = te.compute((20, 30), lambda i, j: A[i, j] * 2, name="X")
+    B = te.compute((20, 30), lambda i, j: X[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    XX = s.cache_read(X, "local", [B])
+    s[XX].compute_at(s[B], B.op.axis[0])
+    s[X].compute_at(s[B], B.op.axis[0])          # B reads X only through X.local
+    assert "T.allocate([30]" in str(tvm.lower(s, [A, B]))
+    _check(s, [A, B], lambda a: a * 2 + 1)
+    _replays(s, [B.op], [A, B])
