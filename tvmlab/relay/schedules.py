@@ -4,8 +4,10 @@ Every group is scheduled from its outputs: stages without a reduction are
 inlined into their readers (a chain of element-wise operators becomes one
 loop), reductions are computed at the root over parallel outer axes, and the
 outputs are flattened, vectorised and spread over the cores.  A conv2d group
-built on ``topi.conv2d_nchw`` gets that operator's register-tiled schedule
-with the fused element-wise tail applied as each tile is written out.
+built on ``topi.nn.conv2d_nchw`` gets ``topi.x86``'s register-tiled schedule
+with the fused element-wise tail applied as each tile is written out;
+groups anchored at other ``topi.nn`` operators (dense, matmul, grouped
+convolutions) get the matching ``topi.x86`` schedule.
 """
 from __future__ import annotations
 
@@ -90,56 +92,20 @@ def schedule_default(outs, target, vectorize=True):
     return s
 
 
-def _stage_input(t, suffix):
-    for x in t.op.input_tensors:
-        if x.op.name.endswith(suffix):
-            return x
-    return None
-
-
-def schedule_conv2d_fused(outs, conv, target):
-    """topi.conv2d_nchw's register-tiled schedule with the group's element-wise tail inlined into the output.
-
-    ``conv`` is the conv2d tensor (tag "conv2d_nchw"); ``outs[0]`` has its shape.
-    """
-    from ..topi.conv2d import tile_width
-    from ..topi.util import const_int
-    out = outs[0]
-    blocked = _stage_input(conv, "_NCHWc")
-    pad = _stage_input(blocked, "_pad")
-    packed = _stage_input(blocked, "_packK")
-    s = te.create_schedule(out.op)
-    inline_injective(s, keep={blocked.op, pad.op, packed.op})
-    oc_block = int(conv.op.attrs["oc_block"])
-    pb, pc, py, px = s[pad].op.axis
-    s[pad].parallel(s[pad].fuse(pb, pc))
-    s[pad].vectorize(px)
-    fo, ch, ky, kx, fi = s[packed].op.axis
-    s[packed].parallel(fo)
-    s[packed].vectorize(fi)
-    width = tile_width(const_int(out.shape[3]), oc_block, out.dtype, target)
-    b, f, y, x = s[out].op.axis
-    fo, fi = s[out].split(f, factor=oc_block)
-    xo, xi = s[out].split(x, factor=width)
-    s[out].reorder(b, fo, y, xo, fi, xi)
-    s[out].parallel(s[out].fuse(b, fo, y))
-    s[out].unroll(fi)
-    s[blocked].compute_at(s[out], xo)
-    cb, cf, cy, cx, cfi = s[blocked].op.axis
-    rc, ry, rx = s[blocked].op.reduce_axis
-    s[blocked].reorder(cb, cf, cy, rc, ry, rx, cx, cfi)
-    s[blocked].unroll(cx)
-    s[blocked].vectorize(cfi)
-    return s
-
-
 def schedule_group(outs, anchor_tensor, target):
     """The schedule of one fused group (``anchor_tensor``: the anchor operator's output)."""
     tag = getattr(anchor_tensor.op, "tag", "") if anchor_tensor is not None else ""
-    if tag == "conv2d_nchw" and len(outs) == 1 and \
-            tuple(map(str, outs[0].shape)) == tuple(map(str, anchor_tensor.shape)):
-        return schedule_conv2d_fused(outs, anchor_tensor, target)
     if tag == "conv2d_NCHWc" and len(outs) == 1:
         from .layout import schedule_conv2d_nchwc
         return schedule_conv2d_nchwc(outs, anchor_tensor, target)
+    topi_schedule = _TOPI.get(tag)
+    if topi_schedule is not None:
+        from ..topi import x86
+        return getattr(x86, topi_schedule)(outs, target)
     return schedule_default(outs, target)
+
+
+# anchors computed by topi.nn: their topi.x86 schedule (each takes the fused group's outputs)
+_TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "group_conv2d_nchw": "schedule_conv2d_nchw",
+         "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
+         "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul"}

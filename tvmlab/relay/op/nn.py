@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ... import te
+from ...errors import TVMLabError
 from ...ir import op as _tir
 from ..base import RelayError, TypeInferenceError
 from ..expr import TupleWrapper
@@ -69,9 +70,14 @@ def _conv2d_compute(attrs, inputs, out_type):
     dh, dw = attrs.dilation
     pads = attrs.padding
     dtype = out_type.dtype
-    if attrs.groups == 1 and (sh, dh, dw) == (sw, 1, 1) and len(set(pads)) == 1 and dtype == data.dtype:
-        from ...topi.conv2d import conv2d_nchw
-        return [conv2d_nchw(data, kernel, sh, pads[0])]
+    if dtype == data.dtype:
+        from ...topi import nn as topi_nn
+        try:
+            if attrs.groups == 1:
+                return [topi_nn.conv2d_nchw(data, kernel, (sh, sw), tuple(pads), (dh, dw))]
+            return [topi_nn.group_conv2d_nchw(data, kernel, (sh, sw), tuple(pads), (dh, dw), attrs.groups)]
+        except TVMLabError:
+            pass            # shapes topi does not cover: the direct sum below
     o, ci, kh, kw = _ints(kernel)
     og = o // attrs.groups
     p = pad_stage(data, pads, 0, "pad")
@@ -197,10 +203,16 @@ def _dense_rel(types, attrs):
 
 def _dense_compute(attrs, inputs, out_type):
     a, w = inputs
+    if len(a.shape) == 2:
+        from ...topi import nn as topi_nn
+        try:
+            return [topi_nn.dense(a, w, out_dtype=out_type.dtype)]
+        except TVMLabError:
+            pass
     k = te.reduce_axis((0, _ints(w)[1]), name="k")
     dt = out_type.dtype
     return [te.compute(out_type.shape, lambda *i: te.sum(a[i[:-1] + (k,)].astype(dt) * w[i[-1], k].astype(dt),
-                                                         axis=k), name="dense", tag="dense")]
+                                                         axis=k), name="dense", tag="dense_generic")]
 
 
 register("nn.dense", _dense_rel, OUT_FUSABLE, _dense_compute, {"units": None, "out_dtype": ""}, 2)
@@ -226,6 +238,12 @@ def _matmul_rel(types, attrs):
 
 def _matmul_compute(attrs, inputs, out_type):
     a, b = inputs
+    from ...topi import nn as topi_nn
+    try:
+        return [topi_nn.matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
+                               transpose_b=attrs.transpose_b)]
+    except TVMLabError:
+        pass
     kk = _ints(a)[0] if attrs.transpose_a else _ints(a)[1]
     k = te.reduce_axis((0, kk), name="k")
     dt = out_type.dtype
@@ -234,7 +252,7 @@ def _matmul_compute(attrs, inputs, out_type):
         x = a[k, i] if attrs.transpose_a else a[i, k]
         y = b[j, k] if attrs.transpose_b else b[k, j]
         return te.sum(x.astype(dt) * y.astype(dt), axis=k)
-    return [te.compute(out_type.shape, body, name="matmul", tag="dense")]
+    return [te.compute(out_type.shape, body, name="matmul", tag="matmul_generic")]
 
 
 register("nn.matmul", _matmul_rel, OUT_FUSABLE, _matmul_compute,
@@ -262,6 +280,12 @@ def _bmm_rel(types, attrs):
 
 def _bmm_compute(attrs, inputs, out_type):
     a, b = inputs
+    from ...topi import nn as topi_nn
+    try:
+        return [topi_nn.batch_matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
+                                     transpose_b=attrs.transpose_b)]
+    except TVMLabError:
+        pass
     sa, sb = _ints(a), _ints(b)
     k = te.reduce_axis((0, sa[1] if attrs.transpose_a else sa[2]), name="k")
 
@@ -270,7 +294,7 @@ def _bmm_compute(attrs, inputs, out_type):
         x = a[za, k, i] if attrs.transpose_a else a[za, i, k]
         y = b[zb, j, k] if attrs.transpose_b else b[zb, k, j]
         return te.sum(x * y, axis=k)
-    return [te.compute(out_type.shape, body, name="batch_matmul", tag="dense")]
+    return [te.compute(out_type.shape, body, name="batch_matmul", tag="matmul_generic")]
 
 
 register("nn.batch_matmul", _bmm_rel, OUT_FUSABLE, _bmm_compute,
