@@ -240,6 +240,19 @@ def test_conv2d_bias_relu_fused(check_build):
                                                                 bb[None, :, None, None], 0), rtol=1e-4, atol=1e-4)
 
 
+def test_conv2d_residual_block_fused(check_build):
+    X, W, b, S = ph((1, 6, 8, 8), "X"), ph((6, 6, 3, 3), "W"), ph((6,), "b"), ph((1, 6, 8, 8), "S")
+    out = topi.nn.relu(topi.add(topi.nn.bias_add(topi.nn.conv2d(X, W, 1, 1, 1), b), S))
+    s = x86.schedule_conv2d_nchw([out])
+    check_build(s, [X, W, b, S, out], lambda x, k, bb, sc: np.maximum(
+        ref.conv2d_nchw_python(x, k, 1, 1) + bb[None, :, None, None] + sc, 0), rtol=1e-4, atol=1e-4)
+    F = topi.full((2, 3), "float32", 1.5)
+    G = topi.add(topi.full_like(S, -2.0), S)
+    check_build(x86.schedule_injective([F, G]), [S, F, G], lambda sc: [np.full((2, 3), 1.5, "float32"), sc - 2.0])
+    with pytest.raises(OperatorError, match="layout 'NHWC' is not supported"):
+        topi.nn.conv2d(X, W, 1, 1, 1, layout="NHWC")
+
+
 def test_conv2d_batch_norm_generic(check_build):
     X, W = ph((1, 4, 7, 7), "X"), ph((6, 4, 3, 3), "W")
     g, be, m, v = (ph((6,), nm) for nm in ("g", "be", "m", "v"))
@@ -362,6 +375,21 @@ def test_pool2d(case, pool_type, check_build):
     check_build(x86.schedule_pool([out], "NCHW"), [X, out],
                 lambda x: ref.pool2d_python(x, kernel, stride, dilation, padding, pool_type, ceil_mode, cip),
                 rtol=1e-5, atol=1e-5)
+
+
+def test_reduction_groups_fused(check_build):
+    X = ph((2, 4, 9, 10), "X")
+    # a reduction absorbs its injective inputs; elementwise stages fuse after pooling and softmax
+    m = topi.mean(topi.nn.relu(topi.subtract(X, 0.5)), axis=(2, 3), keepdims=True)
+    p = topi.multiply(topi.nn.relu(topi.nn.pool2d(X, 3, 2, 1, 1, "max")), 2.0)
+    a = topi.add(topi.nn.pool2d(X, 2, 2, 1, (1, 1, 0, 0), "avg", ceil_mode=True), 1.0)
+    sm = topi.exp(topi.nn.log_softmax(topi.transpose(X, (0, 2, 3, 1)), axis=-1))
+    for s, o, fn in [(x86.schedule_reduce([m]), m, lambda x: np.maximum(x - 0.5, 0).mean(axis=(2, 3), keepdims=True)),
+                     (x86.schedule_pool([p]), p, lambda x: 2 * np.maximum(ref.pool2d_python(x, 3, 2, 1, 1, "max"), 0)),
+                     (x86.schedule_pool([a]), a, lambda x: 1 + ref.pool2d_python(x, 2, 2, 1, (1, 1, 0, 0), "avg", True)),
+                     (x86.schedule_softmax([sm]), sm, lambda x: ref.softmax_python(x.transpose(0, 2, 3, 1), -1))]:
+        assert sum(1 for st in s.stages if st.attach_type == "inline") >= 1
+        check_build(s, [X, o], fn, rtol=1e-5, atol=1e-5)
 
 
 def test_global_and_adaptive_pool(check_build):

@@ -14,7 +14,7 @@ from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mo
 from .math import (abs, cast, ceil, clip, cos, erf, exp, fast_exp, floor, identity, log, negative,  # noqa: F401
                    round, rsqrt, sigmoid, sin, sqrt, tanh)
 from .reduction import argmax, argmin, max, mean, min, prod, sum  # noqa: F401
-from .transform import (concatenate, expand_dims, gather, layout_transform, repeat, reshape,  # noqa: F401
+from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
                         split, squeeze, stack, strided_slice, take, tile, transpose, where)
 
 __all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_elementwise", "schedule_matmul", "schedule_softmax", "softmax"]

@@ -372,3 +372,16 @@ def layout_transform(data, src_layout, dst_layout):
         return v
     return te.compute(tuple(shape), f, name="T_layout_trans", tag=tag.INJECTIVE,
                       attrs={"src_layout": src_layout, "dst_layout": dst_layout})
+
+
+def full(shape, dtype, fill_value):
+    """A tensor of ``shape`` filled with ``fill_value``."""
+    value = _op.const(fill_value, dt.canonical(dtype))
+    return te.compute(tuple(shape), lambda *i: value, name="T_full", tag=tag.ELEMWISE)
+
+
+def full_like(x, fill_value):
+    """A tensor shaped and typed as ``x``, filled with ``fill_value``."""
+    check_tensor("full_like", x, "x")
+    value = _op.const(fill_value, x.dtype)
+    return te.compute(x.shape, lambda *i: value, name="T_full_like", tag=tag.ELEMWISE)

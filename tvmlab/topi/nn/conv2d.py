@@ -107,6 +107,13 @@ def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None, name
                              oc_block, target)
 
 
+def conv2d(input, filter, strides, padding, dilation, layout="NCHW", out_dtype=None):  # noqa: A002 - TVM's names
+    """``conv2d_nchw`` for ``layout="NCHW"`` (TVM's dispatcher; other layouts are not supported)."""
+    if layout != "NCHW":
+        raise OperatorError(f"conv2d: layout {layout!r} is not supported (NCHW only; NCHW[x]c via conv2d_NCHWc)")
+    return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype)
+
+
 def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None, name="depthwise_conv2d",
                           target="llvm"):
     """Depthwise convolution: Input (N, C, H, W), Filter (C, M, KH, KW) -> (N, C * M, OH, OW), output

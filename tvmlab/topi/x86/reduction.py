@@ -12,7 +12,7 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from .injective import check_target, lanes_of, parallel_vectorize
+from .injective import check_target, find_anchor, lanes_of, parallel_vectorize
 
 def _reductions(outs):
     found, seen = [], set()
@@ -68,7 +68,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     outs = as_outputs(outs, what)
     s = te.create_schedule([o.op for o in outs])
     reds = _reductions(outs)
-    if anchor_pred is not None and not any(anchor_pred(op.tag) for op in reds + [o.op for o in outs]):
+    if anchor_pred is not None and find_anchor(outs, anchor_pred) is None:
         raise ScheduleError(f"{what}: no matching operator feeds {[o.op.name for o in outs]}")
     out = outs[0]
     plain = [st.op for st in s.stages if isinstance(st.op, ComputeOp) and not st.op.reduce_axis
