@@ -269,3 +269,14 @@ def test_reduction_update_matrix_recurrence(rng):
     for t in range(1, T):
         ref[t] = ref[t - 1] @ w
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-6)
+
+
+def test_update_reading_the_current_step_is_refused():
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    mid = te.compute((m, n), lambda t, i: st[t, i] * 2, name="mid")
+    upd = te.compute((m, n), lambda t, i: mid[t, i] + X[t, i], name="upd")
+    with pytest.raises(DSLError, match=r"stage mid reads state st at step t, which is not computed yet"):
+        te.scan(init, upd, st)

@@ -245,6 +245,7 @@ def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attr
                            f"{s.dtype}; they must agree")
         if not _same_dims(i.shape[:1], init[0].shape[:1]) or not _same_dims(u.shape[:1], update[0].shape[:1]):
             raise DSLError(f"scan {name!r}: every state must have the same number of init and total steps")
+    _check_reads_past(update, states, name)
     t0 = _op.convert(init[0].shape[0])
     total = _op.convert(update[0].shape[0])
     axis = IterVar(Range(t0, _op.sub(total, t0)), Var(f"{name}.idx", t0.dtype), "ordered")
@@ -255,6 +256,32 @@ def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attr
             spatial.append(IterVar(Range(_op.const(0, ext.dtype), ext), Var(f"{name}.s{k}.i{d}", ext.dtype)))
     op = ScanOp(name, tag, attrs, axis, init, update, states, inputs, spatial)
     return op.outputs[0] if single and len(op.outputs) == 1 else list(op.outputs)
+
+
+def _check_reads_past(update, states, name):
+    """Refuse a scan body that reads a state at its own time step or later (not computed yet)."""
+    from .arith import Analyzer
+    from .expr import IntImm, ProducerLoad
+    from .functor import post_order_visit
+    from .tensor import ComputeOp
+    ana, seen, todo = Analyzer(), set(), [u.op for u in update]
+    while todo:
+        op = todo.pop()
+        if op in seen or not isinstance(op, ComputeOp):
+            continue
+        seen.add(op)
+        todo += [t.op for t in op.input_tensors if t not in states]
+        t = op.axis[0].var if op.axis else None
+
+        def check(x):
+            if isinstance(x, ProducerLoad) and x.producer in states and t is not None:
+                d = ana.simplify(_op.sub(x.indices[0], t))
+                if isinstance(d, IntImm) and d.value >= 0:
+                    raise DSLError(f"scan {name!r}: stage {op.name} reads state {x.producer.name} at step "
+                                   f"{t.name}{' + ' + str(d.value) if d.value else ''}, which is not computed yet; "
+                                   f"read {x.producer.name}[{t.name} - 1, ...] (or earlier)")
+        for b in op.body:
+            post_order_visit(b, check)
 
 
 __all__ = ["ExternOp", "ScanOp", "extern", "scan", "call_packed"]
