@@ -463,3 +463,16 @@ def test_call_packed_gets_scratch_pointer_from_ir_builder():
     b = _nan(4)
     f(tvm.nd.array(np.zeros(4, "float32")), b)
     assert got == [("c_void_p", True, 4)] and (b.numpy() == 1).all()
+
+
+def test_save_json_round_trip_of_an_extern_stage(rng):
+    n = te.var("n")
+    A, C = _clip_extern(n)
+    loaded = tvm.ir.load_json(tvm.ir.save_json(C.op))
+    assert isinstance(loaded, te.ExternOp) and len(loaded.input_placeholders) == 1
+    A2, C2 = loaded.inputs[0], loaded.output(0)
+    f = tvm.build(te.create_schedule(loaded), [A2, C2])
+    a = rng.random(11).astype("float32")
+    c = _nan(11)
+    f(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), np.where(a > 0.5, a + 1, a * 2), rtol=1e-6)

@@ -280,3 +280,16 @@ def test_update_reading_the_current_step_is_refused():
     upd = te.compute((m, n), lambda t, i: mid[t, i] + X[t, i], name="upd")
     with pytest.raises(DSLError, match=r"stage mid reads state st at step t, which is not computed yet"):
         te.scan(init, upd, st)
+
+
+def test_save_json_round_trip_builds_the_same_scan(rng):
+    X, _, _, s_scan = _cumsum()
+    loaded = tvm.ir.load_json(tvm.ir.save_json(s_scan.op))
+    assert isinstance(loaded, te.ScanOp) and loaded.scan_axis.var.name == "scan.idx"
+    out = loaded.output(0)
+    X2 = loaded.inputs[0]
+    f = tvm.build(te.create_schedule(loaded), [X2, out])
+    x = rng.random((6, 9)).astype("float32")
+    o = _nan((6, 9))
+    f(tvm.nd.array(x), o)
+    np.testing.assert_allclose(o.numpy(), np.cumsum(x, axis=0), rtol=1e-5)

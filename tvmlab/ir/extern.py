@@ -284,4 +284,35 @@ def _check_reads_past(update, states, name):
             post_order_visit(b, check)
 
 
+# ------------------------------------------------------------ save_json / load_json
+def _write_extern(op, w):
+    return w.number(op, {"name": op.name, "tag": op.tag, "attrs": w.w(op.attrs), "inputs": w.w(op.inputs),
+                         "ins": w.w(op.input_placeholders), "outs": w.w(op.output_placeholders),
+                         "body": w.w(op.body)})
+
+
+def _read_extern(d, r):
+    return r.keep(d, ExternOp(d["name"], d["tag"], r.r(d["attrs"]), r.r(d["inputs"]), r.r(d["ins"]),
+                              r.r(d["outs"]), r.r(d["body"])))
+
+
+def _write_scan(op, w):
+    return w.number(op, {"name": op.name, "tag": op.tag, "attrs": w.w(op.attrs), "axis": w.w(op.scan_axis),
+                         "init": w.w(op.init), "update": w.w(op.update), "states": w.w(op.state_placeholder),
+                         "inputs": w.w(op.inputs), "spatial": w.w(op.spatial_axis_)})
+
+
+def _read_scan(d, r):
+    return r.keep(d, ScanOp(d["name"], d["tag"], r.r(d["attrs"]), r.r(d["axis"]), r.r(d["init"]),
+                            r.r(d["update"]), r.r(d["states"]), r.r(d["inputs"]), r.r(d["spatial"])))
+
+
+def _register_json():
+    from .serialize import register_type
+    register_type(ExternOp, "ExternOp", _write_extern, _read_extern)
+    register_type(ScanOp, "ScanOp", _write_scan, _read_scan)
+
+
+_register_json()
+
 __all__ = ["ExternOp", "ScanOp", "extern", "scan", "call_packed"]
