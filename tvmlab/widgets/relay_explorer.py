@@ -22,10 +22,9 @@ _BOX = "overflow:auto;max-height:560px;border:1px solid #dee2e6;background:white
 class RelayExplorer(W.VBox):
     """Python API: ``view`` (the RelayView), ``stage``, ``show(stage)``, ``groups()``, ``open_group(k)``."""
 
-    def __init__(self, mod, params=None, targets=None, passes=None, opt_level=3, **explorer_options):
-        kw = {} if passes is None else {"passes": tuple(passes)}
-        self.view = RelayView(mod, params, opt_level=opt_level, **kw)
+    def __init__(self, mod, params=None, targets=None, opt_level=3, disabled_pass=(), **explorer_options):
         self.target = (targets or ["llvm"])[0]
+        self.view = RelayView(mod, params, target=self.target, opt_level=opt_level, disabled_pass=disabled_pass)
         self._explorer_options = {"benchmark": False, **explorer_options}
         self.group_explorer = None
         self.error = None

@@ -1,9 +1,9 @@
 """The Relay view: a graph-level module drawn before and after each pass, fused groups coloured by kind.
 
 ``tvmlab.explore(mod, params=params)`` on a Relay IRModule opens it. The
-stages are the module as given, then after each pass of the graph pipeline
-(SimplifyInference, FoldConstant, AlterOpLayout, FuseOps), each applied to
-the previous stage. An operator is filled with the colour of its pattern
+stages are the module as given, then after each pass relay.build runs
+(SimplifyInference, FoldConstant, AlterOpLayout, FoldConstant again,
+DeadCodeElimination, FuseOps), recorded while ``relay.optimize`` runs them. An operator is filled with the colour of its pattern
 kind (the seeds' four: injective, reduction, complex-out-fusable, opaque);
 after FuseOps each fused group is a box around its operators, in the colour
 of its kind. Choosing a group opens its TE schedule in the operator
@@ -21,7 +21,6 @@ PATTERN_COLORS = {
     "elemwise": "#d3f9d8", "broadcast": "#b2f2bb", "injective": "#8ce99a",
     "reduction": "#a5d8ff", "out-elemwise-fusable": "#ffc078", "tuple": "#e9ecef", "opaque": "#ffa8a8",
 }
-PASS_ORDER = ("SimplifyInference", "FoldConstant", "AlterOpLayout", "FuseOps")
 MAX_NODES = 400           # operators drawn before the rest of a big graph folds into one node
 
 
@@ -67,29 +66,29 @@ class Group:
 
 
 class RelayView:
-    """The stages of a Relay module through the graph passes, and their drawings."""
+    """The stages of a Relay module through relay.build's graph passes, and their drawings.
 
-    def __init__(self, mod, params=None, passes=None, opt_level=3):
+    The passes are those ``relay.optimize`` runs for ``target`` under a
+    PassContext of ``opt_level`` and ``disabled_pass`` (recorded by a pass
+    instrument), so the stages are exactly what the build compiles.
+    """
+
+    def __init__(self, mod, params=None, target="llvm", opt_level=3, disabled_pass=()):
         if not is_relay_module(mod):
             raise TVMLabError(f"the Relay view needs an IRModule with a Relay function 'main', "
                               f"got {type(mod).__name__}")
         from .. import transform as tr
         from ..relay import transform as rt
-        if passes is None:          # the pipeline's passes this build has
-            passes = [p for p in PASS_ORDER if hasattr(rt, p)]
-        unknown = [p for p in passes if not hasattr(rt, p)]
-        if unknown:
-            raise TVMLabError(f"unknown graph passes {unknown}; relay.transform has "
-                              f"{[p for p in PASS_ORDER if hasattr(rt, p)]}")
-        mod = rt.InferType()(mod)
+        from ..relay.build_module import optimize
         if params:
-            mod = _bind_params(mod, params)
-        self.stages = [("input", mod)]
-        with tr.PassContext(opt_level=opt_level):
-            for name in passes:
-                mod = getattr(rt, name)()(mod)
-                mod = rt.InferType()(mod)
-                self.stages.append((name, mod))
+            names = {p.name_hint for p in mod["main"].params}
+            for k in params:
+                if k not in names:
+                    raise TVMLabError(f"params names {k!r}, which is not a parameter of main")
+        self.stages = [("input", rt.InferType()(mod))]
+        recorder = _Recorder(self.stages)
+        with tr.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass), instruments=[recorder]):
+            optimize(mod, target, params)
 
     @property
     def names(self):
@@ -160,18 +159,21 @@ def lower_group(fn, target="llvm"):
     return s, inputs + outs
 
 
-def _bind_params(mod, params):
-    from ..relay.expr import bind, const
-    from ..ir.function import IRModule
-    main = mod["main"]
-    names = {p.name_hint for p in main.params}
-    binds = {}
-    for k, v in params.items():
-        if k not in names:
-            raise TVMLabError(f"params names {k!r}, which is not a parameter of main")
-        arr = v.numpy() if hasattr(v, "numpy") else v
-        binds[k] = const(arr)
-    return IRModule.from_expr(bind(main, binds))
+class _Recorder:
+    """A pass instrument keeping the module after each graph pass (InferType and wrappers left out)."""
+    SKIP = ("InferType", "relay.optimize", "sequential")
+
+    def __init__(self, stages):
+        self.stages = stages
+
+    def run_after_pass(self, mod, info):
+        if info.name in self.SKIP or not is_relay_module(mod):
+            return
+        names = [n for n, _ in self.stages]
+        name, k = info.name, 2
+        while name in names:
+            name, k = f"{info.name} ({k})", k + 1
+        self.stages.append((name, mod))
 
 
 # ---------------------------------------------------------------- drawing
