@@ -13,7 +13,7 @@ from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.tensor import Tensor
 from . import tag
-from .utils import (OperatorError, check_tensor, const_or_none, get_const_shape, normalize_axis, prod,
+from .utils import (OperatorError, check_tensor, const_or_none, normalize_axis, prod,
                     ravel_index, shape_str, simplify, unravel_index)
 
 

@@ -62,16 +62,7 @@ def _named(name):
     return schedule
 
 
-schedule_injective = _named("schedule_injective")
-schedule_elemwise = _named("schedule_elemwise")
-schedule_broadcast = _named("schedule_broadcast")
-schedule_reduce = _named("schedule_reduce")
-schedule_pool = _named("schedule_pool")
-schedule_adaptive_pool = _named("schedule_adaptive_pool")
-schedule_softmax = _named("schedule_softmax")
-schedule_dense = _named("schedule_dense")
-schedule_batch_matmul = _named("schedule_batch_matmul")
-schedule_conv2d_nchw = _named("schedule_conv2d_nchw")
-schedule_depthwise_conv2d_nchw = _named("schedule_depthwise_conv2d_nchw")
-schedule_group_conv2d_nchw = _named("schedule_group_conv2d_nchw")
-schedule_lrn = _named("schedule_lrn")
+for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_pool",
+           "schedule_adaptive_pool", "schedule_softmax", "schedule_dense", "schedule_batch_matmul",
+           "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw", "schedule_group_conv2d_nchw", "schedule_lrn"):
+    globals()[_n] = _named(_n)

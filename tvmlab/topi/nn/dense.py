@@ -36,6 +36,15 @@ def _check_k(op, ka, kb, a, b):
         raise OperatorError(f"{op}: reduction sizes differ: {shape_str(a)} has {ca}, {shape_str(b)} has {cb}")
 
 
+def _with_bias(op, out, bias, n):
+    """``out + bias[j]`` (a broadcast stage), or ``out`` when there is no bias."""
+    if bias is None:
+        return out
+    check_tensor(op, bias, "bias", 1)
+    _check_k(f"{op} (bias)", n, bias.shape[0], out, bias)
+    return te.compute(out.shape, lambda i, j: out[i, j] + _cast(out.dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
+
+
 def dense(data, weight, bias=None, out_dtype=None, target="llvm"):
     """``data @ weight.T (+ bias)``: data (M, K), weight (N, K), bias (N,). Tag ``dense``."""
     check_tensor("dense", data, "data", 2)
@@ -56,11 +65,7 @@ def dense(data, weight, bias=None, out_dtype=None, target="llvm"):
     else:
         out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) * _cast(out_dtype, weight[j, k]),
                                                      axis=k), name="T_dense", tag="dense", attrs={"packed": 0})
-    if bias is not None:
-        check_tensor("dense", bias, "bias", 1)
-        _check_k("dense (bias)", N, bias.shape[0], weight, bias)
-        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
-    return out
+    return _with_bias("dense", out, bias, N)
 
 
 def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
@@ -82,10 +87,7 @@ def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
     out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) *
                                                  _cast(out_dtype, packed_weight[j // block, k, j % block]), axis=k),
                      name="T_dense", tag="dense_pack", attrs={"block": block, "packed": 1})
-    if bias is not None:
-        check_tensor("dense_pack", bias, "bias", 1)
-        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
-    return out
+    return _with_bias("dense_pack", out, bias, N)
 
 
 def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, transpose_b=False):
@@ -108,10 +110,7 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
         return tensor_b[j, k] if transpose_b else tensor_b[k, j]
     out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, a(i)) * _cast(out_dtype, b(j)), axis=k),
                      name="T_matmul", tag="matmul")
-    if bias is not None:
-        check_tensor("matmul", bias, "bias", 1)
-        out = te.compute((M, N), lambda i, j: out[i, j] + _cast(out_dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
-    return out
+    return _with_bias("matmul", out, bias, N)
 
 
 def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True):

@@ -12,22 +12,14 @@ stages (an ``expand_dims`` of the bias) are inlined too.
 """
 from __future__ import annotations
 
-from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..conv2d import tile_width
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
-from ..generic import as_outputs
 from ..utils import const_or_none
-from .injective import check_target, find_anchor, inline_around, parallel_vectorize
-from ... import te
+from .injective import fused_group, schedule_others
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
-
-
-def _same_axes(a, b):
-    return len(a.shape) == len(b.shape) and all(
-        const_or_none(x) is not None and const_or_none(x) == const_or_none(y) for x, y in zip(a.shape, b.shape))
 
 
 def _schedule_inputs(s, blocked, skip=()):
@@ -70,27 +62,13 @@ def _tile(s, out, blocked, oc_block, target, width=None):
 
 def schedule_conv2d_nchw(outs, target="llvm", width=None):
     """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
-    check_target("schedule_conv2d_nchw", target)
-    outs = as_outputs(outs, "schedule_conv2d_nchw")
-    s = te.create_schedule([o.op for o in outs])
-    conv = find_anchor(outs, NCHW_TAGS)
-    if conv is None:
-        raise ScheduleError(f"schedule_conv2d_nchw: no convolution (tag {' / '.join(NCHW_TAGS)}) feeds "
-                            f"{[o.op.name for o in outs]}")
+    s, outs, conv, tile_out = fused_group(outs, NCHW_TAGS, "schedule_conv2d_nchw", target)
     blocked = conv.input_tensors[0]
-    out = outs[0]
-    inline_around(s, conv)
     _schedule_inputs(s, blocked)
-    oc_block = int(conv.attrs["oc_block"])
-    if out.op is not conv and _same_axes(out, conv.output(0)) and conv not in s.outputs:
-        s[conv].compute_inline()
-        _tile(s, out, blocked, oc_block, target, width)
-    else:
-        _tile(s, conv.output(0), blocked, oc_block, target, width)
-    for o in outs:
-        if o.op is not conv and o is not out or (o is out and not _same_axes(out, conv.output(0))):
-            parallel_vectorize(s, o, target)
-    return s
+    if tile_out.op is not conv:
+        s[conv].compute_inline()     # the NCHW copy: each tile goes through the tail as it is written
+    _tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
+    return schedule_others(s, outs, conv, tile_out, target)
 
 
 schedule_group_conv2d_nchw = schedule_conv2d_nchw
@@ -108,25 +86,15 @@ def nchwc_blocks(in_channels, out_channels, dtype="float32", target="llvm"):
 def schedule_conv2d_NCHWc(outs, target="llvm", width=None):
     """Schedule a fused group whose anchor is ``conv2d_NCHWc``: a (``width`` x ``oc``) register tile
     accumulated over the reduction, then passed through the group's elementwise stages."""
-    check_target("schedule_conv2d_NCHWc", target)
-    outs = as_outputs(outs, "schedule_conv2d_NCHWc")
-    s = te.create_schedule([o.op for o in outs])
-    conv = find_anchor(outs, ("conv2d_NCHWc",))
-    if conv is None:
-        raise ScheduleError(f"schedule_conv2d_NCHWc: no conv2d_NCHWc feeds {[o.op.name for o in outs]}")
-    inline_around(s, conv)
+    s, outs, conv, tile_out = fused_group(outs, ("conv2d_NCHWc",), "schedule_conv2d_NCHWc", target)
     for t in conv.input_tensors:
-        if isinstance(t.op, ComputeOp):     # the padded input
+        if isinstance(t.op, ComputeOp):     # the padded input, a transformed kernel
             axes = s[t.op].op.axis
             s[t.op].parallel(s[t.op].fuse(axes[0], axes[1]))
             s[t.op].vectorize(axes[-1])
     oc = int(conv.attrs["oc_block"])
-    out = outs[0]
     ct = conv.output(0)
-    if out.op is conv or conv in s.outputs or not _same_axes(out, ct):
-        tile_out, acc = ct, s.cache_write(ct, "global")
-    else:
-        tile_out, acc = out, ct
+    acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
     width = width or tile_width(const_or_none(ct.shape[3]), oc, ct.dtype, target)
     b, fo, y, x, fi = s[tile_out].op.axis
     xo, xi = s[tile_out].split(x, factor=width)
@@ -138,32 +106,15 @@ def schedule_conv2d_NCHWc(outs, target="llvm", width=None):
     s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
     s[acc].unroll(cx)
     s[acc].vectorize(cfi)
-    for o in outs:
-        if o is not tile_out and o.op is not conv:
-            parallel_vectorize(s, o, target)
-    return s
+    return schedule_others(s, outs, conv, tile_out, target)
 
 
 def schedule_conv2d_transpose_nchw(outs, target="llvm"):
     """Transposed convolution: parallel over (batch, channel, row), vectors over the output row."""
-    check_target("schedule_conv2d_transpose_nchw", target)
-    outs = as_outputs(outs, "schedule_conv2d_transpose_nchw")
-    s = te.create_schedule([o.op for o in outs])
-    conv = find_anchor(outs, ("conv2d_transpose_nchw",))
-    if conv is None:
-        raise ScheduleError(f"schedule_conv2d_transpose_nchw: no conv2d_transpose_nchw feeds "
-                            f"{[o.op.name for o in outs]}")
-    inline_around(s, conv)
-    out = outs[0]
-    ct = conv.output(0)
-    if out.op is not conv and _same_axes(out, ct) and conv not in s.outputs:
-        b, f, y, x = s[out].op.axis
-        s[out].parallel(s[out].fuse(b, f, y))
-        s[conv].compute_at(s[out], x)
-    else:
-        b, f, y, x = s[conv].op.axis
-        s[conv].parallel(s[conv].fuse(b, f, y))
-        for o in outs:
-            if o.op is not conv:
-                parallel_vectorize(s, o, target)
-    return s
+    s, outs, conv, tile_out = fused_group(outs, ("conv2d_transpose_nchw",), "schedule_conv2d_transpose_nchw",
+                                          target)
+    b, f, y, x = s[tile_out].op.axis
+    s[tile_out].parallel(s[tile_out].fuse(b, f, y))
+    if tile_out.op is not conv:
+        s[conv].compute_at(s[tile_out], x)
+    return schedule_others(s, outs, conv, tile_out, target)

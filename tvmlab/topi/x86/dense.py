@@ -10,14 +10,10 @@ into vector-wide partial sums (``rfactor``), and the output columns are spread o
 """
 from __future__ import annotations
 
-from ... import te
-from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
-from ..generic import as_outputs
 from ..matmul import K_UNROLL, tile_rows
 from ..utils import const_or_none
-from .conv2d import _same_axes
-from .injective import check_target, find_anchor, inline_around, lanes_of, parallel_vectorize
+from .injective import fused_group, lanes_of, schedule_others
 
 DOT_COLS = 16        # output columns of one parallel task in the dot-product form
 
@@ -78,26 +74,13 @@ def _packed(s, dense, out, target):
 
 
 def schedule_dense(outs, target="llvm"):
-    """Schedule a fused group whose anchor is ``dense`` (tag ``dense``)."""
-    check_target("schedule_dense", target)
-    outs = as_outputs(outs, "schedule_dense")
-    s = te.create_schedule([o.op for o in outs])
-    dense = find_anchor(outs, ("dense", "dense_pack"))
-    if dense is None:
-        raise ScheduleError(f"schedule_dense: no dense (tag 'dense' or 'dense_pack') feeds {[o.op.name for o in outs]}")
-    inline_around(s, dense)
-    out = outs[0]
-    dt_ = dense.output(0)
-    fused = out.op is not dense and dense not in s.outputs and _same_axes(out, dt_)
-    target_out = out if fused else dt_
+    """Schedule a fused group whose anchor is ``dense`` / ``dense_pack``."""
+    s, outs, dense, tile_out = fused_group(outs, ("dense", "dense_pack"), "schedule_dense", target)
     if int(dense.attrs.get("packed", 0)):
-        _packed(s, dense, target_out, target)
+        _packed(s, dense, tile_out, target)
     else:
-        _dot(s, dense, target_out, target)
-    for o in outs:
-        if o is not target_out and o.op is not dense:
-            parallel_vectorize(s, o, target)
-    return s
+        _dot(s, dense, tile_out, target)
+    return schedule_others(s, outs, dense, tile_out, target)
 
 
 def _simple_reduce(s, op, out, target):
@@ -109,41 +92,18 @@ def _simple_reduce(s, op, out, target):
         s[op].compute_at(s[out], axes[-1])
 
 
-def schedule_matmul(outs, target="llvm"):
-    """Schedule a fused group whose anchor is ``topi.nn.matmul``: parallel over rows."""
-    check_target("schedule_matmul", target)
-    outs = as_outputs(outs, "schedule_matmul")
-    s = te.create_schedule([o.op for o in outs])
-    mm = find_anchor(outs, ("matmul", "dense", "dense_pack"))
-    if mm is None:
-        raise ScheduleError(f"schedule_matmul: no matmul feeds {[o.op.name for o in outs]}")
-    if mm.tag in ("dense", "dense_pack"):
-        return schedule_dense(outs, target)
-    inline_around(s, mm)
-    out = outs[0]
-    fused = out.op is not mm and mm not in s.outputs and _same_axes(out, mm.output(0))
-    target_out = out if fused else mm.output(0)
-    _simple_reduce(s, mm, target_out, target)
-    for o in outs:
-        if o is not target_out and o.op is not mm:
-            parallel_vectorize(s, o, target)
-    return s
+def _rows(tags, what):
+    def schedule(outs, target="llvm"):
+        s, outs, anchor, tile_out = fused_group(outs, tags, what, target)
+        if anchor.tag in ("dense", "dense_pack"):
+            return schedule_dense(outs, target)
+        _simple_reduce(s, anchor, tile_out, target)
+        return schedule_others(s, outs, anchor, tile_out, target)
+    schedule.__name__ = schedule.__qualname__ = what
+    return schedule
 
 
-def schedule_batch_matmul(outs, target="llvm"):
-    """Schedule a fused group whose anchor is ``batch_matmul``: parallel over (batch, row)."""
-    check_target("schedule_batch_matmul", target)
-    outs = as_outputs(outs, "schedule_batch_matmul")
-    s = te.create_schedule([o.op for o in outs])
-    bm = find_anchor(outs, ("batch_matmul",))
-    if bm is None:
-        raise ScheduleError(f"schedule_batch_matmul: no batch_matmul feeds {[o.op.name for o in outs]}")
-    inline_around(s, bm)
-    out = outs[0]
-    fused = out.op is not bm and bm not in s.outputs and _same_axes(out, bm.output(0))
-    target_out = out if fused else bm.output(0)
-    _simple_reduce(s, bm, target_out, target)
-    for o in outs:
-        if o is not target_out and o.op is not bm:
-            parallel_vectorize(s, o, target)
-    return s
+schedule_matmul = _rows(("matmul", "dense", "dense_pack"), "schedule_matmul")
+schedule_matmul.__doc__ = "Schedule a fused group whose anchor is ``topi.nn.matmul``: parallel over rows."
+schedule_batch_matmul = _rows(("batch_matmul",), "schedule_batch_matmul")
+schedule_batch_matmul.__doc__ = "Schedule a fused group whose anchor is ``batch_matmul``: parallel over (batch, row)."

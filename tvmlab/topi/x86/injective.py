@@ -7,6 +7,7 @@ target's width.  When the last axis is too short for a vector, every axis is fus
 """
 from __future__ import annotations
 
+from ... import te
 from ...codegen.llvm_vector import vector_registers
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
@@ -42,13 +43,14 @@ def find_anchor(outs, match):
     """The first compute feeding ``outs`` whose tag ``match`` accepts (a tag string or a predicate)."""
     pred = match if callable(match) else (lambda t: t in match)
     for o in outs:
-        for op in _post_order(o.op):
+        for op in post_order(o.op):
             if pred(op.tag):
                 return op
     return None
 
 
-def _post_order(op):
+def post_order(op):
+    """The compute operations feeding ``op`` (itself included), consumers first."""
     order, seen = [], set()
 
     def walk(o):
@@ -73,6 +75,36 @@ def inline_around(s, anchor, keep=()):
         if _tag.is_injective(op.tag) or op.tag == "":
             if not op.reduce_axis:
                 s[op].compute_inline()
+
+
+def same_axes(a, b):
+    """Whether tensors ``a`` and ``b`` have one constant shape (a stage of one can own the other's loops)."""
+    return len(a.shape) == len(b.shape) and all(
+        const_or_none(x) is not None and const_or_none(x) == const_or_none(y) for x, y in zip(a.shape, b.shape))
+
+
+def fused_group(outs, tags, what, target):
+    """The schedule of a group anchored on the operator tagged one of ``tags``, the stages around it
+    inlined: ``(s, outs, anchor, tile_out)`` where ``tile_out`` is the tensor whose loops the anchor's
+    tile goes into (the group's output when the elementwise tail can be inlined into it, else the anchor's)."""
+    check_target(what, target)
+    outs = as_outputs(outs, what)
+    s = te.create_schedule([o.op for o in outs])
+    anchor = find_anchor(outs, tags)
+    if anchor is None:
+        raise ScheduleError(f"{what}: no operator tagged {' / '.join(tags)} feeds {[o.op.name for o in outs]}")
+    inline_around(s, anchor)
+    out, at = outs[0], anchor.output(0)
+    fused = out.op is not anchor and anchor not in s.outputs and same_axes(out, at)
+    return s, outs, anchor, (out if fused else at)
+
+
+def schedule_others(s, outs, anchor, tile_out, target):
+    """Parallel, vectorised loops for the group's outputs other than the tiled one."""
+    for o in outs:
+        if o is not tile_out and o.op is not anchor and not o.op.reduce_axis:
+            parallel_vectorize(s, o, target)
+    return s
 
 
 def parallel_vectorize(s, t, target="llvm"):

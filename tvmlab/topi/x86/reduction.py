@@ -12,22 +12,10 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from .injective import check_target, find_anchor, lanes_of, parallel_vectorize
+from .injective import check_target, find_anchor, lanes_of, parallel_vectorize, post_order
 
 def _reductions(outs):
-    found, seen = [], set()
-
-    def walk(op):
-        if op in seen or not isinstance(op, ComputeOp):
-            return
-        seen.add(op)
-        for t in op.input_tensors:
-            walk(t.op)
-        if op.reduce_axis:
-            found.append(op)
-    for o in outs:
-        walk(o.op)
-    return found
+    return [op for o in outs for op in post_order(o.op) if op.reduce_axis]
 
 
 def _shape(t):
