@@ -352,3 +352,24 @@ def test_compute_at_into_a_stage_that_reads_through_a_cache():
     assert "T.allocate([30]" in str(tvm.lower(s, [A, B]))
     _check(s, [A, B], lambda a: a * 2 + 1)
     _replays(s, [B.op], [A, B])
+
+
+def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    N, K = 64, 256
+    A = te.placeholder((N, K), name="A")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=16)
+    ko, ki = s[C].split(k, factor=16)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], ko)
+    s[AA].bind(s[AA].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[AA].double_buffer()
+    src = tvm.build(s, [A, C], target="cuda").imported_modules[0].get_source()
+    assert "__shared__ float A_shared[512];" in src          # two tiles of 16 x 16
+    assert "tvmlab_floormod((k_outer + 1), 2) * 256" in src and "tvmlab_floormod(k_outer, 2) * 256" in src
+    assert src.count("__syncthreads()") >= 2

@@ -351,3 +351,60 @@ def test_matmul_micro_kernel_needs_packed_inputs():
     B = te.placeholder((8, 8), name="B")
     with pytest.raises(ScheduleError, match="rows=R"):
         topi.schedule_matmul(topi.matmul(A, B), tensorize=True)
+
+
+def test_tvm_tensorize_tutorial_with_only_imports_changed(gemv_lib):
+    """TVM's tensorize tutorial (gemv as an external C function), decl_buffer and ir_builder as written."""
+    N, M, L = 64, 32, 48
+    A = te.placeholder((N, L), name="A")
+    B = te.placeholder((M, L), name="B")
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    factor = 16
+    x, y = C.op.axis
+    (z,) = C.op.reduce_axis
+    yo, yi = s[C].split(y, factor=factor)
+    zo, zi = s[C].split(z, factor=factor)
+    s[C].reorder(x, yo, zo, yi, zi)
+
+    def intrin_gemv(m, l):
+        a = te.placeholder((l,), name="a")
+        b = te.placeholder((m, l), name="b")
+        k = te.reduce_axis((0, l), name="k")
+        c = te.compute((m,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+        Ab = tvm.tir.decl_buffer(a.shape, a.dtype, name="A", offset_factor=1, strides=[1])
+        Bb = tvm.tir.decl_buffer(b.shape, b.dtype, name="B", offset_factor=1, strides=[te.var("s1"), 1])
+        Cb = tvm.tir.decl_buffer(c.shape, c.dtype, name="C", offset_factor=1, strides=[1])
+
+        def intrin_func(ins, outs):
+            aa, bb = ins
+            cc = outs[0]
+
+            def _body():
+                ib = tvm.tir.ir_builder.create()
+                ib.emit(tvm.tir.call_extern("int32", "gemv_update", cc.access_ptr("w"), aa.access_ptr("r"),
+                                            bb.access_ptr("r"), m, l, bb.strides[0]))
+                return ib.get()
+
+            def _reduce_reset():
+                ib = tvm.tir.ir_builder.create()
+                ib.emit(tvm.tir.call_extern("int32", "gemv_reset", cc.access_ptr("w"), m))
+                return ib.get()
+
+            def _reduce_update():
+                return _body()
+
+            return _body(), _reduce_reset(), _reduce_update()
+
+        return te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, b: Bb, c: Cb})
+
+    gemv = intrin_gemv(factor, factor)
+    s[C].tensorize(yi, gemv)
+    dev = tvm.cpu(0)
+    func = tvm.build(s, [A, B, C], target="llvm", name="gemv")
+    a = np.random.uniform(size=(N, L)).astype(A.dtype)
+    b = np.random.uniform(size=(M, L)).astype(B.dtype)
+    c = tvm.nd.array(np.full((N, M), np.nan, dtype=C.dtype), dev)
+    func(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    tvm.testing.assert_allclose(c.numpy(), np.dot(a, b.T), rtol=1e-3)
