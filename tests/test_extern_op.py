@@ -476,3 +476,31 @@ def test_save_json_round_trip_of_an_extern_stage(rng):
     c = _nan(11)
     f(tvm.nd.array(a), c)
     np.testing.assert_allclose(c.numpy(), np.where(a > 0.5, a + 1, a * 2), rtol=1e-6)
+
+
+def test_gpu_host_calls_the_packed_function_with_device_arrays():
+    seen = []
+    _register("test.extern.gpu_copy", lambda a, b, scale, k: seen.append((a, b, scale, k)))
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("test.extern.gpu_copy", ins[0], outs[0], 2.5,
+                                                                      n), name="B")
+    C = te.compute(A.shape, lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=64)
+    s[C].bind(xo, te.thread_axis("blockIdx.x"))
+    s[C].bind(xi, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, C], "cuda")
+    fn = f.get_function("default_function")
+    class Fake:
+        def __init__(self, name):
+            self.name, self._ptr = name, 4096
+    arrays = {v: Fake(f"array {v.name}") for v in fn.buffers}
+    arrays.update({v: Fake(f"temp {v.name}") for v, _, _ in fn.temps})
+    launches = []
+    fn.run_host({"n": 100}, arrays, lambda ln, grid, block, kargs: launches.append(grid))
+    assert [(a.name, b.name, x, k) for a, b, x, k in seen] == [("array A", "temp B", 2.5, 100)]   # before the kernel
+    assert launches == [(2, 1, 1)]
+    _register("test.extern.gpu_copy", lambda *args: 1 / 0)
+    with pytest.raises(PackedFuncError, match="ZeroDivisionError"):
+        fn.run_host({"n": 100}, arrays, lambda *a: None)

@@ -187,7 +187,7 @@ class CUDAFunction:
         for p in self.scalars:
             key = self.keys[p]
             if p in values:
-                v = int(values[p])
+                v = float(values[p]) if p.dtype.startswith("float") else int(values[p])
                 if env.setdefault(key, v) != v:
                     raise RuntimeArgError(f"{self.name}: {p.name} = {v} but the shapes give {env[key]}")
             if key not in env:
@@ -248,8 +248,18 @@ class CUDAFunction:
                     walk(s.else_case)
             elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "launch_kernel":
                 self._launch(by_name[s.value.args[0].value], env, values, launch)
+            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "tvm_call_packed":
+                from ..runtime.packed import host_call      # an extern stage's call, with the device arrays
+                host_call(s.value, lambda v: values[v], lambda e: self._scalar(e, env), self.name)
 
         walk(self.host.body)
+
+    def _scalar(self, e, env):
+        if isinstance(e, (E.IntImm, E.FloatImm)):
+            return bool(e.value) if e.dtype == "bool" else e.value
+        if isinstance(e, E.Var) and e.dtype.startswith("float"):
+            return env[self.keys.get(e, e.name)]
+        return self._eval(e, env)
 
     def _launch(self, ln, env, values, launch):
         grid = tuple(self._eval(x, env) for x in ln.grid())

@@ -160,6 +160,31 @@ def ensure_symbol():
         _STATE["symbol"] = True
 
 
+def host_call(call, buffer_of, scalar_of, func_name):
+    """Run a ``tvm_call_packed`` Call node from host code run by Python (a GPU build's host function):
+    buffers are the arrays ``buffer_of(data_var)`` gives (device arrays), scalars ``scalar_of(expr)``."""
+    name = call.args[0].value
+    args = []
+    for a in call.args[1:]:
+        if type(a).__name__ == "StringImm":
+            args.append(a.value)
+        elif getattr(a, "op", None) == "tvm_stack_make_array":
+            off = a.args[2]
+            if getattr(off, "value", 0) != 0:
+                raise PackedFuncError(f"{func_name}: packed function {name!r}: a buffer with an element offset "
+                                      "cannot be passed from GPU host code")
+            args.append(buffer_of(a.args[0]))
+        else:
+            args.append(scalar_of(a))
+    fn = lookup(name)
+    if fn is None:
+        raise PackedFuncError(f"{func_name}: global function {name!r} is not registered (tvm.register_func)")
+    try:
+        fn(*args)
+    except Exception as e:      # noqa: BLE001 - reported as the call's error
+        raise PackedFuncError(f"{func_name}: packed function {name!r} raised {type(e).__name__}: {e}") from e
+
+
 def take_error(site, func_name):
     """The PackedFuncError to raise after a call of ``func_name`` failed at ``site``."""
     with _LOCK:
