@@ -504,3 +504,25 @@ def test_gpu_host_calls_the_packed_function_with_device_arrays():
     _register("test.extern.gpu_copy", lambda *args: 1 / 0)
     with pytest.raises(PackedFuncError, match="ZeroDivisionError"):
         fn.run_host({"n": 100}, arrays, lambda *a: None)
+
+
+def test_packed_function_raising_on_one_parallel_task():
+    def f(row, i):
+        if i == 5:
+            raise KeyError("row five")
+    _register("test.extern.par_raise", f)
+    A = te.placeholder((16, 3), name="A")
+
+    def gen(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        b = ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 16, name="i", kind="parallel") as i:
+            ib.emit(tvm.tir.call_packed("test.extern.par_raise", ins[0], i))
+            with ib.for_range(0, 3, name="j") as j:
+                b[i, j] = 1.0
+        return ib.get()
+    B = te.extern(A.shape, [A], gen, name="B")
+    fn = tvm.build(te.create_schedule(B.op), [A, B])
+    for _ in range(2):                                   # the error is reported once per call, every call
+        with pytest.raises(PackedFuncError, match="KeyError: 'row five'"):
+            fn(tvm.nd.array(np.ones((16, 3), "float32")), _nan((16, 3)))
