@@ -135,3 +135,31 @@ def test_wrong_input_dtype_at_set_input():
         g.set_input("data", rand(1, 16, 14, 13))
     with pytest.raises(TVMLabError, match="nope"):
         g.set_input("nope", rand(1, 16, 14, 14))
+
+
+def test_exported_model_runs_in_a_fresh_process(tmp_path):
+    """lib.export_library + tvm.runtime.load_module in another interpreter, params included."""
+    import subprocess
+    import sys
+
+    import tvmlab as tvm
+    m = models.small_cnn(size=20)
+    mod, params = relay.frontend.from_onnx(m)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm", params=params)
+    path = tmp_path / "cnn.so"
+    lib.export_library(str(path))
+    x = rand(1, 3, 20, 20, seed=12)
+    np.save(tmp_path / "x.npy", x)
+    script = f"""
+import numpy as np, tvmlab as tvm
+from tvmlab.contrib import graph_executor
+g = graph_executor.GraphModule(tvm.runtime.load_module({str(path)!r})["default"](tvm.cpu(0)))
+g.set_input("data", np.load({str(tmp_path / 'x.npy')!r}))
+g.run()
+np.save({str(tmp_path / 'y.npy')!r}, g.get_output(0).numpy())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from onnx_util import run_ort
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), run_ort(m, {"data": x})[0], rtol=1e-3, atol=1e-5)

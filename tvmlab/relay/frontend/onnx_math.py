@@ -215,8 +215,7 @@ def _softmax(ctx, node):
     return r.reshape(fn(flat, axis=1), newshape=shape)
 
 
-_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
-           "ReduceProd": "prod"}
+_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}
 _DERIVED = ("ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp")
 
 
