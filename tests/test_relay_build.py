@@ -120,6 +120,22 @@ def test_pools(rng):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+def test_pools_after_blocked_convolutions(rng):
+    xv, wv = rand(rng, 1, 3, 9, 9), rand(rng, 16, 3, 3, 3)
+    x = relay.var("x", shape=xv.shape)
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.const(wv), padding=(1, 1)))
+    outs = [relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)), relay.nn.avg_pool2d(y, (2, 2), (2, 2), ceil_mode=True),
+            relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y))]
+    c = np.maximum(ref.conv2d(xv, wv, pad=(1, 1, 1, 1)), 0)
+    want = [ref.pool2d(c, "max", (3, 3), (2, 2), (1, 1, 1, 1)), ref.pool2d(c, "avg", (2, 2), (2, 2), (0, 0, 0, 0), True),
+            c.mean((2, 3))]
+    for level in (0, 3):
+        got, lib = compile_run(relay.Function([x], relay.Tuple(outs)), {"x": xv}, opt_level=level)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    assert 'layout="NCHW' in str(lib.ir_mod)
+
+
 def test_normalisations_and_softmax(rng):
     xv = rand(rng, 2, 6, 3, 4)
     g, b, a = rand(rng, 6, lo=0.5, hi=1.5), rand(rng, 6), rand(rng, 6)

@@ -549,19 +549,28 @@ def _pool_out(attrs, h, w):
     return out
 
 
-def _pool_rel(types, attrs):
-    _check_layout("pool2d", attrs, "NCHW")
+def _pool_data(types, attrs):
+    """The data type of a pool, checked against its layout (NCHW, or NCHW{b}c after AlterOpLayout)."""
+    from ..layout import block_of
     d = tensor_arg(types, 0)
-    if len(d.shape) != 4:
-        raise TypeInferenceError(f"data must be 4-D NCHW, got {d.shape}")
+    b = block_of(attrs.layout)
+    if b is None:
+        raise TypeInferenceError(f"only layouts NCHW and NCHW[x]c are supported, got {attrs.layout!r}")
+    if len(d.shape) != (4 if b == 1 else 5) or (b > 1 and d.shape[4] != b):
+        raise TypeInferenceError(f"data {d.shape} is not in layout {attrs.layout}")
+    return d
+
+
+def _pool_rel(types, attrs):
+    d = _pool_data(types, attrs)
     oh, ow = _pool_out(attrs, d.shape[2], d.shape[3])
-    return TensorType(d.shape[:2] + (oh, ow), d.dtype)
+    return TensorType(d.shape[:2] + (oh, ow) + d.shape[4:], d.dtype)
 
 
 def _pool_compute(kind):
     def compute(attrs, inputs, out_type):
         x = inputs[0]
-        n, c, h, w = _ints(x)
+        h, w = _ints(x)[2:4]
         kh, kw = attrs.pool_size
         sh, sw = attrs.strides
         dh, dw = attrs.dilation
@@ -569,15 +578,16 @@ def _pool_compute(kind):
         ry = te.reduce_axis((0, kh), name="ry")
         rx = te.reduce_axis((0, kw), name="rx")
 
-        def window(b, ch, y, xx, fill):
-            yy, xv = y * sh - pt + ry * dh, xx * sw - pl + rx * dw
-            return te.if_then_else(te.all(yy >= 0, yy < h, xv >= 0, xv < w), x[b, ch, yy, xv], fill)
+        def window(i, fill):            # i: (n, c, y, x) and, in NCHW[x]c, the channel lane
+            yy, xv = i[2] * sh - pt + ry * dh, i[3] * sw - pl + rx * dw
+            return te.if_then_else(te.all(yy >= 0, yy < h, xv >= 0, xv < w), x[(i[0], i[1], yy, xv) + tuple(i[4:])],
+                                   fill)
         if kind == "max":
             low = te.min_value(x.dtype)
-            return [te.compute(out_type.shape, lambda b, ch, y, xx: te.max(window(b, ch, y, xx, low), axis=[ry, rx]),
+            return [te.compute(out_type.shape, lambda *i: te.max(window(i, low), axis=[ry, rx]),
                                name="max_pool2d", tag="pool")]
         zero = te.const(0, x.dtype)
-        total = te.compute(out_type.shape, lambda b, ch, y, xx: te.sum(window(b, ch, y, xx, zero), axis=[ry, rx]),
+        total = te.compute(out_type.shape, lambda *i: te.sum(window(i, zero), axis=[ry, rx]),
                            name="avg_pool2d_sum", tag="pool")
 
         def count(y, xx):
@@ -586,8 +596,7 @@ def _pool_compute(kind):
             cy = _tir.min(y * sh - pt + kh, hi_y) - _tir.max(y * sh - pt, lo_y)
             cx = _tir.min(xx * sw - pl + kw, hi_x) - _tir.max(xx * sw - pl, lo_x)
             return _tir.max(cy * cx, 1).astype(x.dtype)
-        return [te.compute(out_type.shape, lambda b, ch, y, xx: total[b, ch, y, xx] / count(y, xx),
-                           name="avg_pool2d")]
+        return [te.compute(out_type.shape, lambda *i: total[i] / count(i[2], i[3]), name="avg_pool2d")]
     return compute
 
 
@@ -626,23 +635,20 @@ def avg_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=
 
 
 def _gpool_rel(types, attrs):
-    _check_layout("global_pool2d", attrs, "NCHW")
-    d = tensor_arg(types, 0)
-    if len(d.shape) != 4:
-        raise TypeInferenceError(f"data must be 4-D NCHW, got {d.shape}")
-    return TensorType(d.shape[:2] + (1, 1), d.dtype)
+    d = _pool_data(types, attrs)
+    return TensorType(d.shape[:2] + (1, 1) + d.shape[4:], d.dtype)
 
 
 def _gpool_compute(kind):
     def compute(attrs, inputs, out_type):
         x = inputs[0]
-        n, c, h, w = _ints(x)
+        h, w = _ints(x)[2:4]
         ry = te.reduce_axis((0, h), name="ry")
         rx = te.reduce_axis((0, w), name="rx")
         if kind == "max":
-            return [te.compute(out_type.shape, lambda b, ch, y, xx: te.max(x[b, ch, ry, rx], axis=[ry, rx]),
+            return [te.compute(out_type.shape, lambda *i: te.max(x[(i[0], i[1], ry, rx) + tuple(i[4:])], axis=[ry, rx]),
                                name="global_max_pool2d", tag="pool")]
-        s = te.compute(out_type.shape, lambda b, ch, y, xx: te.sum(x[b, ch, ry, rx], axis=[ry, rx]),
+        s = te.compute(out_type.shape, lambda *i: te.sum(x[(i[0], i[1], ry, rx) + tuple(i[4:])], axis=[ry, rx]),
                        name="global_avg_pool2d_sum", tag="pool")
         inv = te.const(1.0 / (h * w), x.dtype)
         return [te.compute(out_type.shape, lambda *i: s[i] * inv, name="global_avg_pool2d")]

@@ -1,9 +1,9 @@
 """AlterOpLayout: conv2d in NCHW becomes conv2d in NCHW[x]c, blocked by the target's vector width.
 
 Layouts flow forward through the graph: a conv2d's output is in
-``NCHW{o}c``; element-wise operators keep their input's layout; broadcast
-operators keep it when their other operand is the same layout or a
-per-channel vector (which is transformed once, at compile time when it is a
+``NCHW{o}c``; element-wise operators and pools keep their input's layout;
+broadcast operators keep it when their other operand is in the same layout or
+is a per-channel vector (transformed once, at compile time when it is a
 constant); ``bias_add`` becomes an add of the blocked bias.  Everything else
 wants NCHW.  A ``layout_transform`` is inserted only where a producer's
 layout differs from what its consumer wants: between two convolutions whose
@@ -21,6 +21,7 @@ from ..op.registry import Op, OpPattern, make_call
 from ..ty import TensorType
 
 _BINARY = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}
+_POOLS = {"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d"}
 
 
 def channel_block(channels, block):
@@ -77,6 +78,9 @@ def alter(func, target="llvm"):
                                    data_layout=f"NCHW{ib}c", kernel_layout=f"OIHW{ib}i{ob}o",
                                    out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
                 layout[n] = f"NCHW{ob}c"
+            elif name in _POOLS and blocked(n.args[0]) and a.layout == "NCHW":
+                new[n] = Call(n.op, [new[n.args[0]]], a.with_(layout=layout[n.args[0]]))
+                layout[n] = layout[n.args[0]]
             elif n.op.pattern == OpPattern.ELEMWISE and len(n.args) == 1:
                 new[n] = Call(n.op, [new[n.args[0]]], a)
                 if n.args[0] in layout:
