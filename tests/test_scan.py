@@ -293,3 +293,11 @@ def test_save_json_round_trip_builds_the_same_scan(rng):
     o = _nan((6, 9))
     f(tvm.nd.array(x), o)
     np.testing.assert_allclose(o.numpy(), np.cumsum(x, axis=0), rtol=1e-5)
+
+
+def test_init_computed_outside_the_scan_is_refused():
+    X, s_init, s_update, s_scan = _cumsum()
+    s = te.create_schedule(s_scan.op)
+    s[s_init].compute_root()
+    with pytest.raises(LoweringError, match="is an init or update of scan scan but is computed outside its time"):
+        tvm.lower(s, [X, s_scan])

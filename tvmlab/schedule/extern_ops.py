@@ -193,9 +193,9 @@ def _check_body_inside(sch, scan_stage):
         while a is not None and a is not scan_stage:
             a = a.attach_stage
         if a is None:
-            raise LoweringError(f"stage {st.name} reads the state of scan {scan_stage.name} but is computed "
-                                f"outside its time loop; compute it at s[{scan_stage.name}].op.scan_axis (its "
-                                "default place)")
+            role = "is an init or update of" if st.op in own else "reads the state of"
+            raise LoweringError(f"stage {st.name} {role} scan {scan_stage.name} but is computed outside its time "
+                                f"loop; compute it at s[{scan_stage.name}].op.scan_axis (its default place)")
 
 
 def _reads_state_inlined(sch, st, states, seen=None):
