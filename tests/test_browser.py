@@ -177,7 +177,9 @@ def test_tour_runs_and_explorer_responds(lab, browser):
         expect = playwright.expect
         expect(_dropdown(page, explorer, "axis").locator("option")).to_have_count(1, timeout=30_000)
         expect(_dropdown(page, explorer, "axis")).to_have_value("i.outer")
-        explorer.locator("button[title='apply']").click()
+        # the latency a user sees: from the click to the AST2 text changing in the page, with the
+        # live benchmark of the new step starting in its worker process meanwhile
+        vadd_ms = _timed_apply(page, explorer, text, "T.parallel(16)")
 
         expect(text).to_contain_text("T.parallel(16)", timeout=30_000)     # generous: CI machines are shared
         assert text.inner_text() != text_before
@@ -187,7 +189,11 @@ def test_tour_runs_and_explorer_responds(lab, browser):
         status = explorer.locator(".widget-html-content", has_text="refreshed in").inner_text()
         explorer.screenshot(path=str(shots / "tour_explorer.png"))
         page.screenshot(path=str(shots / "tour_page.png"))
-        print(f"\n{status.strip()}\nscreenshots saved in {shots}")
+        _analysis_tabs(page, explorer, shots)
+        mm_ms = _tiled_matmul_latency(page, shots)
+        print(f"\n{status.strip()}\napply latency in the browser with the live benchmark on: "
+              f"vector add {vadd_ms:.0f} ms, tiled matmul 256 {mm_ms:.0f} ms"
+              f"\nscreenshots saved in {shots}")
     finally:
         page.close()
 
@@ -211,3 +217,76 @@ def _ast2_views(page, explorer):
         return explorer.locator(".widget-html-content").filter(
             has=page.locator("b", has_text=re.compile(f"^{title}$"))).first
     return pane("AST2 text"), pane("AST2 graph")
+
+
+_TIMED_APPLY = """([button, pane, expected]) => new Promise((resolve) => {
+    const t0 = performance.now();
+    const done = () => { obs.disconnect(); resolve(performance.now() - t0); };
+    const obs = new MutationObserver(() => { if (pane.innerText.includes(expected)) done(); });
+    obs.observe(pane, {childList: true, subtree: true, characterData: true});
+    button.click();
+})"""
+
+
+def _timed_apply(page, explorer, pane, expected):
+    """Milliseconds from pressing apply to ``expected`` appearing in ``pane`` (measured in the page)."""
+    button = explorer.locator("button[title='apply']").element_handle()
+    return page.evaluate(_TIMED_APPLY, [button, pane.element_handle(), expected])
+
+
+def _tab(page, explorer, title):
+    explorer.locator(".lm-TabBar-tab", has_text=re.compile(f"^{re.escape(title)}$")).first.click()
+
+
+def _analysis_tabs(page, explorer, shots):
+    """Explain, Iteration space and Roofline of the tour's vector add, each with a screenshot."""
+    expect = playwright.expect
+    _tab(page, explorer, "Explain")
+    explain = explorer.locator(".tvmlab-explain").first
+    expect(explain).to_contain_text("Bounds of stage C", timeout=30_000)
+    expect(explain).to_contain_text("split i", timeout=30_000)
+    explorer.screenshot(path=str(shots / "explain.png"))
+    _tab(page, explorer, "Iteration space")
+    space = explorer.locator(".tvmlab-iteration").first
+    expect(space.locator("img")).to_have_count(2, timeout=30_000)
+    expect(explorer.locator(".tvmlab-cache").first).to_contain_text("lines / iteration")
+    explorer.screenshot(path=str(shots / "iteration_space.png"))
+    _tab(page, explorer, "Roofline")
+    expect(explorer.locator(".tvmlab-roofline img").first).to_be_visible(timeout=90_000)
+    expect(explorer.locator(".tvmlab-roofline").first).to_contain_text("flops/byte")
+    explorer.screenshot(path=str(shots / "roofline.png"))
+    _tab(page, explorer, "AST2")
+
+
+_MATMUL_CELL = """import tvmlab as tvm
+from tvmlab import te
+mA = te.placeholder((256, 256), name="mA")
+mB = te.placeholder((256, 256), name="mB")
+mk = te.reduce_axis((0, 256), name="k")
+mC = te.compute((256, 256), lambda i, j: te.sum(mA[i, mk] * mB[mk, j], axis=mk), name="mC")
+ms = te.create_schedule(mC.op)
+ms[mC].tile(mC.op.axis[0], mC.op.axis[1], 32, 32)
+mm = tvm.explore(ms, [mA, mB, mC], targets=["llvm"])
+mm"""
+
+
+def _tiled_matmul_latency(page, shots):
+    """A new cell with a tiled 256 matmul explorer; the apply latency of vectorize, in the page."""
+    expect = playwright.expect
+    page.locator(".jp-Notebook .jp-Cell").last.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.insert_text(_MATMUL_CELL)
+    page.keyboard.press("Shift+Enter")
+    header = page.locator(".widget-html-content", has_text="mA, mB, mC on llvm")
+    expect(header).to_have_count(1, timeout=60_000)
+    mm = header.first.locator(
+        "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' widget-vbox ')][1]")
+    mm.scroll_into_view_if_needed()
+    text, _ = _ast2_views(page, mm)
+    _dropdown(page, mm, "primitive").select_option("vectorize")
+    _dropdown(page, mm, "axis").select_option("j.inner")
+    ms = _timed_apply(page, mm, text, "T.vectorized(32)")
+    mm.screenshot(path=str(shots / "matmul_explorer.png"))
+    return ms

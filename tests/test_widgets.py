@@ -138,6 +138,7 @@ def test_widget_controls_drive_the_explorer():
     c["apply"].click()
     assert ex.error is None
     assert ex.text_views["AST2"].value != before and "j.inner" in ex.text_views["AST2"].value
+    assert ex.wait_graphs()                     # laid out on a background thread
     if dot_missing_reason() is None:
         assert "<svg" in ex.graph_views["AST2"].value
         assert ex.graph_views["AST2"].value != graph_before
@@ -197,6 +198,7 @@ def test_compute_at_choices_and_tabs():
     assert "computed at C.i.outer" in ex.text("AST1")
     assert choices.valid_primitives(ex.schedule, "B")[:1] == ["split"]
     ex.controls["tabs"].selected_index = 0          # AST1 graph drawn on opening its tab
+    assert ex.wait_graphs()
     if dot_missing_reason() is None:
         assert "<svg" in ex.graph_views["AST1"].value
 

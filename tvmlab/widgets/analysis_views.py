@@ -13,6 +13,7 @@ import io
 
 import numpy as np
 
+from .bench import plotting
 from .colors import KIND_COLORS
 
 WHO_TITLES = {"parallel": "parallel task", "blockIdx": "CUDA block", "threadIdx": "CUDA thread",
@@ -55,6 +56,7 @@ def _as_2d_slices(arr):
     return [flat], ["(leading axes flattened)"]
 
 
+@plotting
 def map_png(arr, title, numbers=True, cmap="tab20", max_slices=6):
     """A colour map over a 1-D to 3-D int array; each cell numbered when the grid is small."""
     slices, names = _as_2d_slices(np.asarray(arr))
@@ -117,6 +119,7 @@ def cache_html(report):
             + "".join(rows) + "</table></div>")
 
 
+@plotting
 def roofline_png(points, peak_gflops=None, bandwidth_gbs=None, title="roofline", width=6.5,
                  height=3.6):
     """Log-log: GFLOP/s against flops/byte; each point a step (or a schedule), roofs as lines.

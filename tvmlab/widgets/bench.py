@@ -274,6 +274,21 @@ class Benchmarker:
         return True
 
 
+PLOT_LOCK = threading.RLock()    # matplotlib's text parsing is not thread-safe: one figure at a time
+
+
+def plotting(fn):
+    """Run ``fn`` holding PLOT_LOCK (views are drawn from the notebook and the benchmark threads)."""
+    import functools
+
+    @functools.wraps(fn)
+    def locked(*a, **kw):
+        with PLOT_LOCK:
+            return fn(*a, **kw)
+    return locked
+
+
+@plotting
 def plot_png(records, peak=None, title="", width=7.5, height=3.2):
     """PNG bytes: time (ms) and GFLOP/s per step and target, numpy and peak as lines."""
     from matplotlib.figure import Figure

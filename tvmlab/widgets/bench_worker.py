@@ -8,7 +8,8 @@ builds, checks against numpy and times, then sends the record back.  A newer
 step cancels older work: queued steps are dropped and a worker busy with an
 older step is killed (and restarted for the next one), so a user moving
 quickly through the trace never waits for measurements of states already
-left behind.  When its queue is empty the worker measures the FMA peak once.
+left behind.  When its queue is empty the worker measures the FMA peak and the
+memory bandwidth once (the roofline's roofs), never while a kernel is timed.
 
 Messages are pickles on the worker's stdin/stdout (its own prints go to
 stderr, so they cannot corrupt the stream).
@@ -36,6 +37,7 @@ class ProcessBenchmarker:
         self.records = {}          # (key, target) -> record
         self.current = None
         self.peak = None
+        self.bandwidth = None      # (GB/s or None, how): measured by the worker with the peak
         self.cancelled = 0         # steps dropped or interrupted because a newer one arrived
         self.restarts = 0
         self._queue = []           # [(key, label, steps, target)]
@@ -161,6 +163,7 @@ class ProcessBenchmarker:
                 self.current = None
                 if ans is not None:
                     self.peak = ans[1]
+                    self.bandwidth = ans[2] if len(ans) > 2 else None
                 self._notify()
                 continue
             key, label, steps, target = job
@@ -214,6 +217,15 @@ def _measure_steps(ops, args, steps, target, workload):
         return _failed(target, f"{type(e).__name__}: {e}")
 
 
+def _bandwidth():
+    """(GB/s, how) of this machine's memory, or (None, why not): the roofline's memory roof."""
+    from ..analysis.roofline import memory_bandwidth
+    try:
+        return memory_bandwidth(rounds=3)
+    except Exception as e:
+        return None, f"bandwidth unknown: {type(e).__name__}: {e}"
+
+
 def main():
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a notebook interrupt is for the kernel; EOF ends us
@@ -235,7 +247,7 @@ def main():
             _, key, steps, target = msg
             ans = ("record", key, target, _measure_steps(ops, args, steps, target, workload))
         elif msg[0] == "peak":
-            ans = ("peak", machine_peak_gflops(rounds=3))
+            ans = ("peak", machine_peak_gflops(rounds=3), _bandwidth())
         else:
             ans = ("error", f"unknown message {msg[0]!r}")
         pickle.dump(ans, out)

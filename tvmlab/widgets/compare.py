@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 
 from ..errors import ScheduleError, TVMLabError
-from .bench import Workload, machine_peak_gflops, measure
+from .bench import Workload, machine_peak_gflops, measure, plotting
 from .diff import diff_html, diff_stats
 from .session import Session, target_kind
 
@@ -107,6 +107,7 @@ class Comparison:
                                 "gflops": c.flops / (r["time_ms"] * 1e-3) / 1e9})
         return pts
 
+    @plotting
     def plot_png(self):
         """One figure: time per call of both sides per target, next to their roofline."""
         from .analysis_views import _figure, _png

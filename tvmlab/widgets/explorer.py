@@ -53,11 +53,16 @@ class Explorer(W.VBox):
     Options: ``benchmark=False`` turns the live benchmark off; ``sizes`` gives
     symbolic shape variables their benchmark values (default 1024);
     ``benchmark_process=False`` measures on a thread of this process instead of
-    a worker process (a newer step then does not cancel older measurements).
+    a worker process (a newer step then does not cancel older measurements);
+    ``async_graphs=False`` lays graphs out before an apply returns (``wait_graphs()``
+    waits for the background layouts otherwise).
     """
 
-    def __init__(self, s, args, targets=None, benchmark=True, sizes=None, benchmark_process=True):
+    def __init__(self, s, args, targets=None, benchmark=True, sizes=None, benchmark_process=True,
+                 async_graphs=True):
         self._benchmark_process = bool(benchmark_process)
+        self._async_graphs = bool(async_graphs)
+        self._graph_threads = []
         self._code_of = None
         self._session = Session(s, args, targets)
         self.targets = list(self._session.targets)
@@ -227,10 +232,13 @@ class Explorer(W.VBox):
         peak = (self._bench.peak or (None, ""))[0] if self._bench is not None else None
         bw = None
         if bandwidth:
-            try:
-                bw = memory_bandwidth()[0]
-            except Exception:      # no memory roof drawn, never an error
-                bw = None
+            if isinstance(self._bench, ProcessBenchmarker):
+                bw = (self._bench.bandwidth or (None, ""))[0]     # measured by the worker
+            else:
+                try:
+                    bw = memory_bandwidth()[0]
+                except Exception:      # no memory roof drawn, never an error
+                    bw = None
         self._roof = (peak, bw)
         if pts:
             img = png_img(roofline_png(pts, peak, bw, title="each step of the trace"), "roofline")
@@ -239,7 +247,7 @@ class Explorer(W.VBox):
                            f"<td>{p['intensity']:.2f}</td><td>{p['gflops']:.2f}</td></tr>"
                            for p in pts)
             roofs = (f"roofs: FMA peak {peak:.0f} GFLOP/s" if peak else "FMA peak not measured yet") \
-                + (f", memory {bw:.1f} GB/s" if bw else "")
+                + (f", memory {bw:.1f} GB/s" if bw else ", memory bandwidth not measured yet")
             self.roofline_view.value = (
                 f'<div class="tvmlab-roofline">{img}<div style="font-size:11px;color:#868e96">'
                 f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
@@ -745,10 +753,33 @@ class Explorer(W.VBox):
         self._panel_of[title] = key
 
     def _draw_graph(self, level):
-        st = self._session.current
+        """Show the graph of the current state: at once when its layout is cached, else laid out
+        on a background thread (graphviz runs outside the GIL) while the text views are already
+        up to date; a layout for a state the user has left is dropped."""
+        st, prev = self._session.current, self._session.previous
         if self._graph_of.get(level) == st.key:
             return
-        svg, why = self._session.svg(level)
+        self._graph_of[level] = st.key
+        cached = st.cached_svg(level, prev)
+        if cached is not None or not self._async_graphs:
+            self._show_graph(level, *(cached or st.svg(level, prev)))
+            return
+        self.graph_views[level].value = (f'<div style="font-size:12px;color:#868e96"><b>{level} '
+                                         'graph</b> laying out…</div>')
+
+        def work():
+            try:
+                got = st.svg(level, prev)
+            except Exception as e:      # never raise on a worker thread
+                got = (None, f"{type(e).__name__}: {e}")
+            with self._lock:
+                if self._session.current is st and self._graph_of.get(level) == st.key:
+                    self._show_graph(level, *got)
+        t = threading.Thread(target=work, name="tvmlab-graph", daemon=True)
+        self._graph_threads = [x for x in self._graph_threads if x.is_alive()] + [t]
+        t.start()
+
+    def _show_graph(self, level, svg, why):
         if svg is None:
             self.graph_views[level].value = (f'<div style="color:#868e96;font-size:12px">graph not '
                                              f'drawn: {html.escape(why)}; the text is on the right'
@@ -757,7 +788,13 @@ class Explorer(W.VBox):
             self.graph_views[level].value = (f'<div style="font-size:12px"><b>{level} graph</b> '
                                              f'(nodes new in this step outlined)</div>'
                                              f'<div style="{_GRAPH_BOX}">{svg}</div>')
-        self._graph_of[level] = st.key
+
+    def wait_graphs(self, timeout=60):
+        """Block until the graphs being laid out are shown; False on timeout."""
+        deadline = time.monotonic() + timeout
+        for t in list(self._graph_threads):
+            t.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._graph_threads)
 
     def _refresh_code(self):
         """Build and show the code of the current state (only while the Code tab is open: a

@@ -192,6 +192,11 @@ class State:
                 self._svgs[key] = got
         return got
 
+    def cached_svg(self, level, previous=None):
+        """The cached (svg, None) of ``svg(level, previous)``, or None if not laid out yet."""
+        return self._svgs.get((norm_level(level),
+                               previous.graph(level).keys if previous is not None else None))
+
     def module(self, target):
         """The runtime Module for ``target`` (a string), or raise BuildError saying why not."""
         kind = target_kind(target)
