@@ -176,7 +176,7 @@ def test_scan_schedule_errors():
     with pytest.raises(ScheduleError, match="only compute_at and compute_root apply"):
         s[s_scan].split(s_scan.op.scan_axis, factor=2)
     s[s_update].compute_root()
-    with pytest.raises(LoweringError, match="reads the state of scan scan but is computed outside its time loop"):
+    with pytest.raises(LoweringError, match="is an init or update of scan scan but is computed outside its time loop"):
         tvm.lower(s, [X, s_scan])
     s = te.create_schedule(s_scan.op)
     s[s_update].compute_inline()
@@ -301,3 +301,17 @@ def test_init_computed_outside_the_scan_is_refused():
     s[s_init].compute_root()
     with pytest.raises(LoweringError, match="is an init or update of scan scan but is computed outside its time"):
         tvm.lower(s, [X, s_scan])
+
+
+def test_reader_of_the_state_computed_outside_the_scan_is_refused():
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    s1 = te.compute((m, n), lambda t, i: st[t - 1, i] * 2, name="s1")
+    s2 = te.compute((m, n), lambda t, i: s1[t, i] + X[t, i], name="s2")
+    sc = te.scan(init, s2, st, inputs=[X])
+    s = te.create_schedule(sc.op)
+    s[s1].compute_root()
+    with pytest.raises(LoweringError, match="stage s1 reads the state of scan scan but is computed outside"):
+        tvm.lower(s, [X, sc])
