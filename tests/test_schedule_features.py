@@ -373,3 +373,48 @@ def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
     assert "__shared__ float A_shared[512];" in src          # two tiles of 16 x 16
     assert "tvmlab_floormod((k_outer + 1), 2) * 256" in src and "tvmlab_floormod(k_outer, 2) * 256" in src
     assert src.count("__syncthreads()") >= 2
+
+
+# ------------------------------------------------------------------ run on a GPU-style target (OpenGL compute)
+
+
+def _gl_or_skip():
+    from tvmlab.runtime import opengl_context as glc
+    if not glc.available():
+        pytest.skip(f"no OpenGL context: {glc.reason()}")
+    return tvm.opengl(0)
+
+
+def test_double_buffered_aligned_shared_tile_runs_on_opengl_compute():
+    dev = _gl_or_skip()
+    N, K = 64, 80                       # 80 = 5 tiles of 16
+    A = te.placeholder((N, K), name="A")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "shared:tile", [C])
+    bx, tx = s[C].split(C.op.axis[0], factor=16)
+    ko, ki = s[C].split(k, factor=16)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], ko)
+    s[AA].bind(s[AA].op.axis[0], te.thread_axis("threadIdx.x"))
+    s[AA].double_buffer()
+    s[AA].storage_align(AA.op.axis[0], 16, 1)
+    f = tvm.build(s, [A, C], target="opengl -compute")
+    a = np.random.default_rng(5).uniform(-1, 1, (N, K)).astype("float32")
+    c = tvm.nd.array(np.full((N,), np.nan, "float32"), dev)
+    f(tvm.nd.array(a, dev), c)
+    np.testing.assert_allclose(c.numpy(), a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_interleaved_vthreads_run_on_opengl_compute():
+    dev = _gl_or_skip()
+    A, B, C, s = _vthread_matmul(40, 32, 20, gpu=True)     # 40 rows: a partial block of 16 x 16
+    f = tvm.build(s, [A, B, C], target="opengl -compute")
+    rng = np.random.default_rng(6)
+    a = rng.uniform(-1, 1, (40, 20)).astype("float32")
+    b = rng.uniform(-1, 1, (20, 32)).astype("float32")
+    c = tvm.nd.array(np.full((40, 32), np.nan, "float32"), dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
