@@ -317,3 +317,24 @@ def test_unbound_params_are_inputs(rng):
     got, lib = compile_run(relay.nn.dense(x, w), {"x": xv, "w": wv})
     np.testing.assert_allclose(got[0], xv @ wv.T, rtol=1e-5)
     assert lib.get_params() == {}
+
+
+def test_lets_shared_values_and_trivial_graphs(rng):
+    xv = rand(rng, 3, 4)
+    x = relay.var("x", shape=(3, 4))
+    v = relay.var("v")
+    body = relay.Let(v, relay.exp(x), relay.Tuple([v * relay.const(2.0), relay.negative(v), x]))
+    got, _ = compile_run(relay.Function([x], body), {"x": xv})
+    np.testing.assert_allclose(got[0], 2 * np.exp(xv), rtol=1e-6)
+    np.testing.assert_allclose(got[1], -np.exp(xv), rtol=1e-6)
+    np.testing.assert_array_equal(got[2], xv)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], x)))
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", xv)
+    m.run()
+    np.testing.assert_array_equal(m.get_output(0).numpy(), xv)
+    with pytest.raises(tvm.TVMLabError, match="no compiled function"):
+        lib.export_library("unused.so")
+    with pytest.raises(tvm.TVMLabError, match=r"distinct names; \['x'\]"):
+        relay.build(tvm.IRModule.from_expr(relay.Function([x, relay.var("x", shape=(3, 4))], x)))

@@ -153,6 +153,10 @@ class GraphCodegen:
     def run(self, func):
         entries = {}
         arg_nodes = []
+        names = [p.name_hint for p in func.params]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise RelayError(f"the graph's inputs must have distinct names; {dup} appear more than once")
         for p in func.params:
             nid = self._add_node({"op": "null", "name": p.name_hint, "inputs": []}, tensor_types(p._checked_type))
             arg_nodes.append(nid)

@@ -95,7 +95,7 @@ def schedule_default(outs, target, vectorize=True):
 def schedule_group(outs, anchor_tensor, target):
     """The schedule of one fused group (``anchor_tensor``: the anchor operator's output)."""
     tag = getattr(anchor_tensor.op, "tag", "") if anchor_tensor is not None else ""
-    if tag == "conv2d_NCHWc" and len(outs) == 1:
+    if tag == "conv2d_NCHWc" and len(outs) == 1 and not anchor_tensor.op.reduce_axis:
         from .layout import schedule_conv2d_nchwc
         return schedule_conv2d_nchwc(outs, anchor_tensor, target)
     topi_schedule = _TOPI.get(tag)
@@ -106,6 +106,6 @@ def schedule_group(outs, anchor_tensor, target):
 
 
 # anchors computed by topi.nn: their topi.x86 schedule (each takes the fused group's outputs)
-_TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "group_conv2d_nchw": "schedule_conv2d_nchw",
+_TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d_NCHWc", "group_conv2d_nchw": "schedule_conv2d_nchw",
          "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
          "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul"}

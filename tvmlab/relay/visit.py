@@ -72,3 +72,20 @@ def free_vars(expr):
         if isinstance(node, Var) and node not in bound and node not in out:
             out.append(node)
     return out
+
+
+def inline_lets(expr):
+    """``expr`` with every ``let v = value; body`` replaced by ``body`` reading ``value`` directly (a graph)."""
+    from .expr import Let
+    nodes = post_order(expr)
+    lets = {n.var: n.value for n in nodes if isinstance(n, Let)}
+    if not lets:
+        return expr
+    memo = {}
+    for node in nodes:          # a let's value comes before its body in this order
+        if isinstance(node, Var):
+            memo[node] = memo.get(lets[node], lets[node]) if node in lets else node
+            continue
+        new = with_children(node, [memo.get(c, c) for c in node.children()])
+        memo[node] = new.body if isinstance(new, Let) else new
+    return memo[expr]

@@ -127,9 +127,12 @@ def group_name(group):
 
 def fuse_function(func, fuse_opt_level=2):
     """``func`` with each group replaced by a call of a primitive function."""
+    from ..visit import inline_lets
     from .infer_type import infer_function
+    body = inline_lets(func.body)
+    if body is not func.body:
+        func = Function(func.params, body, None, func.type_params, func.attrs)
     infer_function(func)
-    body = func.body
     group_of = find_groups(body, fuse_opt_level)
     groups = []
     for g in group_of.values():
