@@ -379,8 +379,9 @@ class Scheduler:
             return (f"s[{st.name}].reorder({ax.var.name}, {ax.var.name})",
                     lambda: st.reorder(ax, ax), True)
         if k == 5:
+            # (a stage that reads st through others is a legal parent, as in TVM)
             others = [q for q in self.active() if q is not st and q.leaf_iter_vars and
-                      q not in _readers(self.s, st)]
+                      q not in _readers(self.s, st) and not self.s._reads_transitively(q, st)]
             q = self.pick(others)
             if q is None or st.is_output:
                 return None
