@@ -315,3 +315,20 @@ def test_reader_of_the_state_computed_outside_the_scan_is_refused():
     s[s1].compute_root()
     with pytest.raises(LoweringError, match="stage s1 reads the state of scan scan but is computed outside"):
         tvm.lower(s, [X, sc])
+
+
+def test_scan_computed_at_its_consumer(rng):
+    m, n = 6, 5
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    upd = te.compute((m, n), lambda t, i: st[t - 1, i] + X[t, i], name="upd")
+    sc = te.scan(init, upd, st, name="sc")
+    D = te.compute((m, n), lambda t, i: sc[t, i] * 2, name="D")
+    s = te.create_schedule(D.op)
+    s[sc].compute_at(s[D], D.op.axis[0])          # the whole scan per row of D: storage inside the loop
+    f = tvm.build(s, [X, D])
+    x = rng.random((m, n)).astype("float32")
+    d = _nan((m, n))
+    f(tvm.nd.array(x), d)
+    np.testing.assert_allclose(d.numpy(), 2 * np.cumsum(x, axis=0), rtol=1e-5)
