@@ -36,10 +36,10 @@ def test_small_cnn_odd_size():
     check(models.small_cnn(size=31), {"data": x}, atol=1e-5)
 
 
-@pytest.mark.parametrize("opt_level", [0, 3])
-def test_small_cnn_opt_levels(opt_level):
+def test_small_cnn_opt_level_0():
+    """opt_level 0: no constant folding, no layout change, every operator its own kernel."""
     x = rand(1, 3, 32, 32, seed=4)
-    check(models.small_cnn(), {"data": x}, opt_level=opt_level)
+    check(models.small_cnn(), {"data": x}, opt_level=0)
 
 
 def test_freeze_params_and_set_input_by_index():

@@ -312,3 +312,28 @@ def test_constant_node_and_opset21():
     c = helper.make_tensor("c", 1, [5], rand(5, seed=53).tolist())
     nodes = [mk("Constant", [], ["k"], value=c), mk("Add", ["x", "k"], ["y"])]
     check(model(nodes, {"x": x}, ["y"], opset=21), {"x": x})
+
+
+@pytest.mark.parametrize("opset,kw", [(11, {}), (13, {"coordinate_transformation_mode": "asymmetric",
+                                                      "nearest_mode": "floor"}), (10, {})])
+def test_resize_nearest(opset, kw):
+    x = rand(1, 2, 3, 5, seed=54)
+    scales = np.array([1, 1, 2, 3], np.float32)
+    inits = {"s": scales}
+    if opset >= 11:       # roi is a required (empty) input in opset 11, optional from 13
+        node = mk("Resize", ["x", "roi" if opset == 11 else "", "s"], ["y"], mode="nearest", **kw)
+        inits["roi"] = np.zeros(0, np.float32)
+    else:
+        node = mk("Resize", ["x", "s"], ["y"], mode="nearest")
+    check(model(node, {"x": x}, ["y"], inits, opset=opset), {"x": x})
+
+
+def test_resize_refuses_what_it_cannot_do_exactly():
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    x = rand(1, 2, 4, 4, seed=55)
+    for attrs, scales in (({"mode": "linear"}, [1, 1, 2, 2]), ({}, [1, 1, 1.5, 2])):
+        node = mk("Resize", ["x", "", "s"], ["y"], **attrs)
+        m = model(node, {"x": x}, ["y"], {"s": np.array(scales, np.float32)})
+        with pytest.raises(TVMLabError, match="Resize node"):
+            relay.frontend.from_onnx(m)

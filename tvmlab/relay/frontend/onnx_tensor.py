@@ -382,3 +382,53 @@ def _pad(ctx, node):
     for k, a in enumerate(axes):
         width[a] = [pads[k], pads[k + len(axes)]]
     return r.nn.pad(x, pad_width=tuple(tuple(w) for w in width), pad_value=value, pad_mode=mode)
+
+
+def _nearest_factors(ctx, node, in_shape):
+    """Integer upsampling factors of a nearest-neighbour Resize/Upsample, or a FrontendError."""
+    if node.attr("mode", "nearest") != "nearest":
+        raise FrontendError(f"only mode='nearest' is supported, got {node.attr('mode')!r}")
+    if node.op_type == "Upsample" or ctx.opset < 11:
+        scales, sizes = (const_input(ctx, node, 1, "scales") if ctx.opset >= 9 else node.attr("scales")), None
+        transform, rounding = "asymmetric", "floor"
+    else:
+        scales = const_input(ctx, node, 2, "scales")
+        sizes = const_input(ctx, node, 3, "sizes")
+        transform = node.attr("coordinate_transformation_mode", "half_pixel")
+        rounding = node.attr("nearest_mode", "round_prefer_floor")
+        if node.attr("axes") is not None:
+            raise FrontendError("Resize with axes is not supported")
+    if scales is not None and np.asarray(scales).size:
+        factors = [float(f) for f in np.asarray(scales).reshape(-1)]
+    elif sizes is not None:
+        factors = [o / i for o, i in zip(np.asarray(sizes).reshape(-1), in_shape)]
+    else:
+        raise FrontendError("needs scales or sizes")
+    if len(factors) != len(in_shape) or any(f < 1 or f != int(f) for f in factors):
+        raise FrontendError(f"only whole upsampling factors (one per axis) are supported, got {factors}")
+    # output index i reads input i // f exactly when the coordinate mapping agrees
+    same = (transform in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round")) or \
+        (transform == "asymmetric" and rounding == "floor") or all(f == 1 for f in factors)
+    if not same:
+        raise FrontendError(f"coordinate_transformation_mode={transform!r} with nearest_mode={rounding!r} "
+                            f"is not supported")
+    return [int(f) for f in factors]
+
+
+@converter("Resize", "Upsample")
+def _resize_nearest(ctx, node):
+    """Nearest-neighbour upsampling by whole factors: reshape, broadcast each axis f times, reshape."""
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    shape = ctx.shape_of(x)
+    factors = _nearest_factors(ctx, node, shape)
+    if all(f == 1 for f in factors):
+        return x
+    split = []
+    for d, f in zip(shape, factors):
+        split += [d, 1]
+    wide = []
+    for d, f in zip(shape, factors):
+        wide += [d, f]
+    y = r.broadcast_to(r.reshape(x, newshape=tuple(split)), shape=tuple(wide))
+    return r.reshape(y, newshape=tuple(d * f for d, f in zip(shape, factors)))
