@@ -418,3 +418,15 @@ def test_interleaved_vthreads_run_on_opengl_compute():
     c = tvm.nd.array(np.full((40, 32), np.nan, "float32"), dev)
     f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_failing_transaction_leaves_no_group_behind():
+    A, x, x1, x2 = _three(4, 4)
+    s = te.create_schedule(x2.op)
+    steps = [{"primitive": "create_group", "outputs": ["x1"], "inputs": ["x"], "include_inputs": True},
+             {"primitive": "group_compute_at", "group": 0, "parent": "x2", "scope": "nope"}]
+    with pytest.raises(ScheduleError, match="nope"):
+        with s._transaction():
+            for st in steps:
+                tvm.schedule.trace.apply_step(s, tvm.schedule.trace.Step(st))
+    assert s.groups == [] and s[x].group is None and s[x].attach_type == "root" and len(s.trace) == 0

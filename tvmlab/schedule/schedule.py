@@ -166,7 +166,8 @@ class Schedule:
         self._depth += 1
         if self._depth == 1:
             snap = (list(self.stages), dict(self.stage_map), list(self.outputs),
-                    {st: st._snapshot() for st in self.stages}, self.trace._mark())
+                    {st: st._snapshot() for st in self.stages}, self.trace._mark(), list(self.groups),
+                    {g: (g.attach_type, g.attach_stage, g.attach_ivar) for g in self.groups})
         try:
             yield
         except BaseException:
@@ -177,6 +178,9 @@ class Schedule:
                 for st, s in snap[3].items():
                     st._restore(s)
                 self.trace._reset(snap[4])
+                self.groups[:] = snap[5]
+                for g, (a, b, c) in snap[6].items():
+                    g.attach_type, g.attach_stage, g.attach_ivar = a, b, c
             raise
         finally:
             self._depth -= 1
