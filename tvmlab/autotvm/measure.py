@@ -46,10 +46,11 @@ def _build_job(task, config, target, out_dir):
         return ("error", e.error_no, str(e), time.perf_counter() - t0)
 
 
-def _run_job(lib, info, number, repeat, min_repeat_ms, ref, remove):
+def _run_job(lib, info, number, repeat, min_repeat_ms, ref, remove, budget=None):
     # in a runner worker (a fresh interpreter or a Dask worker)
     try:
-        return ("ok", run_candidate(lib, info, number, repeat, min_repeat_ms, ref=ref, remove=remove))
+        return ("ok", run_candidate(lib, info, number, repeat, min_repeat_ms, ref=ref, remove=remove,
+                                    budget=budget))
     except MeasureError as e:
         return ("error", e.error_no, str(e))
 
@@ -121,7 +122,13 @@ class LocalBuilder(Builder):
 
 
 class Runner:
-    """Times built libraries; ``run(measure_inputs, build_results) -> [MeasureResult]``."""
+    """Times built libraries; ``run(measure_inputs, build_results) -> [MeasureResult]``.
+
+    A candidate whose first call shows that ``number * repeat`` calls would take
+    more than half of ``timeout`` is timed by that first call alone (it is far
+    from the best anyway); one that does not finish within ``timeout`` is a
+    RUN_TIMEOUT.
+    """
 
     def __init__(self, timeout=5, number=1, repeat=1, min_repeat_ms=0, cooldown_interval=0.0,
                  check_correctness=False, enable_cpu_cache_flush=False):
@@ -163,7 +170,7 @@ class Runner:
                 results[k] = MeasureResult((b.error,), code, b.time_cost, time.time())
             else:
                 jobs.append((self._payload(b.filename), b.arg_info, self.number, self.repeat, self.min_repeat_ms,
-                             self.ref, True))
+                             self.ref, True, self.timeout / 2))
                 where.append(k)
         for k, b, jr in zip(where, [build_results[k] for k in where], self._run_jobs(jobs)):
             total = b.time_cost + jr.elapsed

@@ -113,18 +113,26 @@ def random_inputs(info, seed=0):
     return [random_data(shape, dtype, rng) for shape, dtype in info]
 
 
-def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs):
+def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budget=None):
+    import time
+
     import tvmlab
     dev = tvmlab.cpu(0)
     arrays = [tvmlab.nd.array(x, dev) for x in inputs]
     f = fn_module.get_function(fn_module.entry_name)
     written = [i for i, p in enumerate(f.spec.params) if p.kind == "buffer" and p.written]
     try:
+        t0 = time.perf_counter()
         f(*arrays)
+        first = time.perf_counter() - t0
         outputs = [arrays[i].numpy().copy() for i in written]
-        timer = fn_module.time_evaluator(fn_module.entry_name, dev, number=number, repeat=repeat,
-                                         min_repeat_ms=min_repeat_ms)
-        costs = list(timer(*arrays).results)
+        if budget is not None and first * number * repeat > budget:
+            # so slow that timing it fully would use up the budget: its first call is its cost
+            costs = [first] * repeat
+        else:
+            timer = fn_module.time_evaluator(fn_module.entry_name, dev, number=number, repeat=repeat,
+                                             min_repeat_ms=min_repeat_ms)
+            costs = list(timer(*arrays).results)
     except Exception as e:  # noqa: BLE001
         raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"{type(e).__name__}: {e}") from None
     return costs, written, outputs
@@ -138,12 +146,15 @@ def _check(outputs, ref_outputs, written, info, rtol=1e-3, atol=1e-3):
                                f"argument {i} {info[i][0]}: {bad} elements differ from the reference")
 
 
-def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed=0, remove=True):
+def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed=0, remove=True, budget=None):
     """Seconds per call (one per repeat) of the library ``lib`` (a path or its bytes).
 
     ``ref`` (a path or bytes of a library with the same arguments) gives the
     expected outputs on the same random inputs; outputs start as NaN.
-    ``remove`` deletes ``lib`` afterwards.
+    ``remove`` deletes ``lib`` afterwards.  With ``budget`` (seconds), a
+    candidate whose first call times ``number * repeat`` exceeds it is not
+    timed further: that call is its cost (slow candidates finish quickly
+    instead of running into the runner's timeout).
     """
     import tvmlab
     path, temp = _materialise(lib)
@@ -154,7 +165,7 @@ def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed
             raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"cannot load the build: {e}") from None
         inputs = random_inputs(info, seed)
         costs, written, outputs = _time_function(mod, info, number, repeat, min_repeat_ms,
-                                                 _poisoned(inputs, mod))
+                                                 _poisoned(inputs, mod), budget)
         if ref is not None:
             rpath, rtemp = _materialise(ref)
             try:

@@ -1,0 +1,115 @@
+"""``python -m tvmlab.bench.tune``: how well and how fast AutoTVM tunes TVM's matmul template.
+
+The template is TVM's tutorial matmul with every knob kind: splits of y, x
+and k, a reorder of the inner loops, an annotation of the innermost axis
+(unroll up to 16 iterations / vectorize) and a parallel knob.  XGBTuner gets ``--xgb`` trials
+(200), RandomTuner ``--random`` trials (800); their two best configs are then
+built here and timed side by side in one process (``bench.timing``), so the
+ratio does not depend on what the machine did during either tune.  Trials per
+second count every trial, failed ones included, over each tune's wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from .. import autotvm, te
+
+TEMPLATE = "bench/matmul"
+
+
+@autotvm.template(TEMPLATE)
+def matmul_template(N, L, M, dtype):
+    A = te.placeholder((N, L), name="A", dtype=dtype)
+    B = te.placeholder((L, M), name="B", dtype=dtype)
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    y, x = s[C].op.axis
+    (k,) = s[C].op.reduce_axis
+    cfg = autotvm.get_config()
+    cfg.define_split("tile_y", y, num_outputs=2)
+    cfg.define_split("tile_x", x, num_outputs=2, max_factor=64)
+    cfg.define_split("tile_k", k, num_outputs=2, max_factor=64)
+    yo, yi = cfg["tile_y"].apply(s, C, y)
+    xo, xi = cfg["tile_x"].apply(s, C, x)
+    ko, ki = cfg["tile_k"].apply(s, C, k)
+    cfg.define_reorder("reorder", [ko, ki, yi], policy="all")
+    s[C].reorder(yo, xo)
+    cfg["reorder"].apply(s, C, [ko, ki, yi])
+    s[C].reorder(xi)
+    cfg.define_annotate("ann", [xi], policy="try_unroll_vec")
+    cfg["ann"].apply(s, C, [xi], axis_lens=[cfg["tile_x"].size[-1]], max_unroll=16)
+    cfg.define_knob("parallel", [False, True])
+    if cfg["parallel"].val:
+        s[C].parallel(yo)
+    cfg.add_flop(2 * N * L * M)
+    return s, [A, B, C]
+
+
+def _tune(tuner, n_trial, runner_timeout):
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=10),
+                                 runner=autotvm.LocalRunner(number=2, repeat=2, timeout=runner_timeout))
+    t0 = time.perf_counter()
+    tuner.tune(n_trial=n_trial, measure_option=opt)
+    wall = time.perf_counter() - t0
+    opt["runner"].close()
+    errors = sum(1 for _, f in tuner.history if f == 0)
+    return tuner.best_config, tuner.best_flops, len(tuner.history) / wall, wall, errors
+
+
+def _side_by_side(task, cfg_a, cfg_b):
+    import tvmlab
+    from .timing import side_by_side
+    n, l, m = task.args[:3]
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (n, l)).astype("float32")
+    b = rng.uniform(-1, 1, (l, m)).astype("float32")
+    calls = []
+    for cfg in (cfg_a, cfg_b):
+        s, args = task.instantiate(cfg)
+        f = tvmlab.build(s, args, "llvm")
+        arrs = [tvmlab.nd.array(a), tvmlab.nd.array(b), tvmlab.nd.array(np.full((n, m), np.nan, "float32"))]
+        f(*arrs)
+        np.testing.assert_allclose(arrs[2].numpy(), a @ b, rtol=1e-3, atol=1e-3)
+        calls.append(f.get_function(f.entry_name).prepare(*arrs))
+    return side_by_side(calls[0], calls[1])
+
+
+def run(size=512, n_xgb=200, n_random=800, feature_type="itervar", seed=0, runner_timeout=4.0, out=sys.stdout):
+    task = autotvm.task.create(TEMPLATE, args=(size, size, size, "float32"), target="llvm")
+    print(f"matmul {size}^3 template: {len(task.config_space)} configs", file=out)
+    xgb = autotvm.tuner.XGBTuner(task, feature_type=feature_type, seed=seed)
+    x_cfg, x_flops, x_rate, x_wall, x_err = _tune(xgb, n_xgb, runner_timeout)
+    print(f"XGBTuner({feature_type}): {n_xgb} trials in {x_wall:.0f} s ({x_rate:.2f} trials/s, {x_err} failed), "
+          f"best {x_flops / 1e9:.1f} GFLOP/s while tuning: {x_cfg}", file=out)
+    rnd = autotvm.tuner.RandomTuner(task, seed=seed)
+    r_cfg, r_flops, r_rate, r_wall, r_err = _tune(rnd, n_random, runner_timeout)
+    print(f"RandomTuner: {n_random} trials in {r_wall:.0f} s ({r_rate:.2f} trials/s, {r_err} failed), "
+          f"best {r_flops / 1e9:.1f} GFLOP/s while tuning: {r_cfg}", file=out)
+    t_x, t_r = _side_by_side(task, x_cfg, r_cfg)
+    flop = 2.0 * size ** 3
+    print(f"side by side: XGB best {t_x * 1e3:.3f} ms ({flop / t_x / 1e9:.1f} GFLOP/s), random best "
+          f"{t_r * 1e3:.3f} ms ({flop / t_r / 1e9:.1f} GFLOP/s); XGB({n_xgb}) / random({n_random}) speed ratio "
+          f"{t_r / t_x:.3f}", file=out)
+    return {"xgb_time": t_x, "random_time": t_r, "ratio": t_r / t_x, "xgb_trials_per_s": x_rate,
+            "random_trials_per_s": r_rate}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--xgb", type=int, default=200, help="XGBTuner trials")
+    p.add_argument("--random", type=int, default=800, help="RandomTuner trials")
+    p.add_argument("--feature-type", default="itervar", choices=["itervar", "knob", "curve"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner-timeout", type=float, default=4.0)
+    a = p.parse_args(argv)
+    run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout)
+
+
+if __name__ == "__main__":
+    main()
