@@ -108,7 +108,8 @@ def test_let_new_scope_scope_attr_and_strided_input_buffer(rng):
         ib = tvm.tir.ir_builder.create()
         a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
         ib.scope_attr(te.var("note"), "pragma_note", 1)
-        with ib.for_range(0, m, name="i") as i:
+        ib.scope_attr("note", "pragma_text", "hello")
+        with ib.for_range(0, m, name="i", dtype="int64") as i:
             with ib.new_scope():
                 last = ib.let("last", n - 1)
                 with ib.for_range(0, n, name="j") as j:

@@ -19,7 +19,7 @@ from ..errors import DSLError
 from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.buffer import flat_index
-from ..ir.expr import Expr, Load, Ramp, Var
+from ..ir.expr import Expr, Load, Ramp, StringImm, Var
 from ..ir.function import Buffer
 from ..ir.stmt import Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, Stmt, Store, While, seq
 
@@ -122,8 +122,8 @@ class IRBuilder:
     def scope_attr(self, node, attr_key, value):
         """``AttrStmt(node, attr_key, value)`` around the rest of the current scope."""
         if isinstance(node, str):
-            node = _op.convert(0) if not node else node
-        value = _op.convert(value) if not isinstance(value, (str, Expr)) else value
+            node = StringImm(node)
+        value = StringImm(value) if isinstance(value, str) else _op.convert(value)
         self.emit(lambda body: AttrStmt(node, attr_key, value, body))
 
     def new_scope(self):
@@ -151,6 +151,7 @@ class IRBuilder:
             if not dt.is_int(e.dtype):
                 raise DSLError(f"for_range {name}: {what} must be an integer, got {e} ({e.dtype})")
         loop_var = Var(name, dt.canonical(dtype))
+        begin, end = _op.cast(loop_var.dtype, begin), _op.cast(loop_var.dtype, end)
         extent = end if _is_zero(begin) else _op.sub(end, begin)
         self._seq_stack.append([])
 
