@@ -337,3 +337,20 @@ def test_resize_refuses_what_it_cannot_do_exactly():
         m = model(node, {"x": x}, ["y"], {"s": np.array(scales, np.float32)})
         with pytest.raises(TVMLabError, match="Resize node"):
             relay.frontend.from_onnx(m)
+
+
+@pytest.mark.parametrize("op,attrs,opset", [("Gelu", {}, 20), ("Gelu", {"approximate": "tanh"}, 20),
+                                            ("Mish", {}, 18), ("Celu", {"alpha": 0.6}, 12)],
+                         ids=["gelu", "gelu_tanh", "mish", "celu"])
+def test_newer_activations(op, attrs, opset):
+    x = rand(2, 3, 7, low=-4, high=4, seed=56)
+    check(model(mk(op, ["x"], ["y"], **attrs), {"x": x}, ["y"], opset=opset), {"x": x})
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_layer_norm(axis):
+    x = rand(2, 5, 6, seed=57)
+    shape = x.shape[axis:]
+    inits = {"s": rand(*shape, low=0.5, high=1.5, seed=58), "b": rand(*shape, seed=59)}
+    node = mk("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis, epsilon=1e-4)
+    check(model(node, {"x": x}, ["y"], inits, opset=17), {"x": x})

@@ -247,3 +247,56 @@ def _reduce(ctx, node):
     total = r.log(r.sum(r.exp(r.subtract(x, top)), axis=axes, keepdims=True))
     out = r.add(total, top)
     return out if keepdims else r.squeeze(out, axis=axes)
+
+
+@converter("Gelu")
+def _gelu(ctx, node):
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation when ``approximate='tanh'``."""
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    approx = node.attr("approximate", "none")
+    if approx == "tanh":
+        cube = r.multiply(r.multiply(x, x), x)
+        inner = r.multiply(scalar(ctx, x, float(np.sqrt(2 / np.pi))),
+                           r.add(x, r.multiply(scalar(ctx, x, 0.044715), cube)))
+        gate = r.tanh(inner)
+    elif approx == "none":
+        gate = r.erf(r.multiply(x, scalar(ctx, x, float(1 / np.sqrt(2)))))
+    else:
+        raise FrontendError(f"approximate must be 'none' or 'tanh', got {approx!r}")
+    return r.multiply(r.multiply(scalar(ctx, x, 0.5), x), r.add(scalar(ctx, x, 1.0), gate))
+
+
+@converter("Mish")
+def _mish(ctx, node):
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    softplus = r.add(r.nn.relu(x), r.log(r.add(scalar(ctx, x, 1.0), r.exp(r.negative(r.abs(x))))))
+    return r.multiply(x, r.tanh(softplus))
+
+
+@converter("Celu")
+def _celu(ctx, node):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    alpha = float(node.attr("alpha", 1.0))
+    return r.add(r.nn.relu(x), _neg_part(ctx, r.divide(x, scalar(ctx, x, alpha)), alpha))
+
+
+@converter("LayerNormalization")
+def _layer_norm(ctx, node):
+    """(x - mean) / sqrt(var + epsilon) * scale + bias over the axes from ``axis`` on."""
+    r = ctx.relay
+    x, scale = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
+    rank = len(ctx.shape_of(x))
+    axes = list(range(normalize_axis(node.attr("axis", -1), rank), rank))
+    if node.attr("stash_type", 1) != 1:
+        raise FrontendError("only stash_type=1 (float32 statistics) is supported")
+    centred = r.subtract(x, r.mean(x, axis=axes, keepdims=True))
+    var = r.mean(r.multiply(centred, centred), axis=axes, keepdims=True)
+    eps = scalar(ctx, x, float(node.attr("epsilon", 1e-5)))
+    out = r.multiply(r.multiply(centred, r.rsqrt(r.add(var, eps))), scale)
+    if has_input(node, 2):
+        out = r.add(out, expr_input(ctx, node, 2))
+    return [out] + [None] * (len(node.outputs) - 1)
