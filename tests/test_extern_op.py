@@ -82,11 +82,12 @@ def test_vload_vstore_vectors_and_loop_kinds(rng):
 
     def gen(ins, outs):
         ib = tvm.tir.ir_builder.create()
+        pairs = ib.buffer_ptr(outs[1], shape=(n // 2, 2))          # a 2-d view of a 1-d output
         with ib.for_range(0, n // 2, name="i", kind="unroll") as i:
             ib.emit(outs[0].vstore(i * 2, ins[0].vload(i * 2, "float32x2") + tvm.tir.const(1, "float32x2")))
-        b = ib.buffer_ptr(outs[1])
-        with ib.for_range(0, n, name="k", kind="vectorize") as k:
-            b[k] = ins[0].vload(k) * 2.0
+        with ib.for_range(0, n // 2, name="p") as p:
+            with ib.for_range(0, 2, name="q", kind="vectorize") as q:
+                pairs[p, q] = ins[0].vload(p * 2 + q) * 2.0
         return ib.get()
     B, C = te.extern([(n,), (n,)], [A], gen, name="BC")
     s = te.create_schedule([B.op])

@@ -210,10 +210,15 @@ class IRBuilder:
         return BufferVar(self, Var(name, "handle"), dt.canonical(content_type))
 
     def buffer_ptr(self, buf, shape=None):
-        """Index ``buf`` (a tir Buffer): ``ptr[i]`` (flat) or ``ptr[i, j]`` (one index per dimension)."""
+        """Index ``buf`` (a tir Buffer): ``ptr[i]`` (flat) or ``ptr[i, j]`` (one index per dimension);
+        ``shape`` views its memory with another (row-major) shape."""
         if not isinstance(buf, Buffer):
             raise DSLError(f"buffer_ptr expects a buffer (e.g. ins[0] in te.extern), got {type(buf).__name__}: "
                            f"{buf!r}")
+        if shape is not None:
+            shape = shape if isinstance(shape, (list, tuple)) else (shape,)
+            buf = Buffer(buf.name, tuple(_op.convert(s) for s in shape), buf.dtype, buf.data, None, buf.scope,
+                         buf.elem_offset)
         return BufferVar(self, buf.data, buf.dtype, buf)
 
     def likely(self, expr):
