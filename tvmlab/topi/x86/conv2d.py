@@ -17,7 +17,7 @@ from ..conv2d import tile_width
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
 from ..utils import const_or_none
-from .injective import fused_group, schedule_others
+from .injective import fused_group, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
 
@@ -33,8 +33,7 @@ def _schedule_inputs(s, blocked, skip=()):
                 s[src.op].compute_inline()
         axes = list(s[op].op.axis)
         if op.name.endswith("_packK"):
-            s[op].parallel(axes[0])
-            s[op].vectorize(axes[-1])
+            transpose_blocks(s, op.output(0))
         elif op.name.endswith("_pad_pack"):
             s[op].parallel(s[op].fuse(axes[0], axes[1]))
             s[op].vectorize(axes[-1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...ir.tensor import ComputeOp
 from ..matmul import K_UNROLL, tile_rows
 from ..utils import const_or_none
-from .injective import fused_group, lanes_of, schedule_others
+from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 DOT_COLS = 16        # output columns of one parallel task in the dot-product form
 
@@ -45,9 +45,7 @@ def _packed(s, dense, out, target):
     block = int(dense.attrs["block"])
     for wp in dense.input_tensors:
         if isinstance(wp.op, ComputeOp) and wp.op.name.endswith("_pack"):
-            jp, kp, bp = s[wp].op.axis
-            s[wp].vectorize(bp)
-            s[wp].parallel(jp)
+            transpose_blocks(s, wp)
     rows = tile_rows(block, dense.output(0).dtype, target)
     if out.op is dense:
         acc = s.cache_write(dense.output(0), "global")
