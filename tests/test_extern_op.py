@@ -528,3 +528,20 @@ def test_packed_function_raising_on_one_parallel_task():
     for _ in range(2):                                   # the error is reported once per call, every call
         with pytest.raises(PackedFuncError, match="KeyError: 'row five'"):
             fn(tvm.nd.array(np.ones((16, 3), "float32")), _nan((16, 3)))
+
+
+def test_call_packed_value_in_a_compute():
+    _register("test.extern.twice", lambda i, scale: int(i * scale))
+    n = 10
+    B = te.compute((n,), lambda i: tvm.tir.call_packed("test.extern.twice", i, 3), name="B")
+    C = te.compute((n,), lambda i: B[i] + 1, name="C")
+    f = tvm.build(te.create_schedule(C.op), [C])
+    c = tvm.nd.array(np.full(n, -5, "int32"))
+    f(c)
+    np.testing.assert_array_equal(c.numpy(), np.arange(n) * 3 + 1)
+    _register("test.extern.twice", lambda i, scale: "not a number")       # not an int: the call gives 0
+    f(c)
+    np.testing.assert_array_equal(c.numpy(), np.ones(n))
+    _register("test.extern.twice", lambda i, scale: 2**70)
+    with pytest.raises(PackedFuncError, match="does not fit in 64 bits"):
+        f(c)

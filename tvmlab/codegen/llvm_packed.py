@@ -12,7 +12,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..runtime import packed
 from . import llvm_ir as L
-from .llvm_types import memory_type
+from .llvm_types import memory_type, value_type
 
 
 def _to_i64(cg, v, dtype):
@@ -32,11 +32,11 @@ def _to_i64(cg, v, dtype):
 
 
 def emit_call_packed(cg, e):
-    """Code for ``Call("tvm_call_packed", (name, *args))``; returns an i32 0 (the call's value)."""
+    """Code for ``Call("tvm_call_packed", (name, *args))``; returns the call's value (the function's int)."""
     if not e.args or not isinstance(e.args[0], E.StringImm):
         raise BuildError(f"{cg.func_name}: call_packed needs the function name (a string) first")
     name = e.args[0].value
-    kinds, slots = [], []
+    kinds, slots = [], [L.const("i64", 0)]        # slot 0: the return value
     for k, a in enumerate(e.args[1:], 1):
         if isinstance(a, E.StringImm):
             kinds.append(("str", a.value))
@@ -67,4 +67,6 @@ def emit_call_packed(cg, e):
     rc = cg.b.call("i32", packed.SYMBOL, [L.const("i32", site), arr], hint="rc")
     code = cg.error_code(f"packed:{site}", f"packed function {name!r} failed")
     cg.branch_fail(cg.b.icmp("eq", rc, L.const("i32", 0)), code)
-    return L.const("i32", 0)
+    ret = cg.b.load("i64", arr, 8, hint="packed_ret")
+    want = value_type(e.dtype)
+    return ret if want == "i64" else cg.b.cast("trunc", ret, want)

@@ -6,8 +6,9 @@ The C ABI is one entry point the JIT resolves by name::
 
 ``site`` numbers a call site: the registered name and what each argument is
 (a buffer with its dtype and rank, an int, a float, a bool, a string), fixed
-at build time.  ``values`` holds the runtime parts, 64 bits each: a buffer's
-address then its shape then its strides (in elements), an integer
+at build time.  ``values`` holds the runtime parts, 64 bits each: slot 0
+receives the function's return value (an int or bool; anything else is 0), then for each
+argument a buffer's address, shape and strides (in elements), an integer
 sign-extended, a float as a double's bits.  Strings live in the site.
 
 The trampoline (a ctypes CFUNCTYPE kept alive for the life of the process)
@@ -90,7 +91,7 @@ def _view(addr, dtype, shape, strides):
 def decode(site, values):
     """(name, Python arguments) of a call at ``site`` with the 64-bit ``values``."""
     name, kinds = _SITES[site]
-    args, k = [], 0
+    args, k = [], 1                 # values[0] receives the function's return value
     for kind in kinds:
         tag = kind[0]
         if tag == "str":
@@ -133,13 +134,23 @@ def lookup(name):
     return fn
 
 
+def _return_value(name, ret):
+    """The int the call evaluates to: an int or bool the function returns, else 0 (None, an array that
+    ``copyto`` returned, ...)."""
+    if isinstance(ret, (bool, int, np.integer, np.bool_)):
+        if not -2**63 <= int(ret) < 2**63:
+            raise PackedFuncError(f"packed function {name!r} returned {ret}, which does not fit in 64 bits")
+        return int(ret)
+    return 0
+
+
 def _dispatch(site, values):
     try:
         name, args = decode(site, values)
         fn = lookup(name)
         if fn is None:
             raise PackedFuncError(f"global function {name!r} is not registered (tvm.register_func)")
-        fn(*args)
+        values[0] = _return_value(name, fn(*args))
         return 0
     except BaseException as e:     # noqa: BLE001 - nothing may unwind into native code
         with _LOCK:
