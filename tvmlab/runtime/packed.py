@@ -154,7 +154,7 @@ def _dispatch(site, values):
         return 0
     except BaseException as e:     # noqa: BLE001 - nothing may unwind into native code
         with _LOCK:
-            _PENDING.setdefault(site, e)
+            _PENDING[site] = e      # the latest: one left by an earlier call never shadows a new one
         return 1
 
 
