@@ -678,3 +678,43 @@ def test_tir_transform_on_ir_builder_functions():
         assert isinstance(ret, tvm.tir.For) and ret.kind == tvm.tir.ForKind.UNROLLED
     f = tvm.tir.PrimFunc([Ab], stmt).with_attr("global_symbol", "g")
     assert f.name == "g" and f.attrs["global_symbol"] == "g"
+
+
+def test_intrinsic_rules_as_in_the_intrin_math_tutorial(rng):
+    from tvmlab.lower import intrin_rules
+
+    def to_extern(op):
+        assert isinstance(op, tvm.tir.Call) and op.op.name.startswith("tir.")
+        return tvm.tir.call_pure_extern("float32", "%sf" % op.op.name[4:].replace("parity_", ""),
+                                        op.args[0])
+    try:
+        tvm.target.register_intrin_rule("cuda", "exp", to_extern, level=99)
+        tvm.ir.register_op_attr("tir.parity_log", "TCallEffectKind", tvm.tir.CallEffectKind.Pure)
+        tvm.target.register_intrin_rule("llvm", "parity_log", to_extern, level=99)
+        tvm.target.register_intrin_rule("cuda", "parity_log", to_extern, level=99)
+        with pytest.raises(LoweringError, match="already registered"):
+            tvm.target.register_intrin_rule("llvm", "parity_log", to_extern, level=99)
+        n = te.var("n")
+        A = te.placeholder((n,), name="A")
+        B = te.compute(A.shape, lambda i: tvm.tir.call_intrin("float32", "tir.parity_log", A[i])
+                       + te.exp(A[i]), name="B")
+        s = te.create_schedule(B.op)
+        f = tvm.build(s, [A, B], "llvm")
+        a = rng.uniform(0.5, 2.0, 33).astype("float32")
+        np.testing.assert_allclose(run(f, [a], [(33,)])[0], np.log(a) + np.exp(a), rtol=1e-5)
+        sg = te.create_schedule(B.op)
+        bx, tx = sg[B].split(B.op.axis[0], factor=64)
+        sg[B].bind(bx, te.thread_axis("blockIdx.x"))
+        sg[B].bind(tx, te.thread_axis("threadIdx.x"))
+        try:
+            fc = tvm.build(sg, [A, B], "cuda", name="mylog")
+        except tvm.error.BuildError as e:
+            pytest.skip(f"CUDA toolchain unavailable: {e}")
+        src = fc.imported_modules[0].get_source()
+        assert "logf(" in src and "expf(" in src
+    finally:
+        for key in (("cuda", "exp"), ("llvm", "parity_log"), ("cuda", "parity_log")):
+            intrin_rules._RULES.pop(key, None)
+    C = te.compute((4,), lambda i: tvm.tir.call_intrin("float32", "tir.parity_nothing", 1.0), name="C")
+    with pytest.raises(TVMLabError):
+        tvm.build(te.create_schedule(C.op), [C], "llvm")

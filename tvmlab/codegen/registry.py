@@ -9,6 +9,7 @@ with the list of known targets.  A notebook can add or wrap a target with
 from __future__ import annotations
 
 from ..errors import BuildError
+from ..lower.intrin_rules import register_intrin_rule  # noqa: F401  (tvm.target.register_intrin_rule)
 
 _BUILDERS = {}   # kind -> (builder, keys)
 

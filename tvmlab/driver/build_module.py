@@ -165,7 +165,9 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
     func, binds_map = make_function(sch, list(args), name)
     if target is not None:
         from ..codegen.registry import Target
+        from ..lower.intrin_rules import apply_intrin_rules
         tgt = target if isinstance(target, Target) else Target(target)
+        func = func.with_body(apply_intrin_rules(func.body, tgt.kind))
         if uses_device_lowering(tgt):
             from ..lower.pipeline import lower_for_device
             split, history = lower_for_device(func, binds_map, tgt.kind, simple_mode=simple_mode,
@@ -213,9 +215,18 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     builder = get_builder(tgt.kind)
     device = uses_device_lowering(tgt)
     if isinstance(sch, IRModule):
+        from ..lower.intrin_rules import apply_intrin_rules, rules_for
+        if rules_for(tgt.kind):
+            funcs = {k: f.with_body(apply_intrin_rules(f.body, tgt.kind))
+                     for k, f in sch.functions.items()}
+            new = IRModule(funcs, sch.history)
+            for k, v in vars(sch).items():
+                if k not in ("functions", "history"):
+                    setattr(new, k, v)
+            sch = new
         mod = _for_device(sch, tgt) if device else sch
     else:
-        mod = lower(sch, args, name=name, target=tgt if device else None)
+        mod = lower(sch, args, name=name, target=tgt)
     try:
         return builder(mod, tgt)
     except TVMLabError:

@@ -7,6 +7,7 @@ from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor  # noqa
 from .tensor import Range as _Range
 from .serialize import load_json, save_json  # noqa: F401
 from .structural import assert_structural_equal, structural_equal, structural_hash  # noqa: F401
+from .op import register_op_attr  # noqa: F401
 
 
 class _RangeType(type):

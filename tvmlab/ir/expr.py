@@ -344,12 +344,25 @@ class Let(Expr):
         return self.body.dtype
 
 
+class OpName(str):
+    """A Call's operator: a plain string ("exp") that also answers TVM's ``call.op.name`` ("tir.exp")."""
+    __slots__ = ()
+
+    @property
+    def name(self):
+        return self if "." in self else "tir." + self
+
+
 @node
 class Call(Expr):
     """An intrinsic call by name: "exp", "if_then_else", "likely", ..."""
     dtype: str
     op: str
     args: tuple
+
+    def __post_init__(self):
+        if type(self.op) is not OpName:
+            object.__setattr__(self, "op", OpName(self.op))
 
 
 @node

@@ -573,3 +573,27 @@ def max_value(dtype):
     if dt.is_float(dtype):
         return const(math.inf, dtype)
     return const(dt.max_value(dtype), dtype)
+
+
+# ------------------------------------------------------------------ TVM's op registry spellings
+_OP_ATTRS = {}   # (op name without "tir.", attr key) -> value
+
+
+def register_op_attr(op_name, attr_key, value=None, level=10):
+    """Record an attribute of an operator (TVM's ``TCallEffectKind``, ...); kept for reference."""
+    name = op_name[4:] if op_name.startswith("tir.") else op_name
+    _OP_ATTRS[(name, attr_key)] = value
+    return value
+
+
+def call_intrin(dtype, func_name, *args):
+    """A call of intrinsic ``func_name`` ("tir.mylog"); a target lowers it by an intrinsic rule."""
+    if not isinstance(func_name, str) or not func_name:
+        raise DSLError(f"call_intrin needs an operator name such as 'tir.exp', got {func_name!r}")
+    name = func_name[4:] if func_name.startswith("tir.") else func_name
+    return E.Call(dt.canonical(dtype), name, tuple(convert(a) for a in args))
+
+
+class CallEffectKind:
+    """TVM's effect kinds for ``register_op_attr(name, "TCallEffectKind", ...)``."""
+    ExprAnnotation, Pure, ReadState, UpdateState, Opaque = 0, 1, 2, 3, 4
