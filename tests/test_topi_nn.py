@@ -221,6 +221,25 @@ def test_conv2d_nchw(case, check_build):
                 rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_conv2d_random_configurations(seed, check_build):
+    r = np.random.default_rng(seed)
+    groups = int(r.choice([1, 2, 3]))
+    c, o = groups * int(r.integers(1, 4)), groups * int(r.integers(1, 7))
+    kh, kw = int(r.integers(1, 4)), int(r.integers(1, 4))
+    stride = (int(r.integers(1, 3)), int(r.integers(1, 3)))
+    dilation = (int(r.integers(1, 3)), int(r.integers(1, 3)))
+    padding = tuple(int(v) for v in r.integers(0, 3, size=4))
+    h, w = int(r.integers(kh * 2, 12)), int(r.integers(kw * 2, 12))
+    X, W, b = ph((int(r.integers(1, 3)), c, h, w), "X"), ph((o, c // groups, kh, kw), "W"), ph((o,), "b")
+    out = topi.nn.leaky_relu(topi.nn.bias_add(topi.nn.group_conv2d_nchw(X, W, stride, padding, dilation, groups), b),
+                             0.2)
+    check_build(x86.schedule_group_conv2d_nchw([out]), [X, W, b, out],
+                lambda x, k, bb: (lambda y: np.where(y > 0, y, 0.2 * y))(
+                    ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups) + bb[None, :, None, None]),
+                rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("mult,stride", [(1, 1), (1, 2), (2, 1)])
 def test_depthwise_conv2d(mult, stride, check_build):
     X, W = ph((1, 21, 10, 9), "X"), ph((21, mult, 3, 3), "W")
@@ -398,9 +417,12 @@ def test_global_and_adaptive_pool(check_build):
     for o, (os_, t) in zip(outs, [((1, 1), "avg"), ((1, 1), "max"), ((3, 4), "avg")]):
         check_build(x86.schedule_adaptive_pool([o]), [X, o], lambda x, os_=os_, t=t: ref.adaptive_pool_python(x, os_, t),
                     rtol=1e-5, atol=1e-5)
-    nhwc = topi.nn.pool2d(ph((1, 6, 5, 3), "Y"), 2, 2, 1, 0, "max", layout="NHWC")
-    check_build(x86.schedule_pool([nhwc], "NHWC"), [nhwc.op.input_tensors[0], nhwc],
-                lambda y: ref.pool2d_python(y, 2, 2, 1, 0, "max", layout="NHWC"))
+    Y = ph((1, 6, 5, 3), "Y")
+    for pads, ptype in ((0, "max"), ((1, 0, 1, 1), "avg")):
+        nhwc = topi.nn.pool2d(Y, 2, 2, 1, pads, ptype, layout="NHWC")
+        check_build(x86.schedule_pool([nhwc], "NHWC"), [Y, nhwc],
+                    lambda y, pads=pads, ptype=ptype: ref.pool2d_python(y, 2, 2, 1, pads, ptype, layout="NHWC"),
+                    rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape,axis", [((4, 37), -1), ((2, 5, 3, 4), 1), ((3, 70), 0)])
