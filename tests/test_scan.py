@@ -332,3 +332,29 @@ def test_scan_computed_at_its_consumer(rng):
     d = _nan((m, n))
     f(tvm.nd.array(x), d)
     np.testing.assert_allclose(d.numpy(), 2 * np.cumsum(x, axis=0), rtol=1e-5)
+
+
+def test_gpu_lstm_compiles_with_the_step_kernels_in_the_time_loop():
+    args, st = _lstm(6, 5, 32, 4)
+    s = te.create_schedule(args[3].op)
+    for name in ("gates", "in_gate", "in_transform", "forget_gate", "out_gate"):
+        s[st[name]].compute_inline()
+
+    def bind(t, axes):
+        fused = s[t].fuse(*axes) if len(axes) > 1 else axes[0]
+        xo, xi = s[t].split(fused, factor=32)
+        s[t].bind(xo, te.thread_axis("blockIdx.x"))
+        s[t].bind(xi, te.thread_axis("threadIdx.x"))
+    for name in ("s_h2h", "next_c", "next_h", "update_h", "update_c"):
+        bind(st[name], st[name].op.axis[1:])              # per step: everything but the time axis
+    for t in [st["s_i2h"]] + list(args[3].op.init):
+        bind(t, t.op.axis)
+    f = tvm.build(s, list(args), "cuda")
+    fn = f.get_function("default_function")
+
+    class Fake:
+        _ptr = 4096
+    calls = []
+    fn.run_host({}, {v: Fake() for v in fn.buffers} | {v: Fake() for v, _, _ in fn.temps},
+                lambda ln, grid, block, kargs: calls.append(ln.name[-1]))
+    assert calls == ["0", "1", "2"] + ["3", "4", "5", "6", "7"] * 5     # i2h, two inits, then 5 steps
