@@ -89,6 +89,20 @@ def test_mlp_with_view_and_cat():
 
 
 @needs_torch
+def test_transposed_conv_hardswish_adaptive_max_pool():
+    import torch
+    import torch.nn as nn
+
+    net = nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), nn.Hardswish(),
+                        nn.AdaptiveMaxPool2d(1),
+                        nn.Flatten(), nn.Linear(6, 3), nn.LogSoftmax(dim=1)).eval()
+    x = np.random.default_rng(2).standard_normal((2, 4, 5, 7)).astype(np.float32)
+    traced = torch.jit.trace(net, torch.from_numpy(x))
+    np.testing.assert_allclose(_run(traced, x.shape, x), net(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-3, atol=1e-5)
+
+
+@needs_torch
 def test_unsupported_op_and_bad_input_infos():
     import torch
 
@@ -97,9 +111,12 @@ def test_unsupported_op_and_bad_input_infos():
             return torch.cumsum(x, 0)
 
     traced = torch.jit.trace(Odd(), torch.ones(3))
-    with pytest.raises(relay.frontend.OpNotImplemented, match="aten::cumsum"):
+    with pytest.raises(relay.frontend.OpNotImplemented, match=r"aten::cumsum.*Supported operators.*aten::relu"):
         relay.frontend.from_pytorch(traced, [("x", (3,))])
+    relu = torch.jit.trace(torch.nn.ReLU(), torch.ones(3))
     with pytest.raises(TVMLabError, match="takes 1 inputs, but input_infos gives 2"):
-        relay.frontend.from_pytorch(traced, [("x", (3,)), ("y", (3,))])
+        relay.frontend.from_pytorch(relu, [("x", (3,)), ("y", (3,))])
+    with pytest.raises(TVMLabError, match=r"\(name, shape\)"):
+        relay.frontend.from_pytorch(relu, ["x"])
     with pytest.raises(TVMLabError, match="torch.jit.trace"):
         relay.frontend.from_pytorch(Odd(), [("x", (3,))])

@@ -253,9 +253,12 @@ CONVERTERS = {
     "aten::dropout": _identity, "aten::contiguous": _identity, "aten::detach": _identity,
     "aten::size": _size, "aten::Int": lambda c, a: int(a[0]), "prim::NumToTensor": _identity,
 }
-for _name in list(CONVERTERS):          # in-place variants (relu_, add_) trace to the same graphs
-    if _name.startswith("aten::") and not _name.endswith("_"):
-        CONVERTERS.setdefault(_name + "_", CONVERTERS[_name])
+_IN_PLACE = ("relu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
+             "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
+             "squeeze")
+SUPPORTED = sorted(CONVERTERS)
+for _name in _IN_PLACE:                 # in-place variants (relu_, add_) convert as the plain ones
+    CONVERTERS[f"aten::{_name}_"] = CONVERTERS[f"aten::{_name}"]
 
 _PRIM = ("prim::Constant", "prim::GetAttr", "prim::ListConstruct", "prim::TupleConstruct",
          "prim::ListUnpack", "prim::TupleUnpack")
@@ -306,7 +309,8 @@ def from_pytorch(script_module, input_infos, default_dtype="float32"):
         where = {k: next(str(n).strip() for n in nodes if n.kind() == k) for k in missing}
         raise OpNotImplemented("the PyTorch frontend does not support: " +
                                "; ".join(f"{k} (in `{where[k]}`)" for k in missing) +
-                               f". Supported operators: {', '.join(sorted(CONVERTERS))}")
+                               f". Supported operators (and in-place variants such as aten::relu_): "
+                               f"{', '.join(SUPPORTED)}")
     c = _Ctx()
     r = c.relay
     graph_inputs = list(graph.inputs())
