@@ -263,4 +263,4 @@ __all__ = ["placeholder", "compute", "reduce_axis", "thread_axis", "comm_reducer
            "min", "prod", "var", "size_var", "tag_scope", "const", "create_schedule", "if_then_else", "all",
            "any", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "pow", "power", "floor",
            "ceil", "round", "fmod", "erf", "Tensor", "Operation", "ComputeOp", "PlaceholderOp",
-           "IterVar", "Schedule", "Stage"]
+           "IterVar", "Schedule", "Stage", "extern", "scan", "ExternOp", "ScanOp"]
