@@ -120,3 +120,35 @@ def test_unsupported_op_and_bad_input_infos():
         relay.frontend.from_pytorch(relu, ["x"])
     with pytest.raises(TVMLabError, match="torch.jit.trace"):
         relay.frontend.from_pytorch(Odd(), [("x", (3,))])
+
+
+@needs_torch
+def test_torch_onnx_export_through_from_onnx(tmp_path):
+    """A model exported by torch.onnx (Shape/Gather/Concat chains for view, Constant nodes) imports."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import onnx
+    import torch
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.bn = nn.BatchNorm2d(6)
+            self.fc = nn.Linear(6 * 4 * 4, 5)
+
+        def forward(self, x):
+            y = nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+            return self.fc(y.view(y.size(0), -1))
+
+    net = Net().eval()
+    x = np.random.default_rng(3).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    path = tmp_path / "net.onnx"
+    try:
+        torch.onnx.export(net, (torch.from_numpy(x),), str(path), opset_version=13, dynamo=False,
+                          input_names=["data"], output_names=["out"])
+    except Exception as e:      # the exporter needs packages torch does not require (onnxscript, ...)
+        pytest.skip(f"torch.onnx.export unavailable: {e}")
+    from onnx_util import check
+    check(onnx.load(str(path)), {"data": x})
