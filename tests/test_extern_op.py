@@ -545,3 +545,23 @@ def test_call_packed_value_in_a_compute():
     _register("test.extern.twice", lambda i, scale: 2**70)
     with pytest.raises(PackedFuncError, match="does not fit in 64 bits"):
         f(c)
+
+
+def test_cache_read_into_and_out_of_an_extern_stage(rng):
+    _register("test.extern.copy2", lambda a, b: a.copyto(b))
+    A = te.placeholder((16, 8), name="A")
+    A2 = te.compute(A.shape, lambda i, j: A[i, j] + 1, name="A2")
+    C = te.extern(A.shape, [A2], lambda ins, outs: tvm.tir.call_packed("test.extern.copy2", ins[0], outs[0]),
+                  name="C")
+    D = te.compute(A.shape, lambda i, j: C[i, j] * 2, name="D")
+    s = te.create_schedule(D.op)
+    CL = s.cache_read(C, "local", [D])                   # the extern's output, read through a local copy
+    s[CL].compute_at(s[D], D.op.axis[0])
+    s.cache_read(A2, "global", [C])                      # the extern reads a copy of its input
+    f = tvm.build(s, [A, D])
+    x = rng.random((16, 8)).astype("float32")
+    d = _nan((16, 8))
+    f(tvm.nd.array(x), d)
+    np.testing.assert_allclose(d.numpy(), 2 * (x + 1), rtol=1e-6)
+    with pytest.raises(ScheduleError, match="only computed tensors can be cached"):
+        s.cache_write(C, "local")

@@ -40,7 +40,7 @@ def cache_read(sch, tensor, scope, readers):
         else:
             raise ScheduleError(f"cache_read of {tensor.name}: readers must be tensors or "
                                 f"operations, got {r!r}")
-        if not isinstance(st.op, ComputeOp) or not reads(sch, st.op, src):
+        if st.is_placeholder or not reads(sch, st.op, src):
             raise ScheduleError(f"cache_read of {tensor.name}: stage {st.name} does not read "
                                 f"{tensor.name}")
         if st not in reader_stages:

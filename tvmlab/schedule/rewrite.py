@@ -17,6 +17,14 @@ def canonical_tensor(sch, t):
 def replace_tensor(sch, op, old, new):
     """A copy of compute ``op`` that reads ``new`` wherever it read ``old``; same axes."""
     old = canonical_tensor(sch, old)
+    from ..ir.extern import ExternOp, ScanOp
+    if isinstance(op, ExternOp):      # the same buffers and body, bound to the new input
+        inputs = [new if canonical_tensor(sch, t) is old else t for t in op.inputs]
+        return ExternOp(op.name, op.tag, op.attrs, inputs, op.input_placeholders, op.output_placeholders, op.body)
+    if isinstance(op, ScanOp):
+        from ..errors import ScheduleError
+        raise ScheduleError(f"scan {op.name} reads {old.name} as its init or update; cache the tensors its "
+                            "update reads instead")
 
     class R(IRMutator):
         def visit_ProducerLoad(self, ld):
