@@ -249,6 +249,19 @@ def test_depthwise_conv2d(mult, stride, check_build):
                 lambda x, k: ref.depthwise_conv2d_nchw_python(x, k, stride, 1, 1), rtol=1e-4, atol=1e-4)
 
 
+def test_depthwise_direct_fused(check_build):
+    X, W, b = ph((1, 8, 9, 40), "X"), ph((8, 1, 3, 3), "W"), ph((8,), "b")
+    conv = topi.nn.depthwise_conv2d_nchw(X, W, 1, (1, 2, 0, 1), (2, 1))
+    assert conv.op.attrs["direct"]                   # unit stride, rows of 40: computed in NCHW
+    out = topi.nn.relu(topi.nn.bias_add(conv, b))
+    for o in (conv, out):
+        check_build(x86.schedule_depthwise_conv2d_nchw([o]), [X, W, b, o] if o is out else [X, W, o],
+                    (lambda x, k, bb: np.maximum(ref.depthwise_conv2d_nchw_python(x, k, 1, (1, 2, 0, 1), (2, 1)) +
+                                                 bb[None, :, None, None], 0)) if o is out else
+                    (lambda x, k: ref.depthwise_conv2d_nchw_python(x, k, 1, (1, 2, 0, 1), (2, 1))),
+                    rtol=1e-4, atol=1e-4)
+
+
 def test_conv2d_bias_relu_fused(check_build):
     X, W, b = ph((1, 5, 12, 9), "X"), ph((19, 5, 3, 3), "W"), ph((19,), "b")
     conv = topi.nn.conv2d_nchw(X, W, 1, 1, 1)

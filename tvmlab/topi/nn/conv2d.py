@@ -11,7 +11,9 @@ layout (``<name>_NCHWc``, channels of a block in vector lanes), copied out to NC
 output stage (tag ``conv2d_nchw`` / ``group_conv2d_nchw`` / ``depthwise_conv2d_nchw``, attribute
 ``oc_block``).  A group's output channels are blocked within the group, so the input channels a block
 reads do not depend on the lane.  A depthwise convolution (one output channel per input channel) also
-packs the padded input into channel blocks (``<name>_pad_pack``), so its lanes load contiguously.
+packs the padded input into channel blocks (``<name>_pad_pack``), so its lanes load contiguously;
+with unit stride and wide rows it is computed directly in NCHW instead (attribute ``direct``), output
+columns in vector lanes.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from .pad import pad as _pad
 from .utils import get_pad_tuple, out_size, pair
 
 CONV_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
+DIRECT_MIN_WIDTH = 32   # a depthwise convolution with unit stride and rows this wide is computed in NCHW
 
 
 def _cast(dtype, v):
@@ -136,6 +139,15 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
     pt, pl, pb, pr = pads
     oh = out_size(op, h, pt + pb, kh, sh, dh)
     ow = out_size(op, w, pl + pr, kw, sw, dw)
+    attrs = {"oc_block": cb, "groups": C, "strides": (sh, sw), "dilation": (dh, dw), "padding": pads}
+    if sh == sw == 1 and const_or_none(ow) is not None and const_or_none(ow) >= DIRECT_MIN_WIDTH:
+        # unit stride over wide rows: computed in NCHW, output columns in vector lanes (no layout change)
+        pad = _padded(Input, pads, name)
+        ry = te.reduce_axis((0, kh), name="ry")
+        rx = te.reduce_axis((0, kw), name="rx")
+        return te.compute((n, C, oh, ow), lambda b, f, y, x: te.sum(
+            _cast(out_dtype, pad[b, f, y + ry * dh, x + rx * dw]) * _cast(out_dtype, Filter[f, 0, ry, rx]),
+            axis=[ry, rx]), name=name, tag="depthwise_conv2d_nchw", attrs=dict(attrs, direct=1))
     nb = (C + cb - 1) // cb
     zero = _op.const(0, Input.dtype)
 
@@ -157,8 +169,7 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
                              _cast(out_dtype, packed[fo, ry, rx, fi]), axis=[ry, rx]),
                          name=name + "_NCHWc")
     return te.compute((n, C, oh, ow), lambda b, f, y, x: blocked[b, f // cb, y, x, f % cb], name=name,
-                      tag="depthwise_conv2d_nchw",
-                      attrs={"oc_block": cb, "groups": C, "strides": (sh, sw), "dilation": (dh, dw), "padding": pads})
+                      tag="depthwise_conv2d_nchw", attrs=attrs)
 
 
 def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc"):

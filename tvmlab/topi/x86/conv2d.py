@@ -17,7 +17,7 @@ from ..conv2d import tile_width
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
 from ..utils import const_or_none
-from .injective import fused_group, schedule_others, transpose_blocks
+from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
 
@@ -59,9 +59,35 @@ def _tile(s, out, blocked, oc_block, target, width=None):
     s[blocked].vectorize(cfi)
 
 
+def _direct(s, conv, out, target):
+    """A depthwise convolution in NCHW: (batch, channel, row) tasks, the padded rows made just before use,
+    a vector of output columns accumulated over the unrolled window."""
+    b, f, y, x = s[out].op.axis
+    row = s[out].fuse(b, f, y)
+    s[out].parallel(row)
+    xo, xi = s[out].split(x, factor=lanes_of(out.dtype, target))
+    ry, rx = s[conv].op.reduce_axis
+    if out.op is conv:
+        s[out].reorder(row, xo, ry, rx, xi)
+    else:
+        s[out].vectorize(xi)
+        s[conv].compute_at(s[out], xo)
+        xi = s[conv].op.axis[3]
+        s[conv].reorder(ry, rx, xi)
+    s[conv].unroll(ry)
+    s[conv].unroll(rx)
+    s[conv].vectorize(xi)
+    for t in conv.input_tensors:
+        if isinstance(t.op, ComputeOp):      # the padded input
+            s[t.op].compute_at(s[out], row)
+
+
 def schedule_conv2d_nchw(outs, target="llvm", width=None):
     """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
     s, outs, conv, tile_out = fused_group(outs, NCHW_TAGS, "schedule_conv2d_nchw", target)
+    if conv.attrs.get("direct"):
+        _direct(s, conv, tile_out, target)
+        return schedule_others(s, outs, conv, tile_out, target)
     blocked = conv.input_tensors[0]
     _schedule_inputs(s, blocked)
     if tile_out.op is not conv:
