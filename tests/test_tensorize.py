@@ -408,3 +408,32 @@ def test_tvm_tensorize_tutorial_with_only_imports_changed(gemv_lib):
     c = tvm.nd.array(np.full((N, M), np.nan, dtype=C.dtype), dev)
     func(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
     tvm.testing.assert_allclose(c.numpy(), np.dot(a, b.T), rtol=1e-3)
+
+
+def test_reduction_split_outside_the_tile_without_a_reset(gemv_lib):
+    """(body, None, update): the first step of the outer reduction runs the body, as in TVM."""
+    N, M, L = 10, 32, 64
+    A, B, C = _gemm(N, M, L)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    yo, yi = s[C].split(y, factor=16)
+    zo, zi = s[C].split(C.op.reduce_axis[0], factor=16)
+    s[C].reorder(x, yo, zo, yi, zi)
+    a = te.placeholder((16,), name="a")
+    b = te.placeholder((16, 16), name="b")
+    k = te.reduce_axis((0, 16), name="k")
+    c = te.compute((16,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+    Bb = Buffer("B", b.shape, b.dtype, offset_factor=1, strides=[te.var("s1"), 1], elem_offset=te.var("bo"))
+
+    def intrin_func(ins, outs):
+        args = (outs[0].access_ptr("w"), ins[0].access_ptr("r"), ins[1].access_ptr("r"), 16, 16,
+                ins[1].strides[0])
+        return (tvm.tir.call_extern("int32", "gemv_full", *args), None,
+                tvm.tir.call_extern("int32", "gemv_update", *args))
+
+    s[C].tensorize(yi, te.decl_tensor_intrin(c.op, intrin_func, binds={b: Bb}, name="gemv_noreset",
+                                             default_buffer_params={"offset_factor": 1,
+                                                                    "data_alignment": 16}))
+    text = str(tvm.lower(s, [A, B, C], simple_mode=True))
+    assert "if k.outer == 0" in text and "gemv_reset" not in text
+    _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)

@@ -21,7 +21,7 @@ from ..ir import op as _op
 from ..ir.expr import Call, Expr, IntImm, ProducerLoad, Reduce, Var
 from ..ir.function import Buffer
 from ..ir.functor import IRMutator, substitute
-from ..ir.stmt import AttrStmt, Evaluate, Stmt, seq
+from ..ir.stmt import AttrStmt, Evaluate, IfThenElse, Stmt, seq
 from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
 
 BIND_SCOPE = "buffer_bind_scope"
@@ -343,10 +343,20 @@ def make_nest(b, st):
             raise LoweringError(f"{where}: the tile holds the whole reduction but {intrin.name!r} has "
                                 "no body (it gave only reduce_reset and reduce_update)")
         return b._wrap(st, 0, t, bind(intrin.body, m.inputs + m.outputs), guards, pos)
-    if intrin.reduce_update is None or intrin.reduce_init is None:
+    if intrin.reduce_update is None or (intrin.reduce_init is None and intrin.body is None):
         raise LoweringError(f"{where}: reduction axis {leaves[first_red].var.name} is outside the tile, "
-                            f"so {intrin.name!r} must give (body, reduce_reset, reduce_update)")
+                            f"so {intrin.name!r} must give (body, reduce_reset, reduce_update) (a body "
+                            "without reset is used for the first step)")
     update = bind(intrin.reduce_update, m.inputs + m.outputs)
+    if intrin.reduce_init is None:
+        # TVM's rule without a reset: the first step of the outer reduction runs the body
+        # (which writes the tile), the others the update.
+        firsts = [_op.eq(iv.var, b.dom_map[iv].min) for iv in leaves[first_red:t]
+                  if iv.iter_type == IterVar.REDUCE]
+        update = IfThenElse(_op.all(*firsts), bind(intrin.body, m.inputs + m.outputs), update)
+        inner_stmt = b._wrap(st, first_red, t, update, [(c, d) for c, d in guards if d >= first_red], pos,
+                             outer_guards=False)
+        return b._wrap(st, 0, first_red, inner_stmt, [(c, d) for c, d in guards if d < first_red], pos)
     inner_stmt = b._wrap(st, first_red, t, update, [(c, d) for c, d in guards if d >= first_red], pos,
                          outer_guards=False)
     # The reset runs once per output tile: over the data-parallel loops between the
