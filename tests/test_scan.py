@@ -182,6 +182,10 @@ def test_scan_schedule_errors():
     s[s_update].compute_inline()
     with pytest.raises(LoweringError, match="cannot be inlined"):
         tvm.lower(s, [X, s_scan])
+    s = te.create_schedule(s_scan.op)
+    with pytest.raises(ScheduleError, match="reads .* as its init or update"):
+        s.cache_read(s_update, "global", [s_scan])
+    assert len(s.stages) == len(te.create_schedule(s_scan.op).stages)      # left as it was
 
 
 def test_cache_read_in_the_update_normalize_and_infer_bound(rng):
