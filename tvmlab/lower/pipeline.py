@@ -16,7 +16,7 @@ from .loop_partition import loop_partition
 from .remove_no_op import remove_no_op
 from .storage_flatten import storage_flatten
 from .unroll import unroll
-from .vectorize import vectorize
+from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
@@ -127,7 +127,9 @@ DEVICE_PASSES = [
 GPU_PIPELINE = [
     ("storage_flatten", PIPELINE[0][1]),
     DEVICE_PASSES[0],
-    ("vectorize", _vectorize),
+    # GPU kernels have no vector types here: a vectorized loop (TVM's float4
+    # copies into shared memory) runs as a loop in each thread.
+    ("vectorize", lambda stmt, ctx: serialize_vectorized(stmt)),
     ("unroll", _unroll),
     DEVICE_PASSES[1],
     ("simplify", _simplify),
