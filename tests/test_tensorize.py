@@ -437,3 +437,44 @@ def test_reduction_split_outside_the_tile_without_a_reset(gemv_lib):
     text = str(tvm.lower(s, [A, B, C], simple_mode=True))
     assert "if k.outer == 0" in text and "gemv_reset" not in text
     _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+
+
+def test_intrinsic_in_ir_builder_code_on_gpu_targets():
+    """An intrinsic whose body is ir_builder code: compiled for CUDA, run on OpenGL compute."""
+    def intrin_vadd(n):
+        x = te.placeholder((n,), name="x")
+        y = te.placeholder((n,), name="y")
+        z = te.compute((n,), lambda i: x[i] + y[i], name="z")
+
+        def intrin_func(ins, outs):
+            ib = tvm.tir.ir_builder.create()
+            with ib.for_range(0, n, name="l") as l:
+                ib.emit(outs[0].vstore(l, ins[0].vload(l) + ins[1].vload(l)))
+            return ib.get()
+        return te.decl_tensor_intrin(z.op, intrin_func, name="vadd_ib",
+                                     default_buffer_params={"offset_factor": 1})
+
+    A = te.placeholder((40, 32), name="A")
+    B = te.placeholder((40, 32), name="B")
+    C = te.compute((40, 32), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=4)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(jo, te.thread_axis("threadIdx.x"))
+    s[C].tensorize(ji, intrin_vadd(4))
+    try:
+        import cuda.bindings.nvrtc  # noqa: F401
+        src = tvm.build(s, [A, B, C], target="cuda").imported_modules[0].get_source()
+        assert "for (int l = 0; l < 4; ++l)" in src
+    except ImportError:
+        pass    # NVRTC (the cuda extra) missing: only the OpenGL run below
+    from tvmlab.runtime import opengl_context as glc
+    if not glc.available():
+        pytest.skip(f"no OpenGL context: {glc.reason()}")
+    dev = tvm.opengl(0)
+    f = tvm.build(s, [A, B, C], target="opengl -compute")
+    rng = np.random.default_rng(7)
+    a, b = (rng.uniform(-1, 1, (40, 32)).astype("float32") for _ in range(2))
+    c = tvm.nd.array(np.full((40, 32), np.nan, "float32"), dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), a + b)
