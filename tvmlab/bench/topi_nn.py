@@ -112,8 +112,61 @@ def dense(m, k, n):
     return row
 
 
+def _ort_single(node, inits=()):
+    """A callable running one ONNX node on input "x" in onnxruntime (None when it is not installed)."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    graph = helper.make_graph([node], "op", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads()
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return lambda a: sess.run(None, {"x": a})[0]
+
+
+def single(name, shape, make, schedule, node, numpy_ref, inits=()):
+    """A row for one operator (pooling, depthwise convolution) against onnxruntime's node (numpy without it)."""
+    def row(rng):
+        from onnx import helper, numpy_helper
+        a = rng.standard_normal(shape, dtype=np.float32)
+        consts = {k: v(rng) for k, v in inits}
+        X = te.placeholder(shape, name="x")
+        params = {k: te.placeholder(v.shape, name=k) for k, v in consts.items()}
+        out = make(X, **params)
+        f, build_s = _build(schedule([out]), [X, *params.values(), out])
+        reference = _ort_single(helper.make_node(*node[:3], **node[3]),
+                                [numpy_helper.from_array(v, k) for k, v in consts.items()])
+        ref_name = "ort" if reference is not None else "numpy"
+        reference = reference or (lambda x: numpy_ref(x, **consts))
+        to = _poisoned(tuple(int(d) for d in out.shape))
+        call = _prepare(f, nd.array(a), *[nd.array(v) for v in consts.values()], to)
+        call()
+        np.testing.assert_allclose(to.numpy(), reference(a), rtol=1e-4, atol=1e-4)
+        kt, rt = side_by_side(call, lambda: reference(a))
+        return Row(name, ref_name, kt, rt, build_s, bytes=4.0 * (a.size + to.numpy().size))
+    return row
+
+
+OPS = [
+    single("maxpool 3x3/2 112px 64", (1, 64, 112, 112), lambda x: topi.nn.pool2d(x, 3, 2, 1, 1, "max"),
+           lambda outs: topi.x86.schedule_pool(outs, "NCHW"),
+           ("MaxPool", ["x"], ["y"], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+           lambda x: ref.pool2d_python(x, 3, 2, 1, 1, "max")),
+    single("global avgpool 7px 2048", (1, 2048, 7, 7), lambda x: topi.nn.global_pool(x, "avg"),
+           topi.x86.schedule_adaptive_pool, ("GlobalAveragePool", ["x"], ["y"], {}),
+           lambda x: x.mean(axis=(2, 3), keepdims=True)),
+    single("depthwise3 112px 32", (1, 32, 112, 112), lambda x, w: topi.nn.depthwise_conv2d_nchw(x, w, 1, 1, 1),
+           topi.x86.schedule_depthwise_conv2d_nchw, ("Conv", ["x", "w"], ["y"], {"group": 32, "pads": [1, 1, 1, 1]}),
+           lambda x, w: ref.depthwise_conv2d_nchw_python(x, w, 1, 1),
+           inits=[("w", lambda rng: rng.standard_normal((32, 1, 3, 3), dtype=np.float32))]),
+]
+
 ROWS = [conv(*layer, blocked=False) for layer in LAYERS] + [conv(*layer, blocked=True) for layer in LAYERS] + \
-    [dense(1, 2048, 1000)]
+    [dense(1, 2048, 1000)] + OPS
 
 
 if __name__ == "__main__":
