@@ -23,6 +23,10 @@ from ..errors import ScheduleError
 from .util import check_options, const_int, find_stage_input, pack_blocks, vector_block
 
 
+# Set by tvmlab.autotvm when it is imported: ``hook(out, target)`` gives a tuned tile ``width`` or None.
+config_hook = None
+
+
 def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d", oc_block=None, target="llvm"):
     """Convolution of ``data`` (N, C, H, W) with ``kernel`` (O, C, KH, KW), zero padding, no dilation.
 
@@ -85,6 +89,8 @@ def schedule_conv2d_nchw(out, target="llvm", width=None):
     if getattr(out.op, "tag", "") != "conv2d_nchw":
         raise ScheduleError(f"schedule_conv2d_nchw needs the output of topi.conv2d_nchw, got {out.op.name!r}")
     check_options("schedule_conv2d_nchw", width=width)
+    if config_hook is not None and width is None:
+        width = config_hook(out, target)
     oc_block = int(out.op.attrs["oc_block"])
     blocked = find_stage_input(out, "_NCHWc")
     pad = find_stage_input(blocked, "_pad")

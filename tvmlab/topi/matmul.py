@@ -36,6 +36,10 @@ SMALL_M = 16            # at most this many rows of A: B is read in place, not p
 STREAM_ROWS = 4         # at most this many: rows of B streamed whole (matrix-vector products)
 STREAM_BYTES = 16 << 10  # the rows of C one task adds into when streaming: they stay in L1
 
+# Set by tvmlab.autotvm when it is imported (topi does not import it): ``hook(C, target)`` gives
+# tuned ``schedule_matmul`` options from the current dispatch context (apply_history_best), or None.
+config_hook = None
+
 
 def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
     """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through a packed copy of B.
@@ -105,6 +109,8 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
     if getattr(C.op, "tag", "") != "matmul":
         raise ScheduleError(f"schedule_matmul needs the output of topi.matmul, got {C.op.name!r}")
     check_options("schedule_matmul", rows=rows, row_block=row_block, k_chunk=k_chunk, col_block=col_block)
+    if config_hook is not None and not tensorize and all(x is None for x in (rows, row_block, k_chunk, col_block)):
+        rows, row_block, k_chunk, col_block = (config_hook(C, target) or {}).get("options", (None,) * 4)
     block = int(C.op.attrs["block"])
     packed_rows = int(C.op.attrs["rows"])
     tuned = any(x is not None for x in (rows, row_block, k_chunk, col_block))

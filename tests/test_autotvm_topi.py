@@ -1,0 +1,126 @@
+"""topi.schedule_matmul / schedule_conv2d_nchw as AutoTVM templates: the hand-written schedule is the
+fallback, and inside apply_history_best the tuned knobs are used."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import autotvm, te, topi
+from tvmlab.autotvm import topi_templates
+
+
+def _matmul(m, k, n):
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    return A, B, topi.matmul(A, B)
+
+
+def _hand_written(schedule, out):
+    mod = topi_templates._module("matmul" if schedule is topi.schedule_matmul else "conv2d")
+    hook, mod.config_hook = mod.config_hook, None
+    try:
+        return schedule(out).trace.as_python()
+    finally:
+        mod.config_hook = hook
+
+
+def _check_matmul(s, A, B, C, m, k, n):
+    f = tvm.build(s, [A, B, C], "llvm")
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (m, k)).astype("float32")
+    b = rng.uniform(-1, 1, (k, n)).astype("float32")
+    c = tvm.nd.array(np.full((m, n), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_outside_a_context_the_hand_written_schedule_is_unchanged(tmp_path):
+    A, B, C = _matmul(50, 70, 90)
+    hand = _hand_written(topi.schedule_matmul, C)
+    assert topi.schedule_matmul(C).trace.as_python() == hand
+    # a log without this workload: the fallback is the hand-written schedule too
+    log = tmp_path / "other.log"
+    log.write_text("")
+    with autotvm.apply_history_best(str(log)):
+        assert topi.schedule_matmul(C).trace.as_python() == hand
+    # explicit options are never overridden by a config
+    cfg = autotvm.task.create("matmul.x86", args=(50, 70, 90, "float32"), target="llvm").config_space.get(3)
+    with autotvm.task.ApplyConfig(cfg):
+        s1 = topi.schedule_matmul(C, rows=2, row_block=4)
+        s2 = topi.schedule_matmul(C)
+    assert s1.trace.as_python() == _hand_written(lambda c: topi.schedule_matmul(c, rows=2, row_block=4), C)
+    assert s2.trace.as_python() != hand
+
+
+def test_matmul_template_space_contains_the_fallback():
+    task = autotvm.task.create("matmul.x86", args=(50, 70, 90, "float32"), target="llvm")
+    space = task.config_space
+    assert list(space.space_map) == ["rows", "row_mult", "col_panels", "k_chunk"]
+    assert task.flop == 2 * 50 * 70 * 90
+    fb = autotvm.FallbackConfigEntity()
+    with autotvm.task.ApplyConfig(fb):
+        s_fb, _ = topi_templates.matmul_x86.template_func(50, 70, 90, "float32")
+    assert fb.is_fallback and space.index_of(dict(fb._entity_map)) is not None
+    A, B, C = _matmul(50, 70, 90)
+    assert s_fb.trace.as_python() == _hand_written(topi.schedule_matmul, C)
+
+
+def test_tuned_matmul_is_used_by_schedule_matmul(tmp_path):
+    m, k, n = 50, 70, 90            # nothing divides: guarded tails everywhere
+    task = autotvm.task.create("matmul.x86", args=(m, k, n, "float32"), target="llvm")
+    log = tmp_path / "mm.log"
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(timeout=30, number=2, repeat=1, check_correctness=True))
+    tuner = autotvm.tuner.RandomTuner(task, seed=5)
+    tuner.tune(n_trial=4, measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
+    opt["runner"].close()
+    recs = list(autotvm.record.load_from_file(str(log)))
+    assert len(recs) == 4 and all(r.error_no == 0 for _, r in recs)
+    best = min(recs, key=lambda p: np.mean(p[1].costs))[0].config
+    A, B, C = _matmul(m, k, n)
+    with autotvm.apply_history_best(str(log)):
+        s = topi.schedule_matmul(C)
+    with autotvm.task.ApplyConfig(best):
+        want = topi.schedule_matmul(C).trace.as_python()
+    assert s.trace.as_python() == want
+    _check_matmul(s, A, B, C, m, k, n)
+    # every knob combination computes the product
+    for index in (0, len(task.config_space) - 1):
+        with autotvm.task.ApplyConfig(task.config_space.get(index)):
+            s = topi.schedule_matmul(C)
+        _check_matmul(s, A, B, C, m, k, n)
+
+
+def test_tuned_conv2d_is_used_by_schedule_conv2d(tmp_path):
+    args = (1, 5, 11, 13, 20, 3, 3, 2, 1, "float32")     # odd sizes, stride 2
+    task = autotvm.task.create("conv2d_nchw.x86", args=args, target="llvm")
+    assert list(task.config_space.space_map) == ["width"]
+    log = tmp_path / "conv.log"
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(timeout=30, number=2, repeat=1, check_correctness=True))
+    tuner = autotvm.tuner.RandomTuner(task, seed=0)
+    tuner.tune(n_trial=4, measure_option=opt,
+               callbacks=[autotvm.callback.log_to_file(str(log))])
+    opt["runner"].close()
+    recs = list(autotvm.record.load_from_file(str(log)))
+    assert all(r.error_no == 0 for _, r in recs), [r for _, r in recs if r.error_no]
+    best = min(recs, key=lambda p: np.mean(p[1].costs))[0].config
+    data = te.placeholder((1, 5, 11, 13), name="data")
+    kernel = te.placeholder((20, 5, 3, 3), name="kernel")
+    out = topi.conv2d_nchw(data, kernel, 2, 1)
+    with autotvm.apply_history_best(str(log)):
+        s = topi.schedule_conv2d_nchw(out)
+    assert s.trace.as_python() == _hand_written(lambda o: topi.schedule_conv2d_nchw(o, width=best["width"].val),
+                                                out)
+    f = tvm.build(s, [data, kernel, out], "llvm")
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (1, 5, 11, 13)).astype("float32")
+    w = rng.uniform(-1, 1, (20, 5, 3, 3)).astype("float32")
+    y = tvm.nd.array(np.full((1, 20, 6, 7), np.nan, "float32"))
+    f(tvm.nd.array(x), tvm.nd.array(w), y)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((1, 20, 6, 7), "float32")
+    for oy in range(6):
+        for ox in range(7):
+            patch = xp[:, :, oy * 2:oy * 2 + 3, ox * 2:ox * 2 + 3]
+            ref[:, :, oy, ox] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,140 @@
+"""TOPI's CPU schedules as AutoTVM templates: ``matmul.x86`` and ``conv2d_nchw.x86``.
+
+``topi.schedule_matmul`` and ``topi.schedule_conv2d_nchw`` keep their
+hand-written choices as the fallback config.  When this module is imported
+(with ``tvmlab.autotvm``) it installs a hook in each: inside a dispatch context
+(``apply_history_best(log)``, or a tuner instantiating a config) the schedule
+asks the context for its workload's config and uses its knobs; outside any
+context nothing changes.  The knobs' candidates always include the
+hand-written values, so a tune can only find something at least as fast.
+
+    task = autotvm.task.create("matmul.x86", args=(512, 512, 512, "float32"), target="llvm")
+"""
+from __future__ import annotations
+
+import importlib
+
+from .. import te
+from .space import OtherOptionEntity
+from .task.dispatcher import DispatchContext, FallbackContext
+from .task.task import args_to_workload, template
+
+MATMUL = "matmul.x86"
+CONV2D = "conv2d_nchw.x86"
+
+
+def _const(x):
+    from ..topi.util import const_int
+    return const_int(x)
+
+
+def _module(name):
+    # tvmlab.topi re-exports functions under these names: take the modules themselves
+    return importlib.import_module(f"tvmlab.topi.{name}")
+
+
+def _context():
+    ctx = DispatchContext.current
+    return None if isinstance(ctx, FallbackContext) else ctx
+
+
+def _knob(cfg, name, candidates, default):
+    cands = sorted(set(candidates) | {default})
+    cfg.define_knob(name, cands)
+    if cfg.is_fallback:
+        cfg[name] = OtherOptionEntity(default)
+    return cfg[name].val
+
+
+def _matmul_hook(C, target):
+    ctx = _context()
+    if ctx is None:
+        return None
+    from ..codegen.llvm_vector import vector_registers
+    from ..ir import dtype as dt
+    mm = _module("matmul")
+    from ..topi.util import vector_block
+    M, N = _const(C.shape[0]), _const(C.shape[1])
+    K = _const(C.op.reduce_axis[0].dom.extent)
+    block, dtype = int(C.op.attrs["block"]), C.dtype
+    if None in (M, N, K) or int(C.op.attrs["rows"]) or not int(C.op.attrs.get("packed_b", 1)) or \
+            block != vector_block(dtype, target):
+        return None             # only matmul(A, B) with its default layout is a template
+    cfg = ctx.query(target, args_to_workload((M, K, N, str(dtype)), MATMUL))
+    rows_d = mm.tile_rows(block, dtype, target)
+    regs = vector_registers(target)
+    max_rows = max(1, min(mm.MAX_ROWS, (regs.count - 1) // regs.holding(block, dtype)))
+    elem = max(1, dt.parse(dtype)[1] // 8)
+    panels_d = max(1, mm.B_BLOCK_BYTES // (K * elem) // block)
+    rows = _knob(cfg, "rows", [r for r in (1, 2, 3, 4, 6, 8, 12) if r <= max_rows], rows_d)
+    mult = _knob(cfg, "row_mult", [1, 2, 4], 2)
+    panels = _knob(cfg, "col_panels", [1, 2, 4, 8, 16, 32, 64], panels_d)
+    k_chunk = _knob(cfg, "k_chunk", [0, 64, 256], 0)
+    cfg.add_flop(2 * M * N * K)
+    if cfg.is_fallback:
+        return None             # the hand-written schedule, exactly
+    return {"options": (rows, rows * mult, k_chunk or None, panels * block)}
+
+
+def _conv2d_hook(out, target):
+    ctx = _context()
+    if ctx is None:
+        return None
+    from ..codegen.llvm_vector import vector_registers
+    cv = _module("conv2d")
+    from ..topi.util import vector_block
+    oc_block = int(out.op.attrs["oc_block"])
+    blocked = cv.find_stage_input(out, "_NCHWc")
+    pad = cv.find_stage_input(blocked, "_pad")
+    data = pad.op.input_tensors[0] if pad.op.input_tensors else None
+    packed = cv.find_stage_input(blocked, "_packK")
+    kernel = packed.op.input_tensors[0] if packed.op.input_tensors else None
+    if data is None or kernel is None or oc_block != vector_block(out.dtype, target):
+        return None
+    dshape = [_const(d) for d in data.shape]
+    kshape = [_const(d) for d in kernel.shape]
+    if None in dshape + kshape:
+        return None
+    n, c, h, w = dshape
+    o, _, kh, kw = kshape
+    oh, ow = (_const(d) for d in out.shape[2:])
+    stride = (h + 2 * _padding(pad, h) - kh) // max(1, oh - 1) if oh > 1 else 1
+    padding = _padding(pad, h)
+    cfg = ctx.query(target, args_to_workload((n, c, h, w, o, kh, kw, stride, padding, str(out.dtype)), CONV2D))
+    width_d = cv.tile_width(ow, oc_block, out.dtype, target)
+    regs = vector_registers(target)
+    max_w = max(1, min(ow, (regs.count - 2) // regs.holding(oc_block, out.dtype)))
+    width = _knob(cfg, "width", range(1, max_w + 1), width_d)
+    cfg.add_flop(2 * n * o * oh * ow * c * kh * kw)
+    return None if cfg.is_fallback else width
+
+
+def _padding(pad, h):
+    ph = _const(pad.shape[2])
+    return (ph - h) // 2 if ph is not None else 0
+
+
+@template(MATMUL)
+def matmul_x86(M, K, N, dtype="float32"):
+    """``topi.matmul`` + ``topi.schedule_matmul`` with knobs rows, row_mult, col_panels, k_chunk."""
+    from .. import topi
+    A = te.placeholder((M, K), name="A", dtype=dtype)
+    B = te.placeholder((K, N), name="B", dtype=dtype)
+    C = topi.matmul(A, B)
+    return topi.schedule_matmul(C), [A, B, C]
+
+
+@template(CONV2D)
+def conv2d_nchw_x86(N, C, H, W, O, KH, KW, stride=1, padding=1, dtype="float32"):
+    """``topi.conv2d_nchw`` + its schedule with the knob width (output columns per register tile)."""
+    from .. import topi
+    data = te.placeholder((N, C, H, W), name="data", dtype=dtype)
+    kernel = te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype)
+    out = topi.conv2d_nchw(data, kernel, stride, padding)
+    return topi.schedule_conv2d_nchw(out), [data, kernel, out]
+
+
+def install():
+    """Put the hooks into topi (done when tvmlab.autotvm is imported)."""
+    _module("matmul").config_hook = _matmul_hook
+    _module("conv2d").config_hook = _conv2d_hook
