@@ -401,6 +401,9 @@ def test_double_buffered_aligned_shared_tile_runs_on_opengl_compute():
     s[AA].bind(s[AA].op.axis[0], te.thread_axis("threadIdx.x"))
     s[AA].double_buffer()
     s[AA].storage_align(AA.op.axis[0], 16, 1)
+    text = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert 'T.allocate([544], "float32", "shared")' in text          # 2 tiles of 16 rows of 17
+    assert "(k.outer + 1) % 2 * 272 + threadIdx.x_1 * 17" in text
     f = tvm.build(s, [A, C], target="opengl -compute")
     a = np.random.default_rng(5).uniform(-1, 1, (N, K)).astype("float32")
     c = tvm.nd.array(np.full((N,), np.nan, "float32"), dev)

@@ -87,12 +87,13 @@ def prefetch(st, tensor, var, offset):
 # ------------------------------------------------------------------ ScheduleOps
 
 
-def align_realize(st, t, realize):
-    """Wrap a realize of ``t`` in one ``buffer_dim_align`` attribute per aligned dimension."""
+def align_realize(st, t, realize, first_dim=0):
+    """Wrap a realize of ``t`` in one ``buffer_dim_align`` attribute per aligned dimension
+    (dimension ``d`` of the stage is ``first_dim + d`` of ``t``)."""
     for d, iv in reversed(list(enumerate(st.op.axis))):
         al = st.attr(iv).dim_align
         if al:
-            tup = Call("handle", "tvm_tuple", tuple(_op.const(x, "int32") for x in (d,) + al))
+            tup = Call("handle", "tvm_tuple", tuple(_op.const(x, "int32") for x in (first_dim + d,) + al))
             realize = AttrStmt(t, DIM_ALIGN, tup, realize)
     return realize
 
@@ -196,7 +197,7 @@ def double_buffer_loop(b, st, iv, stages, body):
         shape = (_op.const(2, "int32"),) + tuple(r.extent for r in bounds)
         for t in x.op.outputs:
             t2 = PlaceholderOp(t.name, shape, t.dtype).output(0)
-            realizes.append((t2, shape, storage_scope(x)))
+            realizes.append((t2, shape, storage_scope(x), x))
             first = _Retarget(t, t2, _op.const(0, "int32"), [substitute(m, {k: rng.min}) for m in mins],
                               True).visit(first)
             then = _Retarget(t, t2, parity(nxt), [substitute(m, {k: nxt}) for m in mins], True).visit(then)
@@ -205,7 +206,8 @@ def double_buffer_loop(b, st, iv, stages, body):
         ahead.append(then)
     loop_body = seq(IfThenElse(_op.lt(nxt, last), seq(*ahead)), body)
     out = seq(*prologue, b._loop(st, iv, k, rng, loop_body))
-    for t2, shape, scope in reversed(realizes):
+    for t2, shape, scope, x in reversed(realizes):
         out = ProducerRealize(t2, tuple(Range(_op.const(0, "int32"), e) for e in shape), _op.const(True),
                               out, scope)
+        out = align_realize(x, t2, out, first_dim=1)     # the copy index comes first
     return out
