@@ -561,3 +561,15 @@ def test_cuda_schedules_compile_and_run_where_a_gpu_is():
         np.testing.assert_allclose(out.numpy(), fn(*ins), rtol=1e-4, atol=1e-4)
     with pytest.raises(ScheduleError, match="CUDA schedule"):
         topi.cuda.schedule_injective([conv], target="llvm")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_other_float_dtypes(dtype, check_build):
+    X, W = ph((1, 5, 9, 9), "X", dtype), ph((7, 5, 3, 3), "W", dtype)
+    conv = topi.nn.relu(topi.nn.conv2d_nchw(X, W, 2, 1, 1))
+    sm = topi.nn.softmax(topi.nn.flatten(X))
+    tol = {"rtol": 1e-2, "atol": 5e-2} if dtype == "float16" else {}
+    check_build(x86.schedule_conv2d_nchw([conv]), [X, W, conv], lambda x, w: np.maximum(
+        ref.conv2d_nchw_python(x.astype("float64"), w.astype("float64"), 2, 1), 0).astype(dtype), **tol)
+    check_build(x86.schedule_softmax([sm]), [X, sm],
+                lambda x: ref.softmax_python(x.reshape(1, -1).astype("float64")).astype(dtype), **tol)
