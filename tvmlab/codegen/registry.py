@@ -8,6 +8,8 @@ with the list of known targets.  A notebook can add or wrap a target with
 """
 from __future__ import annotations
 
+import threading
+
 from ..errors import BuildError
 from ..lower.intrin_rules import register_intrin_rule  # noqa: F401  (tvm.target.register_intrin_rule)
 
@@ -50,6 +52,9 @@ def get_builder(name):
     if entry is None:
         raise BuildError(f"unknown target {name!r}; known: {', '.join(_BUILDERS) or '(none)'}")
     return entry[0]
+
+
+_TARGET_SCOPE = threading.local()
 
 
 class TargetKind(str):
@@ -120,3 +125,21 @@ class Target:
 
     def __hash__(self):
         return hash(str(self))
+
+    # ``with Target("llvm"):`` makes it the current target (TVM's scope; AutoTVM templates query it)
+    def __enter__(self):
+        _TARGET_SCOPE.__dict__.setdefault("stack", []).append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _TARGET_SCOPE.stack.pop()
+
+    @staticmethod
+    def current(allow_none=True):
+        """The innermost ``with Target(...)`` target of this thread, or None."""
+        stack = getattr(_TARGET_SCOPE, "stack", None)
+        if stack:
+            return stack[-1]
+        if not allow_none:
+            raise BuildError("no current target: use `with tvm.target.Target('llvm'):`")
+        return None
