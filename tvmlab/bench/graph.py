@@ -137,6 +137,37 @@ def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, roun
     return results
 
 
+def profile(gmod, number=10, rounds=5):
+    """[(kernel name, ms per call, output shape)] per kernel call of the plan, slowest first.
+
+    Each call is timed alone (its inputs as the last run left them): the best
+    of ``rounds`` batches of ``number`` back-to-back calls, so a thread pool's
+    wake-up is paid once per batch, as in a run; the sum is close to one run.
+    """
+    ex = gmod.module
+    ops = [(nid, n) for nid, n in enumerate(ex.nodes) if n["op"] == "tvm_op"]
+    shapes = ex.graph["attrs"]["shape"][1]
+    rows = []
+    for (nid, node), call in zip(ops, ex.calls):
+        best = float("inf")
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                call()
+            best = min(best, (time.perf_counter() - t0) / number)
+        rows.append((node["attrs"]["func_name"], best * 1e3, tuple(shapes[ex.row_ptr[nid]])))
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def format_profile(rows, top=15):
+    total = sum(r[1] for r in rows)
+    out = [f"{'kernel':<64}{'ms':>8}{'share':>7}  output", "-" * 96]
+    for name, ms, shape in rows[:top]:
+        out.append(f"{name[:63]:<64}{ms:>8.3f}{100 * ms / total:>6.1f}%  {shape}")
+    out.append(f"{len(rows)} kernel calls, {total:.2f} ms in all")
+    return "\n".join(out)
+
+
 def run_if_available():
     """The default run, or a note when onnx/onnxruntime (the ``graph`` extra) are missing."""
     try:
@@ -152,8 +183,19 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m tvmlab.bench.graph", description=__doc__.split("\n")[0])
     p.add_argument("--models", default="small_cnn,resnet50", help="comma-separated: " + ", ".join(MODELS))
     p.add_argument("--quick", action="store_true", help="only the full pipeline, no pass-off variants")
+    p.add_argument("--profile", action="store_true", help="time each kernel of the full pipeline instead")
     args = p.parse_args(argv)
-    run([m for m in args.models.split(",") if m], VARIANTS[:1] if args.quick else VARIANTS)
+    names = [m for m in args.models.split(",") if m]
+    if args.profile:
+        for name in names:
+            model, shape = MODELS[name]()
+            gmod, _ = compile_onnx(model, {model.graph.input[0].name: shape})
+            gmod.set_input(model.graph.input[0].name, np.random.default_rng(0).standard_normal(shape)
+                           .astype(np.float32))
+            gmod.run()
+            print(f"{name}:\n{format_profile(profile(gmod))}\n", flush=True)
+        return
+    run(names, VARIANTS[:1] if args.quick else VARIANTS)
 
 
 if __name__ == "__main__":
