@@ -214,6 +214,8 @@ class Importer:
             values = fold(node, [self.known[i] if i else None for i in node.inputs], self.opset)
         except FrontendError as e:
             raise type(e)(f"{node}: {e}") from e
+        except Exception as e:        # numpy refusing the values (bad shapes, axes)
+            raise FrontendError(f"{node}: {type(e).__name__}: {e}") from e
         if values is None:
             return False
         for name, v in zip(node.outputs, values if isinstance(values, list) else [values]):
