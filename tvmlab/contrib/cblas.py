@@ -54,7 +54,7 @@ def batch_matmul(lhs, rhs, transa=False, transb=False, iterative=False, **kwargs
 
 
 def _product(a, b, c, transa, transb, batched):
-    x, y = a.numpy(), b.numpy()
+    x, y = a._arr, b._arr                        # views of the buffers: no copy
     if transa:
         x = np.swapaxes(x, -1, -2)
     if transb:
