@@ -64,6 +64,7 @@ class Explorer(W.VBox):
         self._async_graphs = bool(async_graphs)
         self._graph_threads = []
         self._code_of = None
+        self._text_of = {}           # level -> state key its text view was drawn for
         self._session = Session(s, args, targets)
         self.targets = list(self._session.targets)
         self.last_latency_ms = None
@@ -454,14 +455,13 @@ class Explorer(W.VBox):
         self._rebuild_form()
         self._refresh_trace()
         t1 = time.perf_counter()
-        for lv in LEVELS:
-            old = prev.text(lv) if prev is not None else None
-            self.text_views[lv].value = diff_html(old, st.text(lv), f"{lv} text")
+        self._text_of = {}
         self._graph_of.clear()
         self._panel_of.clear()
         self._refresh_explain_choices()
         sel = self._tabs.selected_index
         if sel is not None and sel < len(LEVELS):
+            self._draw_text(LEVELS[sel])
             self._draw_graph(LEVELS[sel])
         elif sel is not None and _TAB_TITLES[sel] in _PANELS:
             self._draw_panel(_TAB_TITLES[sel])
@@ -671,6 +671,7 @@ class Explorer(W.VBox):
     def _on_tab(self, change):
         k = change["new"]
         if k is not None and k < len(LEVELS):
+            self._draw_text(LEVELS[k])
             self._draw_graph(LEVELS[k])
         elif k is not None and _TAB_TITLES[k] in _PANELS:
             self._draw_panel(_TAB_TITLES[k])
@@ -751,6 +752,16 @@ class Explorer(W.VBox):
             view.value = (f'<div style="color:#c92a2a;font-size:12px">{html.escape(title)} not '
                           f'drawn: {html.escape(str(e))}</div>')
         self._panel_of[title] = key
+
+    def _draw_text(self, level):
+        """The text of ``level`` with the last step's change highlighted (only the open tab's:
+        the hidden ones are drawn when opened, so an apply sends one diff, not three)."""
+        st, prev = self._session.current, self._session.previous
+        if self._text_of.get(level) == st.key:
+            return
+        old = prev.text(level) if prev is not None else None
+        self.text_views[level].value = diff_html(old, st.text(level), f"{level} text")
+        self._text_of[level] = st.key
 
     def _draw_graph(self, level):
         """Show the graph of the current state: at once when its layout is cached, else laid out
