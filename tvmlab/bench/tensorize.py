@@ -15,20 +15,25 @@ import sys
 import numpy as np
 
 from .. import driver, te, topi
+from ..errors import ScheduleError
 from ..runtime import ndarray as nd
 from ..topi.matmul import tile_rows
 from ..topi.util import vector_block
 from .timing import side_by_side
 
-SIZES = [(256, 256, 256), (500, 300, 700), (1024, 1024, 1024)]
+SIZES = [(256, 256, 256), (500, 300, 700), (1024, 1024, 1024), (257, 256, 256)]
 
 
 def _kernel(M, K, N, tensorize):
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
     if tensorize:
-        C = topi.matmul(A, B, rows=tile_rows(vector_block("float32"), "float32"))
-        s = topi.schedule_matmul(C, tensorize=True)
+        try:        # A read in place when a tile height divides M, else packed
+            C = topi.matmul(A, B)
+            s = topi.schedule_matmul(C, tensorize=True)
+        except ScheduleError:
+            C = topi.matmul(A, B, rows=tile_rows(vector_block("float32"), "float32"))
+            s = topi.schedule_matmul(C, tensorize=True)
     else:
         C = topi.matmul(A, B)
         s = topi.schedule_matmul(C)

@@ -24,22 +24,23 @@ K_UNROLL = 4            # reduction steps per iteration of the kernel's loop (LL
 _LLVM_TYPES = {"float32": ("float", 4, "f32"), "float64": ("double", 8, "f64")}
 
 
-def kernel_name(rows, vectors, lanes, dtype):
-    return f"tvmlab_matmul_tile_{rows}x{vectors}x{lanes}_{dtype}"
+def kernel_name(rows, vectors, lanes, dtype, a_rows=False):
+    return f"tvmlab_matmul_tile_{rows}x{vectors}x{lanes}_{dtype}{'_arows' if a_rows else ''}"
 
 
-def kernel_ir(rows, vectors, lanes, dtype):
+def kernel_ir(rows, vectors, lanes, dtype, a_rows=False):
     """LLVM assembly of the kernel ``i32 NAME(c, a, b, K, sa, sb, sc)``.
 
-    ``a[k * sa + i]`` (i < rows), ``b[k * sb + j]`` (j < vectors * lanes),
-    ``c[i * sc + j]`` is written (not accumulated into).
+    ``a[k * sa + i]`` (i < rows; ``a[i * sa + k]`` with ``a_rows``: A read in
+    place), ``b[k * sb + j]`` (j < vectors * lanes), ``c[i * sc + j]`` is
+    written (not accumulated into).
     """
     if dtype not in _LLVM_TYPES:
         raise ScheduleError(f"matmul micro-kernel: dtype {dtype} is not supported (float32, float64)")
     t, size, suffix = _LLVM_TYPES[dtype]
     vt = f"<{lanes} x {t}>"
     fma = f"llvm.fma.v{lanes}{suffix}"
-    name = kernel_name(rows, vectors, lanes, dtype)
+    name = kernel_name(rows, vectors, lanes, dtype, a_rows)
     acc = [(r, v) for r in range(rows) for v in range(vectors)]
     L = [f"define i32 @{name}(ptr noalias %c, ptr noalias %a, ptr noalias %b, i32 %K, i32 %sa, "
          f"i32 %sb, i32 %sc) #0 {{",
@@ -50,13 +51,16 @@ def kernel_ir(rows, vectors, lanes, dtype):
          "  %k = phi i32 [ 0, %entry ], [ %k1, %loop ]"]
     L += [f"  %acc{r}_{v} = phi {vt} [ zeroinitializer, %entry ], [ %n{r}_{v}, %loop ]" for r, v in acc]
     L += ["  %ka = mul nsw i32 %k, %sa", "  %kb = mul nsw i32 %k, %sb",
-          "  %ka64 = sext i32 %ka to i64", "  %kb64 = sext i32 %kb to i64"]
+          "  %ka64 = sext i32 %ka to i64", "  %kb64 = sext i32 %kb to i64",
+          "  %k64 = sext i32 %k to i64", "  %sa64 = sext i32 %sa to i64"]
     for v in range(vectors):
         L += [f"  %ib{v} = add nsw i64 %kb64, {v * lanes}",
               f"  %pb{v} = getelementptr inbounds {t}, ptr %b, i64 %ib{v}",
               f"  %b{v} = load {vt}, ptr %pb{v}, align {size}"]
     for r in range(rows):
-        L += [f"  %ia{r} = add nsw i64 %ka64, {r}",
+        L += [f"  %ra{r} = mul nsw i64 %sa64, {r}", f"  %ia{r} = add nsw i64 %ra{r}, %k64"] if a_rows else \
+            [f"  %ia{r} = add nsw i64 %ka64, {r}"]
+        L += [
               f"  %pa{r} = getelementptr inbounds {t}, ptr %a, i64 %ia{r}",
               f"  %a{r} = load {t}, ptr %pa{r}, align {size}",
               f"  %x{r} = insertelement {vt} poison, {t} %a{r}, i64 0",
@@ -79,22 +83,27 @@ def kernel_ir(rows, vectors, lanes, dtype):
     return "\n".join(L)
 
 
-def intrin_matmul_tile(rows, block, K, dtype="float32", target="llvm"):
-    """The tensor intrinsic of one ``rows x block`` tile of a packed matmul over ``K`` steps."""
+def intrin_matmul_tile(rows, block, K, dtype="float32", target="llvm", a_rows=False):
+    """The tensor intrinsic of one ``rows x block`` tile of a packed matmul over ``K`` steps.
+
+    A's tile is a packed panel ``a[k, i]`` or, with ``a_rows``, rows of A read
+    in place ``a[i, k]``; B's is a packed panel ``b[k, j]``.
+    """
     lanes = vector_registers(target).lanes(dtype)
     if block % lanes:
         raise ScheduleError(f"matmul micro-kernel: the panel width {block} is not a multiple of the "
                             f"{lanes} lanes of a vector register")
     vectors = block // lanes
-    a = te.placeholder((K, rows), dtype, name="a")
+    a = te.placeholder((rows, K) if a_rows else (K, rows), dtype, name="a")
     b = te.placeholder((K, block), dtype, name="b")
     k = te.reduce_axis((0, K), name="k")
-    c = te.compute((rows, block), lambda i, j: te.sum(a[k, i] * b[k, j], axis=k), name="c")
+    c = te.compute((rows, block), lambda i, j: te.sum((a[i, k] if a_rows else a[k, i]) * b[k, j], axis=k),
+                   name="c")
     bufs = {x: Buffer(x.name, x.shape, dtype, strides=[te.var(f"{x.name}_stride"), 1],
                       elem_offset=te.var(f"{x.name}_offset"), offset_factor=1) for x in (a, b, c)}
-    name = kernel_name(rows, vectors, lanes, dtype)
+    name = kernel_name(rows, vectors, lanes, dtype, a_rows)
     from ..codegen.llvm_import import register_llvm
-    ir = register_llvm(name, kernel_ir(rows, vectors, lanes, dtype))
+    ir = register_llvm(name, kernel_ir(rows, vectors, lanes, dtype, a_rows))
 
     def body(ins, outs):
         aa, bb = ins
@@ -121,14 +130,23 @@ def schedule_tensorized(C, target="llvm", col_block=None):
     from .matmul import B_BLOCK_BYTES
     from .util import const_int, find_stage_input
     from ..ir import dtype as dt
+    from .matmul import tile_rows
     rows, block = int(C.op.attrs["rows"]), int(C.op.attrs["block"])
+    M = const_int(C.shape[0])
+    a_rows = False
+    if not rows and int(C.op.attrs.get("packed_b", 1)) and M is not None:
+        # A read in place: a tile height near the registers' that divides M (no edge tile to read past A)
+        most = tile_rows(block, C.dtype, target)
+        fits = [d for d in range(most, (most + 1) // 2 - 1, -1) if d and M % d == 0]
+        if fits:
+            rows, a_rows = fits[0], True
     if not rows or not int(C.op.attrs.get("packed_b", 1)):
-        raise ScheduleError("schedule_matmul(tensorize=True) needs A and B packed: build C with "
-                            "topi.matmul(A, B, rows=R), R rows per tile (topi.matmul.tile_rows gives the "
-                            "target's)")
+        raise ScheduleError("schedule_matmul(tensorize=True) needs B packed, and A packed (build C with "
+                            "topi.matmul(A, B, rows=R), R rows per tile: topi.matmul.tile_rows gives the "
+                            "target's) unless a tile height near R divides the rows of A (a constant)")
     s = te.create_schedule(C.op)
-    Bp, Ap = find_stage_input(C, "_packB"), find_stage_input(C, "_packA")
-    for P in (Bp, Ap):
+    packs = [find_stage_input(C, "_packB")] + ([] if a_rows else [find_stage_input(C, "_packA")])
+    for P in packs:
         s[P].parallel(s[P].op.axis[0])
         s[P].vectorize(s[P].op.axis[2])
     i, j = s[C].op.axis
@@ -151,5 +169,5 @@ def schedule_tensorized(C, target="llvm", col_block=None):
     s[C].parallel(s[C].fuse(io, jc))
     s[C].vectorize(ji)
     s[CC].compute_at(s[C], jb)
-    s[CC].tensorize(s[CC].op.axis[0], intrin_matmul_tile(rows, block, k.dom.extent, C.dtype, target))
+    s[CC].tensorize(s[CC].op.axis[0], intrin_matmul_tile(rows, block, k.dom.extent, C.dtype, target, a_rows))
     return s
