@@ -384,6 +384,10 @@ def test_matmul_batch_matmul(check_build):
     bm = topi.nn.batch_matmul(X, Y)
     check_build(x86.schedule_batch_matmul([bm]), [X, Y, bm], lambda x, y: x @ y.transpose(0, 2, 1),
                 rtol=1e-5, atol=1e-5)
+    P, Q = ph((2, 40, 13), "P"), ph((1, 37, 40), "Q")          # columns the panels do not divide, a shared B
+    pq = topi.nn.batch_matmul(P, Q, transpose_a=True)
+    check_build(x86.schedule_batch_matmul([pq]), [P, Q, pq], lambda p, q: p.transpose(0, 2, 1) @ q[0].T,
+                rtol=1e-4, atol=1e-4)
     Z = ph((3, 6, 5), "Z")
     bn = topi.nn.relu(topi.nn.batch_matmul(X, Z, transpose_b=False))
     check_build(x86.schedule_batch_matmul([bn]), [X, Z, bn], lambda x, z: np.maximum(x @ z, 0), rtol=1e-5, atol=1e-5)

@@ -113,8 +113,9 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
     return _with_bias("matmul", out, bias, N)
 
 
-def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True):
-    """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K)."""
+def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True, target="llvm"):
+    """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K),
+    read through panels of ``block`` columns (``T_batch_matmul_pack``, as ``dense``)."""
     check_tensor("batch_matmul", tensor_a, "tensor_a", 3)
     check_tensor("batch_matmul", tensor_b, "tensor_b", 3)
     out_dtype = _out_dtype("batch_matmul", tensor_a, tensor_b, out_dtype)
@@ -131,8 +132,22 @@ def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=Fa
         b = 0 if ba == 1 else b
         return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
 
+    block = vector_block(out_dtype, target)
+    if transpose_b:
+        # rows of b become contiguous panels of ``block`` columns: Bp[b, jo, k, ji] = b[b, jo * block + ji, k]
+        nb = (N + block - 1) // block
+        exact = const_or_none(N) is not None and const_or_none(N) % block == 0
+        zero = _op.const(0, tensor_b.dtype)
+
+        def pack(b, jo, kk, ji):
+            j = jo * block + ji
+            v = tensor_b[b, _op.min(j, N - 1) if not exact else j, kk]
+            return v if exact else _op.if_then_else(j < N, v, zero)
+        packed = te.compute((tensor_b.shape[0], nb, K, block), pack, name="T_batch_matmul_pack")
+
     def bmat(b, j):
         b = 0 if bb == 1 else b
-        return tensor_b[b, j, k] if transpose_b else tensor_b[b, k, j]
+        return packed[b, j // block, k, j % block] if transpose_b else tensor_b[b, k, j]
     return te.compute((batch, M, N), lambda b, i, j: te.sum(_cast(out_dtype, a(b, i)) * _cast(out_dtype, bmat(b, j)),
-                                                            axis=k), name="T_batch_matmul", tag="batch_matmul")
+                                                            axis=k), name="T_batch_matmul", tag="batch_matmul",
+                      attrs={"block": block})

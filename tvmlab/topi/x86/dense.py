@@ -90,18 +90,39 @@ def _simple_reduce(s, op, out, target):
         s[op].compute_at(s[out], axes[-1])
 
 
-def _rows(tags, what):
-    def schedule(outs, target="llvm"):
-        s, outs, anchor, tile_out = fused_group(outs, tags, what, target)
-        if anchor.tag in ("dense", "dense_pack"):
-            return schedule_dense(outs, target)
-        _simple_reduce(s, anchor, tile_out, target)
-        return schedule_others(s, outs, anchor, tile_out, target)
-    schedule.__name__ = schedule.__qualname__ = what
-    return schedule
+def schedule_matmul(outs, target="llvm"):
+    """Schedule a fused group whose anchor is ``topi.nn.matmul``: parallel over rows."""
+    s, outs, mm, tile_out = fused_group(outs, ("matmul", "dense", "dense_pack"), "schedule_matmul", target)
+    if mm.tag in ("dense", "dense_pack"):
+        return schedule_dense(outs, target)
+    _simple_reduce(s, mm, tile_out, target)
+    return schedule_others(s, outs, mm, tile_out, target)
 
 
-schedule_matmul = _rows(("matmul", "dense", "dense_pack"), "schedule_matmul")
-schedule_matmul.__doc__ = "Schedule a fused group whose anchor is ``topi.nn.matmul``: parallel over rows."
-schedule_batch_matmul = _rows(("batch_matmul",), "schedule_batch_matmul")
-schedule_batch_matmul.__doc__ = "Schedule a fused group whose anchor is ``batch_matmul``: parallel over (batch, row)."
+def schedule_batch_matmul(outs, target="llvm"):
+    """Schedule a fused group whose anchor is ``batch_matmul``: ``rows x block`` register tiles of each
+    product accumulated over the whole reduction (B's panels packed first when it is transposed), one
+    task per (batch, row block)."""
+    s, outs, bm, out = fused_group(outs, ("batch_matmul",), "schedule_batch_matmul", target)
+    block = int(bm.attrs["block"])
+    for t in bm.input_tensors:
+        if isinstance(t.op, ComputeOp) and t.op.name.endswith("_pack"):
+            transpose_blocks(s, t, lead=2)
+    rows = tile_rows(block, out.dtype, target)
+    acc = s.cache_write(bm.output(0), "global") if out.op is bm else bm
+    b, i, j = s[out].op.axis
+    io, ii = s[out].split(i, factor=rows)
+    jo, ji = s[out].split(j, factor=block)
+    s[out].reorder(b, io, jo, ii, ji)
+    s[out].parallel(s[out].fuse(b, io))
+    s[out].unroll(ii)
+    s[out].vectorize(ji)
+    s[acc].compute_at(s[out], jo)
+    cb, ci, cj = s[acc].op.axis
+    (ck,) = s[acc].op.reduce_axis
+    ko, ki = s[acc].split(ck, factor=K_UNROLL)
+    s[acc].reorder(ko, ki, ci, cj)
+    s[acc].unroll(ki)
+    s[acc].unroll(ci)
+    s[acc].vectorize(cj)
+    return schedule_others(s, outs, bm, out, target)

@@ -107,15 +107,17 @@ def schedule_others(s, outs, anchor, tile_out, target):
     return s
 
 
-def transpose_blocks(s, packed, tile=16):
-    """Schedule a packing stage ``(blocks, rows..., block)`` that transposes its source: one block per task,
-    moved ``tile`` rows x ``block`` lanes at a time, unrolled (each source row read on, each packed line
-    written whole: 3-4x faster than a gather per packed vector)."""
+def transpose_blocks(s, packed, tile=16, lead=1):
+    """Schedule a packing stage ``(blocks..., rows..., block)`` that transposes its source: the ``lead``
+    leading block axes are the parallel tasks; ``tile`` rows x ``block`` lanes move at a time, unrolled
+    (each source row read on, each packed line written whole: 3-4x faster than a gather per packed vector)."""
     axes = list(s[packed].op.axis)
-    r = s[packed].fuse(*axes[1:-1]) if len(axes) > 3 else axes[1]
+    task = s[packed].fuse(*axes[:lead]) if lead > 1 else axes[0]
+    rows = axes[lead:-1]
+    r = s[packed].fuse(*rows) if len(rows) > 1 else rows[0]
     ro, ri = s[packed].split(r, factor=tile)
-    s[packed].reorder(axes[0], ro, axes[-1], ri)
-    s[packed].parallel(axes[0])
+    s[packed].reorder(task, ro, axes[-1], ri)
+    s[packed].parallel(task)
     s[packed].unroll(axes[-1])
     s[packed].unroll(ri)
 
