@@ -778,3 +778,64 @@ def test_opt_conv_cuda_schedule_builds():
     f = tvm.build(s, [A, W, B], "cuda")
     src = f.imported_modules[0].get_source()
     assert "__shared__" in src and "__syncthreads()" in src
+
+
+def test_bound_inference_as_in_tvm_tests():
+    """TVM's test_te_schedule_bound_inference: tiles, threads, divisible splits, fuse then split."""
+    m, l = te.var("m"), te.var("l")
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j], name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 3, name="A2")
+    s = te.create_schedule(A2.op)
+    xo, yo, xi, yi = s[A2].tile(A2.op.axis[0], A2.op.axis[1], 8, 8)
+    s.normalize()
+    s[A1].compute_at(s[A2], yo)
+    bounds = tvm.te.schedule.InferBound(s)
+    assert isinstance(bounds, tvm.container.Map)
+    assert bounds[A1.op.axis[0]].extent.value == 8 and bounds[A1.op.axis[1]].extent.value == 8
+
+    s = te.create_schedule(A2.op)
+    s[A1].set_scope("shared")
+    xo, xi = s[A2].split(A2.op.axis[0], 32)
+    xi0, xi1 = s[A2].split(xi, nparts=16)
+    s[A2].bind(xi0, te.thread_axis("threadIdx.x"))
+    yo, yi = s[A2].split(A2.op.axis[1], 16)
+    s[A2].reorder(xo, xi0, yo, xi1, yi)
+    s[A1].compute_at(s[A2], yo)
+    bounds = tvm.te.schedule.InferBound(s)
+    assert bounds[A1.op.axis[0]].extent.value == 32 and bounds[A1.op.axis[1]].extent.value == 16
+
+    B8 = te.placeholder((8 * m, l), name="B8")
+    C8 = te.compute((8 * m, l), lambda i, j: B8[i, j], name="C8")
+    s = te.create_schedule(C8.op)
+    xo, xi = s[C8].split(C8.op.axis[0], 8)
+    bounds = tvm.te.schedule.InferBound(s)
+    tvm.testing.assert_prim_expr_equal(bounds[xo].extent, m)
+    assert bounds[xi].extent.value == 8
+
+    split1 = te.var("s")
+    s = te.create_schedule(A2.op)
+    fused = s[A2].fuse(A2.op.axis[0], A2.op.axis[1])
+    xo, xi = s[A2].split(fused, split1)
+    s[A1].compute_at(s[A2], xo)
+    bounds = tvm.te.schedule.InferBound(s)
+    tvm.testing.assert_prim_expr_equal(bounds[A1.op.axis[0]].min, tvm.tir.indexdiv(xo * split1, l))
+    tvm.testing.assert_prim_expr_equal(bounds[A1.op.axis[1]].extent, l)
+    with pytest.raises(ValueError, match="not equal"):
+        tvm.testing.assert_prim_expr_equal(m, l)
+
+
+def test_fuse_then_symbolic_split_runs(rng):
+    m, l, f = te.var("m"), te.var("l"), te.var("f")
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j] * 2, name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 3, name="A2")
+    s = te.create_schedule(A2.op)
+    xo, xi = s[A2].split(s[A2].fuse(A2.op.axis[0], A2.op.axis[1]), f)
+    s[A1].compute_at(s[A2], xo)
+    fn = tvm.build(s, [A, A2, f])
+    a = rng.standard_normal((5, 7)).astype("float32")
+    for factor in (3, 7, 40):
+        out = tvm.nd.array(np.full((5, 7), np.nan, "float32"))
+        fn(tvm.nd.array(a), out, factor)
+        np.testing.assert_allclose(out.numpy(), a * 2 + 3, rtol=1e-6)

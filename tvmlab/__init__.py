@@ -11,6 +11,7 @@ from .driver import build, lower  # noqa: F401
 from .errors import TVMError, TVMLabError  # noqa: F401
 from . import error  # noqa: F401  (tvm.error.TVMError)
 from . import arith  # noqa: F401  (tvm.arith.Analyzer)
+from .runtime import container  # noqa: F401  (tvm.container.Map / Array)
 from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vulkan  # noqa: F401
 from .runtime import ndarray as nd  # noqa: F401
 from . import testing  # noqa: F401

@@ -155,6 +155,7 @@ def infer_bound(sch, bodies=None):
         bodies = effective_bodies(sch)
     dom_map = {}
     ana = Analyzer()
+    bind_positive_symbols(ana, sch)
     reads = {st: accesses(bodies[st]) for st in bodies}
     order = [st for st in sch.stages if not st.is_placeholder]
     from . import extern_ops
@@ -205,6 +206,34 @@ def infer_bound(sch, bodies=None):
             if r is not None:
                 ana.bind(iv.var, r)
     return dom_map
+
+
+def bind_positive_symbols(ana, sch):
+    """Shape variables and symbolic split factors are at least 1 where any loop runs.
+
+    (A zero extent runs no loop, so nothing computed from these bounds is
+    used.)  Knowing their sign lets ``(xo * f + xi) // l`` be bounded tightly,
+    as TVM bounds a stage computed at a split of a fused axis.
+    """
+    from ..ir.arith import POS_INF
+    from ..ir.expr import Var
+    from ..ir.functor import collect_vars
+    from .relations import Split
+    found = []
+    for st in sch.stages:
+        for t in st.op.outputs:
+            for d in t.shape:
+                found += collect_vars(d)
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                for f in (rel.factor, rel.nparts):
+                    if isinstance(f, Var):
+                        found.append(f)
+    seen = set()
+    for v in found:
+        if id(v) not in seen:
+            seen.add(id(v))
+            ana.bind(v, IntervalSet(_op.const(1, v.dtype), POS_INF))
 
 
 def _root_sets(ana, q, dom_map, relax):

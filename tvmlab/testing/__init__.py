@@ -27,6 +27,13 @@ def assert_allclose(actual, desired, rtol=1e-7, atol=1e-7):
     np.testing.assert_allclose(actual, desired, rtol=rtol, atol=atol, verbose=True)
 
 
+def assert_prim_expr_equal(lhs, rhs):
+    """Raise ValueError unless the index expressions ``lhs`` and ``rhs`` are provably equal (TVM's helper)."""
+    from ..ir.arith import Analyzer
+    if not Analyzer().can_prove_equal(lhs, rhs):
+        raise ValueError(f"{lhs} and {rhs} are not equal")
+
+
 def device_enabled(target):
     """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine."""
     from ..errors import TVMLabError
