@@ -1,7 +1,12 @@
-"""``python -m tvmlab.bench``: print the benchmark table, then the whole-model table (tvmlab.bench.graph)."""
+"""``python -m tvmlab.bench``: print the benchmark table, the tensorized matmul against the loop
+schedule (tvmlab.bench.tensorize), then the whole-model table (tvmlab.bench.graph)."""
 from .table import run
 
 if __name__ == "__main__":
     run()
+    print()
+    from .tensorize import run as run_tensorize
+    run_tensorize()
+    print()
     from .graph import run_if_available
     run_if_available()
