@@ -338,3 +338,30 @@ def test_lets_shared_values_and_trivial_graphs(rng):
         lib.export_library("unused.so")
     with pytest.raises(tvm.TVMLabError, match=r"distinct names; \['x'\]"):
         relay.build(tvm.IRModule.from_expr(relay.Function([x, relay.var("x", shape=(3, 4))], x)))
+
+
+def test_registered_schedule_and_compute_are_used(rng):
+    from tvmlab import te
+    from tvmlab.relay.schedules import schedule_default
+    op = relay.op.get("nn.softmax")
+    old_compute, old_schedules = op.compute, dict(op.schedules)
+    seen = []
+
+    def my_schedule(attrs, outs, target):
+        seen.append((attrs.axis, [o.op.name for o in outs]))
+        return schedule_default(outs, target)
+
+    def my_compute(attrs, inputs, out_type):    # a softmax that ignores the max: fine for small inputs
+        x = inputs[0]
+        k = te.reduce_axis((0, out_type.shape[1]), name="k")
+        s = te.compute((out_type.shape[0],), lambda i: te.sum(te.exp(x[i, k]), axis=k), name="expsum")
+        return [te.compute(out_type.shape, lambda i, j: te.exp(x[i, j]) / s[i], name="my_softmax")]
+    try:
+        relay.op.register_schedule("nn.softmax", my_schedule)
+        relay.op.register_compute("nn.softmax", my_compute)
+        xv = rand(rng, 3, 5)
+        got, _ = compile_run(relay.nn.softmax(relay.var("x", shape=(3, 5))), {"x": xv})
+        np.testing.assert_allclose(got[0], ref.softmax(xv), rtol=1e-5)
+        assert seen == [(-1, ["my_softmax"])]
+    finally:
+        op.compute, op.schedules = old_compute, old_schedules

@@ -111,6 +111,7 @@ def group_tensors(fn):
             p = n.op.pattern if n.op.pattern != OpPattern.TUPLE else -1
             if p >= best:
                 anchor, best = res[0], p
+                fn.anchor_call = n
         elif isinstance(n, Tuple):
             env[n] = [env[f] for f in n.fields]
         elif isinstance(n, TupleGetItem):
@@ -124,6 +125,10 @@ def lower_group(fn, name, target):
     from .schedules import schedule_default, schedule_group
     inputs, outs, anchor = group_tensors(fn)
     attempts = [lambda: schedule_group(outs, anchor, target), lambda: schedule_default(outs, target, False)]
+    call = getattr(fn, "anchor_call", None)
+    custom = call.op.schedules.get(target.kind) if call is not None else None
+    if custom is not None:      # relay.op.register_schedule(name, fn(attrs, outs, target))
+        attempts.insert(0, lambda: custom(call.attrs, outs, target))
     err = None
     for attempt in attempts:
         try:

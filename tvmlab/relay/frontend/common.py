@@ -90,3 +90,90 @@ def fold_same_padding(in_size, kernel, stride, dilation, upper=True):
     total = max((out - 1) * stride + eff - in_size, 0)
     small = total // 2
     return (small, total - small) if upper else (total - small, small)
+
+
+# ---------------------------------------------------------------- compositions both frontends emit
+def matmul(r, shape_of, a, b):
+    """numpy's matmul as Relay: dense for a 2-D right operand, batch_matmul over broadcast batch dims,
+    1-D operands promoted and squeezed back."""
+    a_shape, b_shape = list(shape_of(a)), list(shape_of(b))
+    if not a_shape or not b_shape:
+        raise FrontendError("matmul operands must have rank 1 or more")
+    squeeze = []
+    if len(a_shape) == 1:
+        a, a_shape = r.reshape(a, newshape=(1, a_shape[0])), [1, a_shape[0]]
+        squeeze.append(-2)
+    if len(b_shape) == 1:
+        b, b_shape = r.reshape(b, newshape=(b_shape[0], 1)), [b_shape[0], 1]
+        squeeze.append(-1)
+    if a_shape[-1] != b_shape[-2]:
+        raise FrontendError(f"shapes {a_shape} and {b_shape} do not multiply")
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    batch_a, batch_b = a_shape[:-2], b_shape[:-2]
+    if not batch_b:
+        flat = r.reshape(a, newshape=(prod(batch_a) * m, k)) if batch_a else a
+        out = r.nn.dense(flat, r.transpose(b, axes=[1, 0]))
+        out_shape = batch_a + [m, n]
+    else:
+        batch = broadcast_shapes(batch_a, batch_b)
+        if batch_a != batch:
+            a = r.broadcast_to(a, shape=batch + [m, k])
+        if batch_b != batch:
+            b = r.broadcast_to(b, shape=batch + [k, n])
+        a3 = r.reshape(a, newshape=(prod(batch), m, k))
+        b3 = r.reshape(b, newshape=(prod(batch), k, n))
+        out = r.nn.batch_matmul(a3, r.transpose(b3, axes=[0, 2, 1]))
+        out_shape = batch + [m, n]
+    if len(out_shape) != 2:
+        out = r.reshape(out, newshape=tuple(out_shape))
+    if squeeze:
+        out = r.squeeze(out, axis=sorted(len(out_shape) + s for s in squeeze))
+    return out
+
+
+def broadcast_shapes(a, b):
+    rank = max(len(a), len(b))
+    a, b = [1] * (rank - len(a)) + list(a), [1] * (rank - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise FrontendError(f"batch dimensions {a} and {b} do not broadcast")
+        out.append(max(x, y))
+    return out
+
+
+def layer_norm(r, x, axes, gamma, beta, epsilon, dtype):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over ``axes`` (gamma/beta may be None)."""
+    centred = r.subtract(x, r.mean(x, axis=axes, keepdims=True))
+    var = r.mean(r.multiply(centred, centred), axis=axes, keepdims=True)
+    out = r.multiply(centred, r.rsqrt(r.add(var, r.const(float(epsilon), dtype))))
+    if gamma is not None:
+        out = r.multiply(out, gamma)
+    if beta is not None:
+        out = r.add(out, beta)
+    return out
+
+
+def gelu(r, x, approximate, dtype):
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation when ``approximate == 'tanh'``."""
+    c = lambda v: r.const(float(v), dtype)  # noqa: E731
+    if approximate == "tanh":
+        cube = r.multiply(r.multiply(x, x), x)
+        gate = r.tanh(r.multiply(c(np.sqrt(2 / np.pi)), r.add(x, r.multiply(c(0.044715), cube))))
+    elif approximate == "none":
+        gate = r.erf(r.multiply(x, c(1 / np.sqrt(2))))
+    else:
+        raise FrontendError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return r.multiply(r.multiply(c(0.5), x), r.add(c(1.0), gate))
+
+
+def upsample_nearest(r, x, shape, factors):
+    """Nearest-neighbour upsampling by whole ``factors`` (one per axis): reshape, broadcast, reshape."""
+    if all(f == 1 for f in factors):
+        return x
+    split, wide = [], []
+    for d, f in zip(shape, factors):
+        split += [d, 1]
+        wide += [d, f]
+    y = r.broadcast_to(r.reshape(x, newshape=tuple(split)), shape=tuple(wide))
+    return r.reshape(y, newshape=tuple(d * f for d, f in zip(shape, factors)))

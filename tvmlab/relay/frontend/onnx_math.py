@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import FrontendError, normalize_axis, prod
+from .common import FrontendError, gelu, layer_norm, normalize_axis, prod
 from .onnx_ops import axes_arg, const_input, converter, expr_input, folder, has_input, scalar
 
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power"}
@@ -251,20 +251,8 @@ def _reduce(ctx, node):
 
 @converter("Gelu")
 def _gelu(ctx, node):
-    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation when ``approximate='tanh'``."""
-    r = ctx.relay
     x = expr_input(ctx, node, 0)
-    approx = node.attr("approximate", "none")
-    if approx == "tanh":
-        cube = r.multiply(r.multiply(x, x), x)
-        inner = r.multiply(scalar(ctx, x, float(np.sqrt(2 / np.pi))),
-                           r.add(x, r.multiply(scalar(ctx, x, 0.044715), cube)))
-        gate = r.tanh(inner)
-    elif approx == "none":
-        gate = r.erf(r.multiply(x, scalar(ctx, x, float(1 / np.sqrt(2)))))
-    else:
-        raise FrontendError(f"approximate must be 'none' or 'tanh', got {approx!r}")
-    return r.multiply(r.multiply(scalar(ctx, x, 0.5), x), r.add(scalar(ctx, x, 1.0), gate))
+    return gelu(ctx.relay, x, node.attr("approximate", "none"), ctx.dtype_of(x))
 
 
 @converter("Mish")
@@ -286,17 +274,12 @@ def _celu(ctx, node):
 
 @converter("LayerNormalization")
 def _layer_norm(ctx, node):
-    """(x - mean) / sqrt(var + epsilon) * scale + bias over the axes from ``axis`` on."""
-    r = ctx.relay
+    """Normalised over the axes from ``axis`` on, then scaled and shifted."""
     x, scale = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
     rank = len(ctx.shape_of(x))
     axes = list(range(normalize_axis(node.attr("axis", -1), rank), rank))
     if node.attr("stash_type", 1) != 1:
         raise FrontendError("only stash_type=1 (float32 statistics) is supported")
-    centred = r.subtract(x, r.mean(x, axis=axes, keepdims=True))
-    var = r.mean(r.multiply(centred, centred), axis=axes, keepdims=True)
-    eps = scalar(ctx, x, float(node.attr("epsilon", 1e-5)))
-    out = r.multiply(r.multiply(centred, r.rsqrt(r.add(var, eps))), scale)
-    if has_input(node, 2):
-        out = r.add(out, expr_input(ctx, node, 2))
+    bias = expr_input(ctx, node, 2) if has_input(node, 2) else None
+    out = layer_norm(ctx.relay, x, axes, scale, bias, node.attr("epsilon", 1e-5), ctx.dtype_of(x))
     return [out] + [None] * (len(node.outputs) - 1)

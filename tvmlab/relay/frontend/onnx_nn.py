@@ -7,7 +7,7 @@ from the static input shape.
 """
 from __future__ import annotations
 
-from .common import FrontendError, fold_same_padding, prod
+from .common import FrontendError, fold_same_padding, matmul
 from .onnx_ops import converter, expr_input, has_input
 
 
@@ -173,11 +173,6 @@ def _lrn(ctx, node):
                             bias=float(node.attr("bias", 1.0)))
 
 
-def _dense(r, a, b_kn):
-    """a (M, K) x b (K, N) as relay.nn.dense, whose weight is (N, K)."""
-    return r.nn.dense(a, r.transpose(b_kn, axes=[1, 0]))
-
-
 @converter("Gemm")
 def _gemm(ctx, node):
     r = ctx.relay
@@ -210,50 +205,5 @@ def _gemm(ctx, node):
 
 @converter("MatMul")
 def _matmul(ctx, node):
-    """numpy's matmul: dense for 2-D operands, batch_matmul over equal batch dims, vectors promoted."""
-    r = ctx.relay
-    a, b = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
-    a_shape, b_shape = list(ctx.shape_of(a)), list(ctx.shape_of(b))
-    if not a_shape or not b_shape:
-        raise FrontendError("MatMul operands must have rank 1 or more")
-    squeeze = []
-    if len(a_shape) == 1:
-        a, a_shape = r.reshape(a, newshape=(1, a_shape[0])), [1, a_shape[0]]
-        squeeze.append(-2)
-    if len(b_shape) == 1:
-        b, b_shape = r.reshape(b, newshape=(b_shape[0], 1)), [b_shape[0], 1]
-        squeeze.append(-1)
-    if a_shape[-1] != b_shape[-2]:
-        raise FrontendError(f"shapes {a_shape} and {b_shape} do not multiply")
-    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
-    batch_a, batch_b = a_shape[:-2], b_shape[:-2]
-    if not batch_b:
-        out = _dense(r, r.reshape(a, newshape=(prod(batch_a) * m, k)) if batch_a else a, b)
-        out_shape = batch_a + [m, n]
-    else:
-        batch = _broadcast_batch(batch_a, batch_b)
-        if batch_a != batch:
-            a = r.broadcast_to(a, shape=batch + [m, k])
-        if batch_b != batch:
-            b = r.broadcast_to(b, shape=batch + [k, n])
-        a3 = r.reshape(a, newshape=(prod(batch), m, k))
-        b3 = r.reshape(b, newshape=(prod(batch), k, n))
-        out = r.nn.batch_matmul(a3, r.transpose(b3, axes=[0, 2, 1]))
-        out_shape = batch + [m, n]
-    if len(out_shape) != 2:
-        out = r.reshape(out, newshape=tuple(out_shape))
-    if squeeze:
-        rank = len(out_shape)
-        out = r.squeeze(out, axis=sorted(rank + s for s in squeeze))
-    return out
-
-
-def _broadcast_batch(a, b):
-    rank = max(len(a), len(b))
-    a, b = [1] * (rank - len(a)) + list(a), [1] * (rank - len(b)) + list(b)
-    out = []
-    for x, y in zip(a, b):
-        if x != y and 1 not in (x, y):
-            raise FrontendError(f"batch dimensions {a} and {b} do not broadcast")
-        out.append(max(x, y))
-    return out
+    """numpy's matmul (see common.matmul)."""
+    return matmul(ctx.relay, ctx.shape_of, expr_input(ctx, node, 0), expr_input(ctx, node, 1))

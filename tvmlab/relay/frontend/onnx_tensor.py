@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import FrontendError, normalize_axis, prod
-from .onnx_ops import axes_arg, const_input, converter, expr_input, folder, has_input
+from .common import FrontendError, normalize_axis, prod, upsample_nearest
+from .onnx_ops import const_input, converter, expr_input, folder
 
 
 def _getter(ctx, node):
@@ -417,18 +417,7 @@ def _nearest_factors(ctx, node, in_shape):
 
 @converter("Resize", "Upsample")
 def _resize_nearest(ctx, node):
-    """Nearest-neighbour upsampling by whole factors: reshape, broadcast each axis f times, reshape."""
-    r = ctx.relay
+    """Nearest-neighbour upsampling by whole factors (see common.upsample_nearest)."""
     x = expr_input(ctx, node, 0)
     shape = ctx.shape_of(x)
-    factors = _nearest_factors(ctx, node, shape)
-    if all(f == 1 for f in factors):
-        return x
-    split = []
-    for d, f in zip(shape, factors):
-        split += [d, 1]
-    wide = []
-    for d, f in zip(shape, factors):
-        wide += [d, f]
-    y = r.broadcast_to(r.reshape(x, newshape=tuple(split)), shape=tuple(wide))
-    return r.reshape(y, newshape=tuple(d * f for d, f in zip(shape, factors)))
+    return upsample_nearest(ctx.relay, x, shape, _nearest_factors(ctx, node, shape))

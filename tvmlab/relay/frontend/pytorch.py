@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...runtime import ndarray as nd
-from .common import FrontendError, OpNotImplemented, ShapeCache, normalize_axis, prod, relay_module
+from .common import (FrontendError, OpNotImplemented, ShapeCache, gelu, layer_norm, matmul, normalize_axis,
+                     prod, relay_module, upsample_nearest)
 
 
 def _torch():
@@ -220,6 +221,71 @@ def _identity(c, a):
     return a[0]
 
 
+def _slice(c, a):
+    """aten::slice(x, dim, start, end, step): a strided_slice of one axis."""
+    x = a[0]
+    shape = c.shape(x)
+    dim = normalize_axis(a[1], len(shape))
+    start = 0 if a[2] is None else int(a[2])
+    end = shape[dim] if a[3] is None else int(a[3])
+    step = int(a[4]) if len(a) > 4 and a[4] is not None else 1
+    b, e, st = slice(start, end, step).indices(shape[dim])
+    if step <= 0 or e <= b:
+        raise FrontendError(f"slice of axis {dim} from {start} to {end} step {step} is empty or reversed")
+    if (b, e, st) == (0, shape[dim], 1):
+        return x
+    return c.relay.strided_slice(x, begin=[b], end=[e], strides=[st], axes=[dim])
+
+
+def _select(c, a):
+    x = a[0]
+    shape = c.shape(x)
+    dim = normalize_axis(a[1], len(shape))
+    index = int(a[2]) + (shape[dim] if int(a[2]) < 0 else 0)
+    return c.relay.take(x, c.relay.const(np.array(index, np.int32)), axis=dim)
+
+
+def _chunk(c, a):
+    x, chunks = a[0], int(a[1])
+    shape = c.shape(x)
+    dim = normalize_axis(a[2], len(shape))
+    size = -(-shape[dim] // chunks)
+    points = list(range(size, shape[dim], size))
+    if not points:
+        return [x]
+    parts = c.relay.split(x, indices_or_sections=points, axis=dim)
+    return [parts[k] for k in range(len(points) + 1)]
+
+
+def _upsample_nearest(c, a):
+    """aten::upsample_nearest2d(x, output_size, scale_factors) or (x, output_size, scale_h, scale_w)."""
+    x = a[0]
+    shape = c.shape(x)
+    if a[1] is not None:
+        size = _ints(a[1])
+    elif a[2] is not None:
+        size = [int(round(d * f)) for d, f in zip(shape[2:], a[2])]
+    else:
+        raise FrontendError("upsample_nearest2d needs output_size or scale_factors")
+    factors = [1, 1] + [o // i for o, i in zip(size, shape[2:])]
+    if any(o != i * f for o, i, f in zip(size, shape[2:], factors[2:])):
+        raise FrontendError(f"only whole upsampling factors are supported, got {shape[2:]} -> {size}")
+    return upsample_nearest(c.relay, x, shape, factors)
+
+
+def _layer_norm(c, a):
+    x = a[0]
+    rank = len(c.shape(x))
+    axes = list(range(rank - len(_ints(a[1])), rank))
+    return layer_norm(c.relay, x, axes, a[2], a[3], float(a[4]), c.shapes.dtype(x))
+
+
+def _floor_divide(c, a):
+    if _is_expr(a[0]) or _is_expr(a[1]):
+        raise FrontendError("floor_divide of tensors is not supported (only of sizes)")
+    return int(a[0]) // int(a[1])
+
+
 CONVERTERS = {
     "aten::_convolution": _conv, "aten::conv2d": _conv, "aten::conv1d": _conv,
     "aten::batch_norm": _batch_norm,
@@ -239,7 +305,7 @@ CONVERTERS = {
     "aten::max_pool2d": _pool("max"), "aten::avg_pool2d": _pool("avg"),
     "aten::adaptive_avg_pool2d": _adaptive_pool("avg"), "aten::adaptive_max_pool2d": _adaptive_pool("max"),
     "aten::linear": _linear, "aten::addmm": _addmm,
-    "aten::matmul": lambda c, a: c.relay.nn.dense(a[0], c.relay.transpose(a[1], axes=[1, 0])),
+    "aten::matmul": lambda c, a: matmul(c.relay, c.shape, a[0], a[1]),
     "aten::t": lambda c, a: c.relay.transpose(a[0], axes=[1, 0]),
     "aten::flatten": _flatten, "aten::view": _reshape, "aten::reshape": _reshape,
     "aten::cat": lambda c, a: c.relay.concatenate(list(a[0]), axis=normalize_axis(a[1], len(c.shape(a[0][0])))),
@@ -252,8 +318,15 @@ CONVERTERS = {
     "aten::constant_pad_nd": _pad, "aten::pad": _pad,
     "aten::dropout": _identity, "aten::contiguous": _identity, "aten::detach": _identity,
     "aten::size": _size, "aten::Int": lambda c, a: int(a[0]), "prim::NumToTensor": _identity,
+    "aten::floor_divide": _floor_divide,
+    "aten::relu6": lambda c, a: c.relay.clip(a[0], 0.0, 6.0),
+    "aten::silu": lambda c, a: c.relay.multiply(a[0], c.relay.sigmoid(a[0])),
+    "aten::gelu": lambda c, a: gelu(c.relay, a[0], a[1] if len(a) > 1 else "none", c.shapes.dtype(a[0])),
+    "aten::layer_norm": _layer_norm,
+    "aten::slice": _slice, "aten::select": _select, "aten::chunk": _chunk,
+    "aten::upsample_nearest2d": _upsample_nearest,
 }
-_IN_PLACE = ("relu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
+_IN_PLACE = ("relu", "relu6", "silu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
              "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
              "squeeze")
 SUPPORTED = sorted(CONVERTERS)

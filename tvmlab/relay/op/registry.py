@@ -36,7 +36,7 @@ class Op:
         self.type_rel = type_rel
         self.pattern = pattern
         self.compute = compute
-        self.schedules = {}                     # target kind -> fn(attrs, outs, target) -> Schedule
+        self.schedules = {}                     # target kind -> fn(attrs, outs, target) -> Schedule (overrides)
         if schedule is not None:
             self.schedules["llvm"] = schedule
         self.description = description
