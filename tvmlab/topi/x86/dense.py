@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
 from ..matmul import K_UNROLL, tile_rows
+from ..util import vector_block
 from ..utils import const_or_none
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
@@ -81,48 +82,44 @@ def schedule_dense(outs, target="llvm"):
     return schedule_others(s, outs, dense, tile_out, target)
 
 
-def _simple_reduce(s, op, out, target):
-    """Parallel over the outer output axes of ``out``; ``op`` (the reduction) computed per output row."""
-    axes = s[out].op.axis
-    outer = s[out].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
-    s[out].parallel(outer)
-    if out.op is not op:
-        s[op].compute_at(s[out], axes[-1])
-
-
-def schedule_matmul(outs, target="llvm"):
-    """Schedule a fused group whose anchor is ``topi.nn.matmul``: parallel over rows."""
-    s, outs, mm, tile_out = fused_group(outs, ("matmul", "dense", "dense_pack"), "schedule_matmul", target)
-    if mm.tag in ("dense", "dense_pack"):
-        return schedule_dense(outs, target)
-    _simple_reduce(s, mm, tile_out, target)
-    return schedule_others(s, outs, mm, tile_out, target)
-
-
-def schedule_batch_matmul(outs, target="llvm"):
-    """Schedule a fused group whose anchor is ``batch_matmul``: ``rows x block`` register tiles of each
-    product accumulated over the whole reduction (B's panels packed first when it is transposed), one
-    task per (batch, row block)."""
-    s, outs, bm, out = fused_group(outs, ("batch_matmul",), "schedule_batch_matmul", target)
-    block = int(bm.attrs["block"])
-    for t in bm.input_tensors:
-        if isinstance(t.op, ComputeOp) and t.op.name.endswith("_pack"):
-            transpose_blocks(s, t, lead=2)
+def _register_tiles(s, anchor, out, block, target):
+    """``rows x block`` tiles of ``out`` (its last two axes; any axes before them are batches), each
+    accumulated over the whole reduction in registers, one task per (batch, row block)."""
     rows = tile_rows(block, out.dtype, target)
-    acc = s.cache_write(bm.output(0), "global") if out.op is bm else bm
-    b, i, j = s[out].op.axis
+    acc = s.cache_write(anchor.output(0), "global") if out.op is anchor else anchor
+    *batch, i, j = s[out].op.axis
     io, ii = s[out].split(i, factor=rows)
     jo, ji = s[out].split(j, factor=block)
-    s[out].reorder(b, io, jo, ii, ji)
-    s[out].parallel(s[out].fuse(b, io))
+    s[out].reorder(*batch, io, jo, ii, ji)
+    s[out].parallel(s[out].fuse(*batch, io) if batch else io)
     s[out].unroll(ii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], jo)
-    cb, ci, cj = s[acc].op.axis
+    *_, ci, cj = s[acc].op.axis
     (ck,) = s[acc].op.reduce_axis
     ko, ki = s[acc].split(ck, factor=K_UNROLL)
     s[acc].reorder(ko, ki, ci, cj)
     s[acc].unroll(ki)
     s[acc].unroll(ci)
     s[acc].vectorize(cj)
+
+
+def schedule_matmul(outs, target="llvm"):
+    """Schedule a fused group whose anchor is ``topi.nn.matmul``: register tiles, B read in place
+    (a transposed B is ``dense``, scheduled by ``schedule_dense``)."""
+    s, outs, mm, out = fused_group(outs, ("matmul", "dense", "dense_pack"), "schedule_matmul", target)
+    if mm.tag in ("dense", "dense_pack"):
+        return schedule_dense(outs, target)
+    _register_tiles(s, mm, out, vector_block(out.dtype, target), target)
+    return schedule_others(s, outs, mm, out, target)
+
+
+def schedule_batch_matmul(outs, target="llvm"):
+    """Schedule a fused group whose anchor is ``batch_matmul``: register tiles of each product (B's panels
+    packed first when it is transposed), one task per (batch, row block)."""
+    s, outs, bm, out = fused_group(outs, ("batch_matmul",), "schedule_batch_matmul", target)
+    for t in bm.input_tensors:
+        if isinstance(t.op, ComputeOp) and t.op.name.endswith("_pack"):
+            transpose_blocks(s, t, lead=2)
+    _register_tiles(s, bm, out, int(bm.attrs["block"]), target)
     return schedule_others(s, outs, bm, out, target)
