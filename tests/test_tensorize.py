@@ -495,3 +495,15 @@ def test_intrinsic_in_ir_builder_code_on_gpu_targets():
     c = tvm.nd.array(np.full((40, 32), np.nan, "float32"), dev)
     f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
     np.testing.assert_allclose(c.numpy(), a + b)
+
+
+def test_intrinsics_with_the_default_name_stay_apart_in_traces():
+    a, b = intrin_vadd(4), intrin_vadd(8)
+    x = te.placeholder((4,), name="x")
+    y = te.compute((4,), lambda i: x[i] * 2, name="y")
+    c1 = te.decl_tensor_intrin(y.op, lambda i, o: o[0].vstore(0, i[0].vload(0) * 2))
+    c2 = te.decl_tensor_intrin(y.op, lambda i, o: o[0].vstore(0, i[0].vload(0) * 2))
+    assert a.name == b.name == "vadd" and c1.name != c2.name
+    assert tvm.schedule.tensorize.lookup(c2.name) is c2 and tvm.schedule.tensorize.lookup("vadd") is b
+    with pytest.raises(ScheduleError, match="no tensor intrinsic named 'nope'"):
+        tvm.schedule.tensorize.lookup("nope")

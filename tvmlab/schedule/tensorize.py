@@ -107,6 +107,11 @@ def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_pa
         body, init, update = _as_stmt(res, "the result"), None, None
     if body is None and update is None:
         raise DSLError(f"decl_tensor_intrin {name!r}: intrin_func gave neither a body nor an update")
+    if name == "tensor_intrin":         # TVM's default name: numbered, so a trace tells them apart
+        k = 1
+        while f"{name}.{k}" in _REGISTRY:
+            k += 1
+        name = f"{name}.{k}" if name in _REGISTRY else name
     intrin = TensorIntrin(name, op, inputs, buffers, body, init, update)
     _REGISTRY[name] = intrin
     return intrin
