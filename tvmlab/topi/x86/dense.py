@@ -7,6 +7,8 @@ With W packed (more than ``SMALL_M`` rows of X), the loop nest is ``topi.schedul
 group's elementwise stages (bias, activation) as it is stored.  With few rows (batch-1 inference),
 each output is a dot product of a row of W with a row of X, read in place: the reduction is split
 into vector-wide partial sums (``rfactor``), and the output columns are spread over the cores.
+``matmul`` and ``batch_matmul`` use the same register tiles, B read in place (or, transposed, through
+packed panels), one task per (batch, row block).
 """
 from __future__ import annotations
 
