@@ -65,11 +65,36 @@ def get_pow2s(n):
 # ------------------------------------------------------------------ entities
 
 
-class SplitEntity:
+class _Entity:
+    """A knob's value: compares, hashes, prints and serialises as its data (``_data()``)."""
+
+    def _data(self):
+        raise NotImplementedError
+
+    def to_json(self):
+        d = self._data()
+        return list(d) if isinstance(d, list) else d
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._data() == other._data()
+
+    def __hash__(self):
+        d = self._data()
+        return hash(tuple(d) if isinstance(d, list) else repr(d))
+
+    def __repr__(self):
+        d = self._data()
+        return str(d) if isinstance(d, list) else repr(d)
+
+
+class SplitEntity(_Entity):
     """Split factors outermost first; the first is -1 (whatever is left)."""
 
     def __init__(self, size):
         self.size = [int(x) for x in size]
+
+    def _data(self):
+        return self.size
 
     def apply(self, sch, op, axis):
         """Split ``axis`` of ``op``'s stage; the axes, outermost first."""
@@ -80,24 +105,15 @@ class SplitEntity:
             inners.append(inner)
         return [axis] + inners[::-1]
 
-    def to_json(self):
-        return list(self.size)
 
-    def __eq__(self, other):
-        return isinstance(other, SplitEntity) and self.size == other.size
-
-    def __hash__(self):
-        return hash(tuple(self.size))
-
-    def __repr__(self):
-        return str(self.size)
-
-
-class ReorderEntity:
+class ReorderEntity(_Entity):
     """A permutation of the axes given to ``apply``."""
 
     def __init__(self, perm):
         self.perm = [int(x) for x in perm]
+
+    def _data(self):
+        return self.perm
 
     def apply(self, sch, op, axes):
         if len(axes) != len(self.perm):
@@ -106,24 +122,15 @@ class ReorderEntity:
         sch[op].reorder(*new)
         return new
 
-    def to_json(self):
-        return list(self.perm)
 
-    def __eq__(self, other):
-        return isinstance(other, ReorderEntity) and self.perm == other.perm
-
-    def __hash__(self):
-        return hash(tuple(self.perm))
-
-    def __repr__(self):
-        return str(self.perm)
-
-
-class AnnotateEntity:
+class AnnotateEntity(_Entity):
     """One annotation per axis: "none", "unroll", "vec" or "parallel"."""
 
     def __init__(self, anns):
         self.anns = [str(a) for a in anns]
+
+    def _data(self):
+        return self.anns
 
     def apply(self, sch, op, axes, axis_lens=None, max_unroll=None, vec_size=None, cfg=None, source=None):
         """Annotate ``axes``; ``max_unroll`` skips unrolling longer axes, ``vec_size`` (an int or a
@@ -146,36 +153,15 @@ class AnnotateEntity:
                 raise ConfigError(f"unknown annotation {ann!r}; expected none, unroll, vec or parallel")
         return list(axes)
 
-    def to_json(self):
-        return list(self.anns)
 
-    def __eq__(self, other):
-        return isinstance(other, AnnotateEntity) and self.anns == other.anns
-
-    def __hash__(self):
-        return hash(tuple(self.anns))
-
-    def __repr__(self):
-        return str(self.anns)
-
-
-class OtherOptionEntity:
+class OtherOptionEntity(_Entity):
     """The value of a ``define_knob`` knob (``cfg["name"].val``)."""
 
     def __init__(self, val):
         self.val = val
 
-    def to_json(self):
+    def _data(self):
         return self.val
-
-    def __eq__(self, other):
-        return isinstance(other, OtherOptionEntity) and self.val == other.val
-
-    def __hash__(self):
-        return hash(repr(self.val))
-
-    def __repr__(self):
-        return repr(self.val)
 
 
 # -------------------------------------------------------------------- spaces

@@ -37,8 +37,9 @@ class XGBCostModel:
             "eta": learning_rate, "lambda": 1.0, "alpha": 0.0, "seed": seed, "verbosity": 0,
             "objective": "rank:pairwise" if loss_type == "rank" else "reg:squarederror",
         }
-        if num_threads:
-            self.params["nthread"] = int(num_threads)
+        # one thread by default: the data are small (hundreds of rows), and on a busy machine
+        # OpenMP threads spinning next to the builders cost far more than they save
+        self.params["nthread"] = int(num_threads) if num_threads else 1
         self.booster = None
         self.n_features = None
         self._base_X = None

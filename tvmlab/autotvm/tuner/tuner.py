@@ -49,6 +49,16 @@ class Tuner:
     def has_next(self):
         raise NotImplementedError
 
+    def _random_unvisited(self):
+        """A random index not in ``self.visited`` (which the subclass keeps)."""
+        n = len(self.space)
+        if len(self.visited) > n // 2:          # dense: draw from what is left
+            return int(self.rng.choice([i for i in range(n) if i not in self.visited]))
+        while True:
+            p = int(self.rng.integers(n))
+            if p not in self.visited:
+                return p
+
     def next_batch(self, batch_size):
         raise NotImplementedError
 

@@ -158,15 +158,6 @@ class ModelBasedTuner(Tuner):
     def has_next(self):
         return len(self.visited) < len(self.space)
 
-    def _random_unvisited(self):
-        n = len(self.space)
-        if len(self.visited) > n // 2:
-            return int(self.rng.choice([i for i in range(n) if i not in self.visited]))
-        while True:
-            p = int(self.rng.integers(n))
-            if p not in self.visited:
-                return p
-
     def next_batch(self, batch_size):
         out = []
         while len(out) < batch_size and self.has_next():
