@@ -839,3 +839,31 @@ def test_fuse_then_symbolic_split_runs(rng):
         out = tvm.nd.array(np.full((5, 7), np.nan, "float32"))
         fn(tvm.nd.array(a), out, factor)
         np.testing.assert_allclose(out.numpy(), a * 2 + 3, rtol=1e-6)
+
+
+def test_schedule_post_proc_and_auto_inline(rng):
+    """TVM's test_te_schedule_ops: ScheduleOps -> SchedulePostProcToPrimFunc -> passes; AutoInline*."""
+    m, l = te.var("m"), te.var("l")
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j] * 2, name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 1, name="A2")
+    k = te.reduce_axis((0, l), name="k")
+    A3 = te.compute((m,), lambda i: te.sum(A2[i, k], axis=k), name="A3")
+    A4 = te.compute((m,), lambda i: A3[(i + 1) % m] * 3, name="A4")
+    s = te.create_schedule(A4.op)
+    stmt = tvm.te.schedule.ScheduleOps(s, tvm.te.schedule.InferBound(s))
+    func = tvm.te.schedule.SchedulePostProcToPrimFunc([A, A4], stmt, None)
+    assert isinstance(func, tvm.tir.PrimFunc)
+    mod = T.lower_sequence()(tvm.IRModule.from_expr(func))
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, A4]))
+    tvm.te.schedule.AutoInlineElemWise(s)
+    assert [s[t].attach_type for t in (A1, A2, A3)] == ["inline", "inline", "root"]
+    s2 = te.create_schedule(A4.op)
+    tvm.te.schedule.AutoInlineInjective(s2)
+    assert s2[A3].attach_type == "root" and s2[A1].attach_type == "inline"
+    f = tvm.build(s, [A, A4])
+    a = rng.standard_normal((6, 5)).astype("float32")
+    want = np.roll((a * 2 + 1).sum(1), -1) * 3
+    np.testing.assert_allclose(run(f, [a], [(6,)])[0], want, rtol=1e-5)
+    with pytest.raises(LoweringError, match="argument 1"):
+        tvm.te.schedule.SchedulePostProcToPrimFunc([A, 3], stmt)

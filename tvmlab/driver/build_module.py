@@ -13,6 +13,8 @@ from ..ir.function import Buffer, IRModule, PrimFunc
 from ..ir.functor import collect_vars
 from ..ir.tensor import PlaceholderOp, Tensor
 from ..schedule import Schedule
+from ..schedule.steps import BINDS_ATTR, unique_names
+from ..tir.transform import pipeline_config
 
 
 def _check_args(sch, args):
@@ -31,19 +33,6 @@ def _check_args(sch, args):
     for k, a in enumerate(args):
         if any(b is a for b in args[:k]):
             raise LoweringError(f"argument {k} ({a.name}) appears more than once in args")
-
-
-def unique_names(names):
-    """``names`` made distinct by suffixes (two placeholders both named "placeholder" are legal)."""
-    out, seen, taken = [], set(names), set()
-    for n in names:
-        m, k = n, 0
-        while m in taken or (k and m in seen):
-            k += 1
-            m = f"{n}_{k}"
-        taken.add(m)
-        out.append(m)
-    return out
 
 
 def make_function(sch, args, name):
@@ -97,9 +86,6 @@ def _device_module(split, history):
     mod = IRModule(funcs, history)
     mod.device_split = split
     return mod
-
-
-from ..tir.transform import BINDS_ATTR, pipeline_config
 
 
 def schedule_to_module(sch, args=None, name="main", binds=None):

@@ -24,7 +24,7 @@ from ..ir.stmt import Stmt
 from ..ir.transform import Pass, PassInfo, module_pass
 from ..lower import pipeline as _pl
 
-BINDS_ATTR = "tvmlab.binds"   # {Tensor: Buffer} of an AST2 function's arguments (schedule_to_module)
+from ..schedule.steps import BINDS_ATTR  # noqa: E402  {Tensor: Buffer} of an AST2 function's arguments
 
 _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_depth",
                 "auto_max_extent": "auto_max_extent", "explicit_unroll": "explicit"}
