@@ -518,6 +518,8 @@ def test_bad_input_errors():
         topi.sum(A, axis=3)
     with pytest.raises(OperatorError, match="cannot read layout"):
         topi.layout_transform(X, "NCHW", "NCHW8")
+    with pytest.raises(OperatorError, match="batch_dims must be 0"):
+        topi.take(A, ph((2,), "i", "int32"), 0, 1)
     with pytest.raises(OperatorError, match="pool_type must be"):
         topi.nn.pool2d(X, 2, 2, 1, 0, "min")
     with pytest.raises(ScheduleError, match="no operator tagged conv2d_nchw"):

@@ -210,11 +210,14 @@ def _clamp_index(ix, size, mode):
     return ix
 
 
-def take(a, indices, axis=None, mode="clip"):
+def take(a, indices, axis=None, batch_dims=0, mode="clip"):
     """Elements of ``a`` at ``indices`` (a tensor or ints) along ``axis`` (of the flattened ``a`` when None).
 
-    ``mode``: "clip" clamps indices into range, "wrap" counts negative ones from the end, "fast" trusts them."""
+    ``mode``: "clip" clamps indices into range, "wrap" counts negative ones from the end, "fast" trusts them.
+    ``batch_dims`` other than 0 is not supported."""
     check_tensor("take", a, "a")
+    if batch_dims != 0:
+        raise OperatorError(f"take: batch_dims must be 0 (batched gathers are not supported), got {batch_dims!r}")
     if mode not in ("clip", "wrap", "fast"):
         raise OperatorError(f"take: mode must be 'clip', 'wrap' or 'fast', got {mode!r}")
     const_idx = None
