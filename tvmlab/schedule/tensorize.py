@@ -263,11 +263,21 @@ def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
 # ------------------------------------------------------------------ ScheduleOps
 
 
+class BufferBind(tuple):
+    """``(buffer, tensor)``, the node of a ``buffer_bind_scope``; prints as ``buffer -> tensor``."""
+
+    def __new__(cls, buf, tensor):
+        return super().__new__(cls, (buf, tensor))
+
+    def __repr__(self):
+        return f"{self[0].name} -> {self[1].name}"
+
+
 def bind(stmt, tiles):
     """``stmt`` inside one ``buffer_bind_scope`` per (buffer, tensor, ranges) tile."""
     for buf, t, rng in reversed(tiles):
         tup = Call("handle", "tvm_tuple", tuple(x for r in rng for x in (r.min, r.extent)))
-        stmt = AttrStmt((buf, t), BIND_SCOPE, tup, stmt)
+        stmt = AttrStmt(BufferBind(buf, t), BIND_SCOPE, tup, stmt)
     return stmt
 
 
