@@ -255,7 +255,7 @@ def test_live_benchmark_records_and_plot():
     ex.undo()
     assert [r["step"] for r in ex.benchmarks] == [0, 1]
     recs = ex.benchmarks + [r for r in recs if r["step"] == 2]
-    ex._refresh_bench_view()
+    ex._refresh_bench_view(plot=True)
     assert ex.bench_plot.value[:4] == b"\x89PNG"
     assert "GFLOP/s" in ex.bench_table.value
     assert plot_png(recs, peak=100.0, title="t")[:4] == b"\x89PNG"
@@ -264,7 +264,7 @@ def test_live_benchmark_records_and_plot():
     while ex._bench.peak is None and time.monotonic() < deadline:
         time.sleep(0.1)
     peak, how = ex._bench.peak
-    ex._refresh_bench_view()
+    ex._refresh_bench_view(plot=True)
     assert peak > max(r["gflops"] for r in recs) and "measured" in how and how in ex.bench_table.value
 
 

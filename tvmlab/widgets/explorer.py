@@ -17,6 +17,7 @@ hidden tabs are drawn when the tab is opened.
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 
@@ -65,6 +66,7 @@ class Explorer(W.VBox):
         self._graph_threads = []
         self._code_of = None
         self._text_of = {}           # level -> state key its text view was drawn for
+        self._plotted = None         # what the benchmark plot shows (records, peak)
         self._session = Session(s, args, targets)
         self.targets = list(self._session.targets)
         self.last_latency_ms = None
@@ -677,6 +679,8 @@ class Explorer(W.VBox):
             self._draw_panel(_TAB_TITLES[k])
         elif k is not None and _TAB_TITLES[k] == "Code":
             self._refresh_code()
+        elif k is not None and _TAB_TITLES[k] == "Benchmark":
+            self._refresh_bench_view()
 
     # ================================================================ analysis panels
     def _refresh_explain_choices(self):
@@ -897,7 +901,9 @@ class Explorer(W.VBox):
                                 **rec})
         return out
 
-    def _refresh_bench_view(self):
+    def _refresh_bench_view(self, plot=None):
+        """Progress line always; the plot and table (``plot=None``: only while the Benchmark tab is
+        open, and only when the records changed; ``True``: now)."""
         b = self._bench
         skipped = self._runnable()[1]
         note = f" · not run (no device): {', '.join(skipped)}" if skipped else ""
@@ -912,17 +918,20 @@ class Explorer(W.VBox):
         self.bench_label.value = (f"measuring {cur}…" if cur else
                                   (f"{pending} queued" if pending else "idle")) + \
             f" · sizes: {b.workload.size_text() or 'fixed'}" + note
-        if pending and cur is None:
-            return
+        sel = self._tabs.selected_index
+        if plot is None:          # the plot is drawn for the open Benchmark tab only
+            plot = sel is not None and _TAB_TITLES[sel] == "Benchmark"
         recs = self._records()
         peak, how = b.peak or (None, "")
-        if recs:
-            try:
-                self.bench_plot.value = plot_png(recs, peak, how)
-            except Exception as e:   # a plotting failure is shown, never raised into the kernel
-                self.bench_label.value += f" · plot failed: {e}"
-        self.bench_table.value = _records_html(recs, how)
-        sel = self._tabs.selected_index
+        sig = (json.dumps(recs, sort_keys=True, default=str), peak, how)
+        if plot and sig != self._plotted:
+            if recs:
+                try:
+                    self.bench_plot.value = plot_png(recs, peak, how)
+                except Exception as e:   # a plotting failure is shown, never raised into the kernel
+                    self.bench_label.value += f" · plot failed: {e}"
+            self.bench_table.value = _records_html(recs, how)
+            self._plotted = sig
         if sel is not None and _TAB_TITLES[sel] == "Roofline" and not pending:
             self._draw_panel("Roofline", force=True)
 
