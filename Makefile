@@ -44,6 +44,7 @@ bench: venv
 	@$(PY) -c "import torch" 2>/dev/null || $(VENV)/bin/pip install -q "torch==2.13.0" \
 	  || echo "note: torch did not install; conv2d is compared with numpy"
 	$(PY) -m tvmlab.bench
+	$(PY) -m tvmlab.bench.topi_nn
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
