@@ -507,3 +507,29 @@ def test_intrinsics_with_the_default_name_stay_apart_in_traces():
     assert tvm.schedule.tensorize.lookup(c2.name) is c2 and tvm.schedule.tensorize.lookup("vadd") is b
     with pytest.raises(ScheduleError, match="no tensor intrinsic named 'nope'"):
         tvm.schedule.tensorize.lookup("nope")
+
+
+def test_intrinsic_object_and_a_packed_call_body():
+    """As TVM's test_tensor_intrin: the intrinsic's fields, buffers' data bound to the arguments."""
+    n = 16
+    x = te.placeholder((n,), name="x")
+    y = te.placeholder((n,), name="y")
+    z = te.compute(x.shape, lambda i: x[i] + y[i], name="z")
+
+    def intrin_func(ins, outs):
+        assert isinstance(ins[0], tvm.te.schedule.Buffer) and ins[0].shape[0].value == n
+        return tvm.tir.call_packed("vadd", ins[0].data, outs[0].data, ins[0].shape[0])
+
+    intrin = te.decl_tensor_intrin(z.op, intrin_func,
+                                   default_buffer_params={"data_alignment": 128, "offset_factor": 128})
+    assert intrin.op is z.op and intrin.reduce_init is None and intrin.reduce_update is None
+    assert tuple(intrin.inputs) == tuple(z.op.input_tensors) and intrin.buffers[0].shape[0].value == n
+    X = te.placeholder((32,), name="X")
+    Y = te.placeholder((32,), name="Y")
+    Z = te.compute(X.shape, lambda i: X[i] + Y[i], name="Z")
+    s = te.create_schedule(Z.op)
+    xo, xi = s[Z].split(Z.op.axis[0], n)
+    s[Z].tensorize(xi, intrin)
+    stmt = tvm.lower(s, [X, Y, Z])["main"].body
+    assert isinstance(stmt.body, tvm.tir.Evaluate)
+    assert [str(a) for a in stmt.body.value.args[:3]] == ['"vadd"', "X", "Z"]
