@@ -131,3 +131,17 @@ def test_tune_rejects_bad_arguments(task):
         XGBTuner(task, feature_type="pixels")
     with pytest.raises(autotvm.measure.MeasureOptionError, match="builder"):
         autotvm.measure_option(builder="remote")
+
+
+def test_progress_bar_and_log_callbacks(task, tmp_path, capsys):
+    pytest.importorskip("tqdm")
+    log = tmp_path / "fake.log"
+    tuner = GridSearchTuner(task)
+    tuner.tune(n_trial=24, measure_option=autotvm.measure_option(builder=FakeBuilder(), runner=FakeRunner()),
+               callbacks=[autotvm.callback.progress_bar(24, prefix="fake"),
+                          autotvm.callback.log_to_file(str(log))])
+    err = capsys.readouterr().err
+    assert "fake" in err and "24/24" in err and "GFLOPS" in err
+    assert len(log.read_text().splitlines()) == 24
+    with pytest.raises(ValueError, match="si_prefix"):
+        autotvm.callback.progress_bar(10, si_prefix="X")

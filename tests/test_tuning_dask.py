@@ -39,6 +39,10 @@ def test_dask_executor_keeps_order_and_reports_errors(client):
     assert "KeyError" in res[1].message and res[2].value == 6
     with pytest.raises(ExecutorError, match="Client or a scheduler address"):
         DaskExecutor(42)
+    # by address, as for a real cluster: the executor owns (and closes) its client
+    with DaskExecutor(client.scheduler.address) as by_address:
+        assert [r.value for r in by_address.run(_job, [(7,)], timeout=60)] == [8]
+    assert by_address.client.status in ("closed", "closing")
 
 
 @autotvm.template("test/dask_add")
