@@ -102,6 +102,65 @@ def test_transposed_conv_hardswish_adaptive_max_pool():
                                rtol=1e-3, atol=1e-5)
 
 
+def _blocks():
+    import torch
+    import torch.nn as nn
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Conv2d(c, 4, 1), nn.Conv2d(4, c, 1)
+
+        def forward(self, x):
+            pooled = nn.functional.adaptive_avg_pool2d(x, 1)
+            return x * torch.sigmoid(self.fc2(nn.functional.silu(self.fc1(pooled))))
+
+    class InvertedResidual(nn.Module):           # MobileNet-style: relu6, depthwise, squeeze-excite
+        def __init__(self):
+            super().__init__()
+            self.pw, self.bn1 = nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16)
+            self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+            self.bn2, self.se, self.proj = nn.BatchNorm2d(16), SqueezeExcite(16), nn.Conv2d(16, 8, 1)
+
+        def forward(self, x):
+            y = nn.functional.relu6(self.bn1(self.pw(x)))
+            y = nn.functional.hardtanh(self.bn2(self.dw(y)), 0.0, 6.0)
+            return x + self.proj(self.se(y))
+
+    class ChannelShuffle(nn.Module):             # chunk, view/transpose/contiguous, upsample, slices
+        def forward(self, x):
+            a, b = x.chunk(2, dim=1)
+            n, c, h, w = x.shape
+            y = torch.cat([a, torch.relu(b)], 1).view(n, 2, c // 2, h, w).transpose(1, 2).contiguous()
+            y = nn.functional.interpolate(y.view(n, c, h, w), scale_factor=2, mode="nearest")
+            return y[:, 1:5, ::2]
+
+    class TransformerMLP(nn.Module):             # layer_norm, gelu, batched matmul, softmax
+        def __init__(self):
+            super().__init__()
+            self.ln, self.fc, self.fc2 = nn.LayerNorm(12), nn.Linear(12, 24), nn.Linear(24, 12)
+
+        def forward(self, x):
+            h = self.fc2(nn.functional.gelu(self.fc(self.ln(x))))
+            att = torch.softmax(torch.matmul(x, x.transpose(-1, -2)) / 3.0, dim=-1)
+            return torch.matmul(att, h) + x[:, 0:1, :]
+
+    return [(InvertedResidual, (1, 8, 9, 9)), (ChannelShuffle, (1, 8, 5, 6)), (TransformerMLP, (2, 5, 12))]
+
+
+@needs_torch
+@pytest.mark.parametrize("k", range(3), ids=["inverted_residual", "channel_shuffle", "transformer_mlp"])
+def test_common_blocks(k):
+    import torch
+    cls, shape = _blocks()[k]
+    torch.manual_seed(k)
+    net = cls().eval()
+    x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
+    traced = torch.jit.trace(net, torch.from_numpy(x))
+    np.testing.assert_allclose(_run(traced, shape, x), net(torch.from_numpy(x)).detach().numpy(),
+                               rtol=1e-3, atol=1e-5)
+
+
 @needs_torch
 def test_unsupported_op_and_bad_input_infos():
     import torch
