@@ -867,3 +867,53 @@ def test_schedule_post_proc_and_auto_inline(rng):
     np.testing.assert_allclose(run(f, [a], [(6,)])[0], want, rtol=1e-5)
     with pytest.raises(LoweringError, match="argument 1"):
         tvm.te.schedule.SchedulePostProcToPrimFunc([A, 3], stmt)
+
+
+def test_cache_relayout_as_in_tvm_schedule_ops_tests(rng):
+    """test_schedule_cache_relayout2..4 and test_schedule_middle_cache, built and run."""
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m * 4, n), name="A")
+    B = te.placeholder((m * 4, n), name="B")
+    a, b = rng.standard_normal((2, 12, 5)).astype("float32")
+
+    C = te.compute(A.shape, lambda i, j: A(i, j) * B(i, j), name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=8)
+    s[C].reorder(xo, C.op.axis[1], xi)
+    s.cache_write(C, "global")
+    f = tvm.build(s.normalize(), [A, B, C, m])
+    out = tvm.nd.array(np.full((12, 5), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), out, 3)
+    np.testing.assert_allclose(out.numpy(), a * b, rtol=1e-6)
+
+    k = te.reduce_axis((0, n), "x")
+    R = te.compute((A.shape[0],), lambda i: te.sum(A(i, k) * B(i, k), axis=k), name="R")
+    s = te.create_schedule(R.op)
+    s[R].split(R.op.axis[0], factor=8)
+    s.cache_write(R, "global")
+    f = tvm.build(s.normalize(), [A, B, R, m])
+    out = tvm.nd.array(np.full(12, np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), out, 3)
+    np.testing.assert_allclose(out.numpy(), (a * b).sum(1), rtol=1e-5)
+
+    C1, C2 = te.compute(A.shape, lambda i, j: (A(i, j) + 1, B(i, j) / 2), name="T")
+    s = te.create_schedule([C1.op, C2.op])
+    s[C1].split(C1.op.axis[0], factor=8)
+    s.cache_write([C1, C2], "local")
+    f = tvm.build(s.normalize(), [A, B, C1, C2, m])
+    o1, o2 = (tvm.nd.array(np.full((12, 5), np.nan, "float32")) for _ in range(2))
+    f(tvm.nd.array(a), tvm.nd.array(b), o1, o2, 3)
+    np.testing.assert_allclose(o1.numpy(), a + 1, rtol=1e-6)
+    np.testing.assert_allclose(o2.numpy(), b / 2, rtol=1e-6)
+
+    P = te.placeholder((m, n), name="P")
+    Q = te.placeholder((m, n), name="Q")
+    C = te.compute((m, n), lambda i, j: P(i, j) * Q(i, j), name="C")
+    D = te.compute((m, n), lambda i, j: C(i, j), name="D")
+    s = te.create_schedule(D.op)
+    s.cache_read(P, "local", readers=[C])
+    s.cache_read(Q, "local", readers=[C])
+    s.cache_read(C, "local", readers=[D])
+    s.cache_write(D, "local")
+    f = tvm.build(s, [P, Q, D])
+    np.testing.assert_allclose(run(f, [a, b], [(12, 5)])[0], a * b, rtol=1e-6)
