@@ -163,3 +163,17 @@ np.save({str(tmp_path / 'y.npy')!r}, g.get_output(0).numpy())
     assert done.returncode == 0, done.stderr[-2000:]
     from onnx_util import run_ort
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), run_ort(m, {"data": x})[0], rtol=1e-3, atol=1e-5)
+
+
+def test_path_input_and_dtype_by_name(tmp_path):
+    import onnx
+    x, idx = rand(3, 8, seed=13), np.array([2, 0], np.int64)
+    nodes = [mk("Gather", ["x", "i"], ["g"], axis=0), mk("Relu", ["g"], ["y"])]
+    m = model(nodes, {"x": x, "i": idx}, ["y"])
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    mod, _ = relay.frontend.from_onnx(str(path), dtype={"x": "float32"})
+    kinds = {p.name_hint: p.type_annotation.dtype for p in mod["main"].params}
+    assert kinds == {"x": "float32", "i": "int64"}        # the int input keeps its declared dtype
+    with pytest.raises(TVMLabError, match="'z'.*not a graph input"):
+        relay.frontend.from_onnx(m, dtype={"z": "float32"})
