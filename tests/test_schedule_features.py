@@ -433,3 +433,16 @@ def test_a_failing_transaction_leaves_no_group_behind():
             for st in steps:
                 tvm.schedule.trace.apply_step(s, tvm.schedule.trace.Step(st))
     assert s.groups == [] and s[x].group is None and s[x].attach_type == "root" and len(s.trace) == 0
+
+
+def test_storage_align_through_the_storage_flatten_pass():
+    """As TVM's test_flatten_storage_align: rows of 16 padded to 17 (factor 2, offset 1)."""
+    from tvmlab.driver.build_module import schedule_to_module
+    A = te.placeholder((8, 16), name="A")
+    A1 = te.compute((8, 16), lambda i, j: A[i, j], name="A1")
+    A2 = te.compute((8, 16), lambda i, j: A1[i, j] + 3, name="A2")
+    s = te.create_schedule(A2.op)
+    s[A1].storage_align(A1.op.axis[0], 2, 1)
+    mod = tvm.tir.transform.StorageFlatten(64)(schedule_to_module(s, [A, A2]))
+    assert isinstance(mod["main"].body, tvm.tir.Allocate) and mod["main"].body.extents[0].value == 17 * 8
+    _check(s, [A, A2], lambda a: a + 3)
