@@ -223,3 +223,20 @@ def test_task_errors():
     cfg = ConfigEntity.from_json_dict({"index": 0, "entity": [["tile_y", "sp", [-1, 2]]]})
     with pytest.raises(ConfigError, match="no knob 'tile_x'|has no knob"):
         autotvm.task.Task("test/rec_matmul", (24, 16, 32, "float32")).instantiate(cfg)
+
+
+def test_record_misuse_is_a_clear_error(task, tmp_path):
+    with pytest.raises(record.RecordError, match="no tuning log"):
+        autotvm.apply_history_best(str(tmp_path / "missing.log"))
+    inp = MeasureInput(task.target, task, task.config_space.get(0))
+    res = MeasureResult((0.1,), 0, 0.1, 0.0)
+    with pytest.raises(record.RecordError, match="pickled records"):
+        record.encode(inp, res, protocol="pickle")
+    with pytest.raises(record.RecordError, match="pickled records"):
+        autotvm.callback.log_to_file(str(tmp_path / "x.log"), protocol="pickle")
+    assert issubclass(record.RecordError, tvm_error())
+
+
+def tvm_error():
+    from tvmlab.errors import TVMLabError
+    return TVMLabError

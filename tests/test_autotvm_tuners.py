@@ -143,5 +143,5 @@ def test_progress_bar_and_log_callbacks(task, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "fake" in err and "24/24" in err and "GFLOPS" in err
     assert len(log.read_text().splitlines()) == 24
-    with pytest.raises(ValueError, match="si_prefix"):
+    with pytest.raises(autotvm.record.RecordError, match="si_prefix"):
         autotvm.callback.progress_bar(10, si_prefix="X")

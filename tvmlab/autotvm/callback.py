@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 
-from .record import encode
+from .record import RecordError, check_protocol, encode
 
 
 def log_to_file(file_out, protocol="json"):
     """Append one TVM-format record line per trial to ``file_out`` (a path or an open file)."""
-    if protocol != "json":
-        raise ValueError(f"protocol must be 'json', got {protocol!r}")
+    check_protocol(protocol)
 
     def _callback(_, inputs, results):
         lines = "".join(encode(i, r) + "\n" for i, r in zip(inputs, results))
@@ -32,7 +31,7 @@ def progress_bar(total, prefix="", si_prefix="G"):
     from tqdm.auto import tqdm
     scale = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(si_prefix)
     if scale is None:
-        raise ValueError(f"si_prefix must be one of '', K, M, G, T; got {si_prefix!r}")
+        raise RecordError(f"si_prefix must be one of '', K, M, G, T; got {si_prefix!r}")
     state = {"bar": None, "best": 0.0}
 
     def _callback(tuner, inputs, results):

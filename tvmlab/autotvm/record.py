@@ -18,6 +18,7 @@ import math
 import os
 import warnings
 
+from ..errors import TVMLabError
 from .measure import MeasureInput, MeasureResult
 from .space import ConfigEntity, ConfigError
 from .task.task import Task, deserialize_arg, serialize_arg
@@ -30,6 +31,15 @@ class RecordWarning(UserWarning):
     """A record line was skipped."""
 
 
+class RecordError(TVMLabError, ValueError):
+    """A log cannot be read or written as asked (missing file, unsupported protocol)."""
+
+
+def check_protocol(protocol):
+    if protocol != "json":
+        raise RecordError(f"protocol must be 'json' (pickled records are not supported), got {protocol!r}")
+
+
 def _cost_json(c):
     if isinstance(c, (int, float)) and not isinstance(c, bool):
         return float(c)
@@ -38,8 +48,7 @@ def _cost_json(c):
 
 def encode(inp, result, protocol="json"):
     """One record line (no newline) for a measurement."""
-    if protocol != "json":
-        raise ValueError(f"protocol must be 'json' (pickle is not supported), got {protocol!r}")
+    check_protocol(protocol)
     row = {
         "input": [str(inp.target), inp.task.name, serialize_arg(list(inp.task.args)), {}],
         "config": inp.config.to_json_dict(),
@@ -89,8 +98,7 @@ def _decode(row):
 
 def decode(row, protocol="json"):
     """``(MeasureInput, MeasureResult)`` of a record line, or None (with a warning) when it is not one."""
-    if protocol != "json":
-        raise ValueError(f"protocol must be 'json' (pickle is not supported), got {protocol!r}")
+    check_protocol(protocol)
     try:
         return _decode(row)
     except _BadRecord as e:
@@ -102,6 +110,8 @@ def load_from_file(filename):
     """Yield ``(MeasureInput, MeasureResult)`` for each good line of a log; bad lines are skipped with a
     warning naming the line."""
     filename = os.fspath(filename)
+    if not os.path.isfile(filename):
+        raise RecordError(f"no tuning log {filename!r}")
     with open(filename, encoding="utf-8", errors="replace") as f:
         for lineno, row in enumerate(f, 1):
             if not row.strip():
