@@ -96,3 +96,17 @@ def test_explore_opens_the_relay_explorer(inception):
     from tvmlab.widgets.explorer import Explorer
     assert isinstance(op_explorer, Explorer) and ex.group_explorer is op_explorer
     assert re.search(r"operator explorer on <code>fused_", ex._status.value)
+
+
+def test_operators_new_since_the_stage_before_are_outlined(inception):
+    from tvmlab.widgets.colors import CHANGED_EDGE
+    mod, params = inception
+    view = rv.RelayView(mod, params)
+    assert CHANGED_EDGE not in view.graph("input").source
+    k = view.names.index("AlterOpLayout")
+    fresh = rv.new_since(view.module(k)["main"], view.module(k - 1)["main"])
+    names = [n.op.name for n in fresh]
+    assert names.count("nn.contrib_conv2d_NCHWc") == 6 and "layout_transform" in names
+    assert "nn.conv2d" not in names
+    assert view.graph("AlterOpLayout").source.count(CHANGED_EDGE) == len(fresh)
+    assert CHANGED_EDGE not in view.graph("FuseOps").source    # fusion groups operators, changes none

@@ -125,9 +125,11 @@ class RelayView:
         return out
 
     def graph(self, stage=-1, show_params=False):
-        """A graphviz Digraph of ``stage``."""
-        return relay_graph(self.module(stage)["main"], show_params=show_params,
-                           title=f"{self.names[self._index(stage)]}")
+        """A graphviz Digraph of ``stage``; operators new since the stage before are outlined."""
+        i = self._index(stage) % len(self.stages)
+        previous = self.module(i - 1)["main"] if i else None
+        return relay_graph(self.module(i)["main"], show_params=show_params, title=self.names[i],
+                           previous=previous)
 
     def group_schedule(self, group, stage=-1, target="llvm"):
         """(schedule, tensors) of one fused group, as the build compiles it."""
@@ -177,11 +179,60 @@ class _Recorder:
 
 
 # ---------------------------------------------------------------- drawing
-def relay_graph(func, show_params=False, title=""):
+def node_keys(func):
+    """{operator call: key}, a key being what a reader sees: the operator, its attributes, its output
+    type and what each input is (producer operator and shape, an input's name, a constant's shape).
+
+    Operators inside a fused group key as they did before fusion (a group
+    parameter stands for the group's argument), so FuseOps changes no key.
+    """
+    from ..relay.expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
+    from ..relay.op.registry import Op
+    keys, looks = {}, {}
+
+    def walk(root, env):
+        for n in post_order(root):
+            if n in looks:
+                continue
+            if isinstance(n, Var):
+                looks[n] = env.get(n, ("var", n.name_hint))
+            elif isinstance(n, Constant):
+                looks[n] = ("const", n.value.shape, str(n.value.dtype))
+            elif isinstance(n, Tuple):
+                looks[n] = ("tuple",) + tuple(looks[f] for f in n.fields)
+            elif isinstance(n, TupleGetItem):
+                looks[n] = ("item", n.index, looks[n.tuple_value])
+            elif isinstance(n, Call) and isinstance(n.op, Function):
+                walk(n.op.body, dict(zip(n.op.params, (looks[a] for a in n.args))))
+                looks[n] = looks[n.op.body]
+            elif isinstance(n, Call) and isinstance(n.op, Op):
+                shape = _short_shape(getattr(n, "_checked_type", None))
+                keys[n] = (n.op.name, repr(sorted(n.attrs.items())), shape, tuple(looks[a] for a in n.args))
+                looks[n] = (n.op.name, shape)
+    walk(func.body, {})
+    return keys
+
+
+def new_since(func, previous_func):
+    """The operator calls of ``func`` that ``previous_func`` has no counterpart for (keys as a multiset)."""
+    from collections import Counter
+    left = Counter(node_keys(previous_func).values())
+    fresh = set()
+    for n, k in node_keys(func).items():
+        if left[k] > 0:
+            left[k] -= 1
+        else:
+            fresh.add(n)
+    return fresh
+
+
+def relay_graph(func, show_params=False, title="", previous=None):
     """graphviz Digraph of a Relay function: inputs, operators (by kind colour), fused groups as boxes.
 
     Weights (parameters after the first) and constants are left out unless
     ``show_params``; past ``MAX_NODES`` operators the rest folds into one node.
+    With ``previous`` (the function of the stage before), operators that are
+    new since then are outlined.
     """
     from ..relay.expr import Call, Function, Tuple, TupleGetItem, Var, post_order
     from ..relay.op.registry import Op
@@ -190,6 +241,7 @@ def relay_graph(func, show_params=False, title=""):
     if title:
         g.attr(label=title, labelloc="t")
     shown_vars = set(func.params) if show_params else set(func.params[:1])
+    fresh = new_since(func, previous) if previous is not None else set()
     ends = {}          # node -> id of the drawn node its value leaves from
     counter = [0]
 
@@ -211,11 +263,11 @@ def relay_graph(func, show_params=False, title=""):
                        fillcolor="#e7f5ff")
             continue
         if isinstance(n, Call) and isinstance(n.op, Function):
-            drawn += len(_draw_group(g, n, ends, new_id))
+            drawn += len(_draw_group(g, n, ends, new_id, fresh))
             continue
         k = new_id()
         if isinstance(n, Call) and isinstance(n.op, Op):
-            _op_node(g, k, n)
+            _op_node(g, k, n, n in fresh)
             drawn += 1
         elif isinstance(n, TupleGetItem):
             g.node(k, f".{n.index}", shape="circle", width="0.3", fillcolor="#f1f3f5")
@@ -233,13 +285,16 @@ def relay_graph(func, show_params=False, title=""):
     return g
 
 
-def _op_node(graph, k, call):
+def _op_node(graph, k, call, fresh=False):
+    from .colors import CHANGED_EDGE
     kind = pattern_name(call.op.pattern)
+    extra = {"color": CHANGED_EDGE, "penwidth": "2.5"} if fresh else {}
     graph.node(k, f"{call.op.name}\\n{_short_shape(getattr(call, '_checked_type', None))}", shape="box",
-               style="filled,rounded", fillcolor=PATTERN_COLORS[kind], tooltip=kind)
+               style="filled,rounded", fillcolor=PATTERN_COLORS[kind],
+               tooltip=kind + (" (new in this stage)" if fresh else ""), **extra)
 
 
-def _draw_group(g, call, ends, new_id):
+def _draw_group(g, call, ends, new_id, fresh=()):
     """The group's operators inside a box of its kind; outside values enter the operators using them."""
     from ..relay.expr import Call, Tuple, post_order
     from ..relay.op.registry import Op
@@ -255,7 +310,7 @@ def _draw_group(g, call, ends, new_id):
             if not (isinstance(n, Call) and isinstance(n.op, Op)):
                 continue
             inner[n] = new_id()
-            _op_node(c, inner[n], n)
+            _op_node(c, inner[n], n, n in fresh)
             args = []
             for a in n.args:            # a tuple inside the group (concatenate's) stands for its fields
                 args += list(a.fields) if isinstance(a, Tuple) else [a]
