@@ -919,3 +919,20 @@ def test_cache_relayout_as_in_tvm_schedule_ops_tests(rng):
     s.cache_write(D, "local")
     f = tvm.build(s, [P, Q, D])
     np.testing.assert_allclose(run(f, [a, b], [(12, 5)])[0], a * b, rtol=1e-6)
+
+
+def test_lower_and_build_with_binds(rng):
+    n, m, s1 = te.var("n"), te.var("m"), te.var("s1")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    Ab = tvm.tir.decl_buffer((n, m), "float32", name="Ab", strides=[s1, 1])
+    text = str(tvm.lower(s, [A, B], binds={A: Ab}))
+    assert "Ab[i * s1 + j]" in text
+    f = tvm.build(s, [A, B], binds={A: Ab})
+    a = rng.standard_normal((6, 7)).astype("float32")
+    np.testing.assert_allclose(run(f, [a], [(6, 7)])[0], a * 2, rtol=1e-6)
+    with pytest.raises(LoweringError, match="not in the argument list"):
+        tvm.lower(s, [B], binds={A: Ab})
+    with pytest.raises(LoweringError, match="does not match"):
+        tvm.lower(s, [A, B], binds={A: tvm.tir.decl_buffer((n,), "float32")})

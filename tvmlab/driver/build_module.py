@@ -35,8 +35,34 @@ def _check_args(sch, args):
             raise LoweringError(f"argument {k} ({a.name}) appears more than once in args")
 
 
-def make_function(sch, args, name):
-    """AST2 as a PrimFunc plus the buffers of its tensor arguments."""
+def _user_binds(binds, args):
+    """``binds`` ({Tensor: Buffer}, TVM's ``lower(..., binds=)``) checked against the arguments."""
+    if not binds:
+        return {}
+    if not isinstance(binds, dict):
+        raise LoweringError(f"binds must be a dict {{tensor: tvm.tir.decl_buffer(...)}}, got "
+                            f"{type(binds).__name__}")
+    out = {}
+    for t, buf in binds.items():
+        if not isinstance(t, Tensor) or not isinstance(buf, Buffer):
+            raise LoweringError(f"binds maps tensors to buffers (tvm.tir.decl_buffer), got "
+                                f"{type(t).__name__} -> {type(buf).__name__}")
+        if not any(t is a for a in args):
+            raise LoweringError(f"binds: tensor {t.name} is not in the argument list; only "
+                                "arguments can be bound to buffers")
+        if buf.dtype != t.dtype or len(buf.shape) != len(t.shape):
+            raise LoweringError(f"binds: buffer {buf.name} ({buf.dtype}, {len(buf.shape)} dims) does "
+                                f"not match tensor {t.name} ({t.dtype}, {len(t.shape)} dims)")
+        off = getattr(buf, "elem_offset", None)
+        if off is not None and not (hasattr(off, "value") and off.value == 0):
+            raise LoweringError(f"binds: buffer {buf.name} has elem_offset {off}; arguments with an "
+                                "element offset are not supported")
+        out[t] = buf
+    return out
+
+
+def make_function(sch, args, name, user_binds=None):
+    """AST2 as a PrimFunc plus the buffers of its tensor arguments (``user_binds`` gives some their own)."""
     from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
     from ..schedule.schedule_ops import schedule_ops
     from ..schedule.attach import check_attachments
@@ -52,14 +78,15 @@ def make_function(sch, args, name):
     params, buffer_map, binds = [], {}, {}
     explicit = [a for a in args if isinstance(a, Var)]
     shape_vars = []
+    user = _user_binds(user_binds, args)
     for a, bname in zip(args, unique_names([a.name for a in args])):
         if isinstance(a, Tensor):
             t = canonical_tensor(sch, a)
-            buf = Buffer(bname, a.shape, a.dtype)
+            buf = user.get(a) or Buffer(bname, a.shape, a.dtype)
             params.append(buf.data)
             buffer_map[buf.data] = buf
             binds[t] = buf
-            for s in a.shape:
+            for s in tuple(buf.shape) + tuple(buf.strides or ()):
                 for v in collect_vars(s):
                     if v not in explicit and v not in shape_vars:
                         shape_vars.append(v)
@@ -100,7 +127,7 @@ def schedule_to_module(sch, args=None, name="main", binds=None):
     if args is None:
         raise LoweringError("schedule_to_module needs the argument tensors, e.g. "
                             "schedule_to_module(s, [A, B, C])")
-    func, binds_map = make_function(sch, list(args), name)
+    func, binds_map = make_function(sch, list(args), name, binds)
     return IRModule({name: func.with_body(func.body, **{BINDS_ATTR: binds_map})}, {"AST2": func})
 
 
@@ -148,7 +175,7 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
     if isinstance(binds, bool):     # lower(s, args, name, True): simple_mode given by position
         binds, simple_mode = None, binds
     from ..lower.pipeline import run_passes
-    func, binds_map = make_function(sch, list(args), name)
+    func, binds_map = make_function(sch, list(args), name, binds)
     if target is not None:
         from ..codegen.registry import Target
         from ..lower.intrin_rules import apply_intrin_rules
@@ -212,7 +239,7 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
             sch = new
         mod = _for_device(sch, tgt) if device else sch
     else:
-        mod = lower(sch, args, name=name, target=tgt)
+        mod = lower(sch, args, name=name, binds=binds, target=tgt)
     try:
         return builder(mod, tgt)
     except TVMLabError:
