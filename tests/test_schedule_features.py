@@ -531,3 +531,14 @@ def test_conv_tutorial_with_virtual_threads_runs_on_opengl_compute_and_compiles_
     ap = np.pad(a_np, ((1, 1), (1, 1), (0, 0), (0, 0)))
     ref = sum(np.einsum("hwcn,cf->hwfn", ap[y:y + 7, x:x + 7], w_np[y, x]) for y in range(3) for x in range(3))
     np.testing.assert_allclose(b.numpy(), ref, rtol=1e-4)
+
+
+def test_prefetch_at_a_thread_bound_axis_is_a_lowering_error():
+    A = te.placeholder((64, 64), name="A")
+    C = te.compute((64, 64), lambda i, j: A[i, j] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[C].prefetch(A, C.op.axis[1], 1)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
+    with pytest.raises(LoweringError, match="prefetch is for CPU loops"):
+        tvm.lower(s, [A, C])

@@ -118,6 +118,9 @@ def prefetch_stmts(b, st, iv, body):
     from .rewrite import canonical_tensor
     leaves = st.leaf_iter_vars
     k = leaves.index(iv)
+    if st.attr(iv).bind_thread is not None:
+        raise LoweringError(f"prefetch in {st.name}: axis {iv.var.name} is bound to "
+                            f"{st.attr(iv).bind_thread.thread_tag}; prefetch is for CPU loops")
     relax = {x.var: b.dom_map[x] for x in leaves[k + 1:]}
     values = pass_up_index(st, b.dom_map, leaf_values(st))
     roots = {r.var: values[r] for r in st.root_iter_vars}
