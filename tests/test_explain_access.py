@@ -119,3 +119,17 @@ def test_bandwidth_is_measured_or_overridden(monkeypatch):
     monkeypatch.setenv("TVMLAB_BANDWIDTH_GBS", "fast")
     with pytest.raises(AnalysisError, match="must be a number"):
         memory_bandwidth()
+
+
+def test_default_size_shows_a_tail_tile():
+    from tvmlab.analysis.access import suggested_size
+    s, args = tiled()
+    assert suggested_size(s) == 16                 # factors of 4: the minimum
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] + 1.0, name="C")
+    s2 = te.create_schedule(C.op)
+    s2[C].split(C.op.axis[0], factor=16)
+    assert suggested_size(s2) == 24
+    tr = trace_accesses(s2, [A, C])
+    assert tr.sizes == {"n": 24} and tr.shapes["C"] == (24,)

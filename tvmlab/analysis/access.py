@@ -202,6 +202,22 @@ def reuse_distances(seq):
 
 
 # ---------------------------------------------------------------- tracing
+def suggested_size(sch, low=16, high=32):
+    """A size for symbolic shape variables that shows the schedule's tiles: one and a half times
+    the largest constant split factor (so a tail tile shows too), within [low, high]."""
+    from ..ir.expr import IntImm
+    from ..schedule.relations import Split
+    biggest = 0
+    for st in getattr(sch, "stages", ()):
+        for rel in st.relations:
+            if isinstance(rel, Split):
+                f = rel.factor if rel.factor is not None else rel.nparts
+                f = f.value if isinstance(f, IntImm) else f
+                if isinstance(f, int):
+                    biggest = max(biggest, f)
+    return max(low, min(high, biggest + biggest // 2))
+
+
 def default_sizes(args, sizes=None, default=16):
     """{shape variable name: value}: ``sizes`` where given, else ``default``."""
     names = []
@@ -219,14 +235,14 @@ def default_sizes(args, sizes=None, default=16):
 
 
 def trace_accesses(sch, args, sizes=None, lowered=None, max_events=MAX_EVENTS, seed=0):
-    """Interpret ``sch`` on a small instance (symbolic sizes from ``sizes``, default 16 each)."""
+    """Interpret ``sch`` on a small instance (sizes from ``sizes``, else ``suggested_size``)."""
     import tvmlab
     if lowered is None:
         lowered = tvmlab.lower(sch, list(args))
     func = lowered.history.get("storage_flatten") if getattr(lowered, "history", None) else None
     if func is None:
         raise AnalysisError("trace_accesses needs the lowering history (tvmlab.lower keeps it)")
-    sizes = default_sizes(args, sizes)
+    sizes = default_sizes(args, sizes, suggested_size(sch))
     env = {}
     for p in func.params:
         if p not in func.buffer_map:

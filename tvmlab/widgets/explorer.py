@@ -34,7 +34,6 @@ from .session import LEVELS, Session, steps_key, target_kind
 
 _TAB_TITLES = LEVELS + ("Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B")
 _PANELS = ("Explain", "Iteration space", "Roofline", "A/B")
-ITER_DEFAULT_SIZE = 16      # symbolic sizes of the small instance the iteration-space view interprets
 _SOURCE_TITLES = {"cuda": ("CUDA C", "cuda"), "opengl": ("GLSL", "glsl")}
 _GRAPH_BOX = ("overflow:auto;max-height:520px;border:1px solid #dee2e6;background:white;"
               "padding:2px")
@@ -180,7 +179,8 @@ class Explorer(W.VBox):
     def iteration_space(self, sizes=None, kind=None, loop=None):
         """Interpret a small instance: {"trace", "kind", "loop", "cache"}; shown in Iteration space.
 
-        ``sizes`` gives the symbolic shape variables (default 16 each); ``kind`` one of
+        ``sizes`` gives the symbolic shape variables (default: 1.5 x the largest split factor,
+        16 to 32, so a tail tile shows); ``kind`` one of
         the writer kinds (parallel, blockIdx, threadIdx, vthread, vectorized, unrolled);
         ``loop`` the loop whose iterations the cache view counts lines for.
         """
@@ -718,7 +718,7 @@ class Explorer(W.VBox):
         self._draw_panel("Explain", force=True)
 
     def _iter_sizes(self):
-        """{name: int} from the sizes box ("n=16, m=8"); default ITER_DEFAULT_SIZE each."""
+        """{name: int} from the sizes box ("n=16, m=8"); the others get the suggested size."""
         from ..errors import ScheduleError
         out = {}
         for part in (self.iter_sizes.value or "").replace(";", ",").split(","):
