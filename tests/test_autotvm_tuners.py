@@ -145,3 +145,34 @@ def test_progress_bar_and_log_callbacks(task, tmp_path, capsys):
     assert len(log.read_text().splitlines()) == 24
     with pytest.raises(autotvm.record.RecordError, match="si_prefix"):
         autotvm.callback.progress_bar(10, si_prefix="X")
+
+
+@autotvm.template("test/fake_crashy")
+def fake_crashy(n):
+    import ctypes
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    cfg = autotvm.get_config()
+    cfg.define_split("t", B.op.axis[0], num_outputs=2)
+    cfg.define_knob("a", VALUES)
+    if cfg["a"].val == 4:
+        ctypes.string_at(0)               # instantiating this config segfaults
+    cfg["t"].apply(s, B, B.op.axis[0])
+    return s, [A, B]
+
+
+def test_xgb_itervar_features_survive_a_template_that_crashes():
+    task = autotvm.task.create("test/fake_crashy", args=(64,), target="llvm")
+
+    class Runner(FakeRunner):
+        def run(self, measure_inputs, build_results):
+            self.seen += [i.config.index for i in measure_inputs]
+            return [MeasureResult((1e-3 * (1 + abs(i.config["a"].val - 6) + abs(i.config["t"].size[1] - 8)),),
+                                  0, 0.0, time.time()) for i in measure_inputs]
+
+    tuner = XGBTuner(task, plan_size=8, feature_type="itervar", seed=0, feature_budget=60)
+    tuner.tune(n_trial=24, measure_option=autotvm.measure_option(builder=FakeBuilder(), runner=Runner()))
+    assert tuner.train_ct >= 2 and len(tuner.history) == 24
+    crashed = [i for i, row in tuner.features.cache.items() if task.config_space.get(i)["a"].val == 4]
+    assert crashed and all(not any(tuner.features.cache[i]) for i in crashed)

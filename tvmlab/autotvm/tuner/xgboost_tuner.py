@@ -22,20 +22,29 @@ import logging
 import numpy as np
 
 from ...tuning.features import curve_features, flat_function, itervar_features, knob_features
+from ...tuning.executor import LocalExecutor
 from .tuner import Tuner, TunerError
 
 logger = logging.getLogger("autotvm")
 
 
 class FeatureCache:
-    """Feature rows of a task's configs by index (lowered-IR features instantiate the template)."""
+    """Feature rows of a task's configs by index.
 
-    def __init__(self, task, feature_type):
+    Lowered-IR features instantiate the template: new configs are computed in
+    forked worker processes, a batch split over the CPUs, so a template that
+    crashes for some config cannot take the tuner down (the rows of that worker's share are zeros).
+    """
+
+    PARALLEL_MIN = 1      # fewer missing rows than this are computed in this process
+
+    def __init__(self, task, feature_type, n_parallel=None):
         if feature_type not in ("knob", "itervar", "curve"):
             raise TunerError(f"feature_type must be 'knob', 'itervar' or 'curve', got {feature_type!r}")
         self.task, self.feature_type = task, feature_type
         self.cache = {}
         self.width = None
+        self.executor = LocalExecutor(n_parallel, method="fork") if self.expensive else None
 
     @property
     def expensive(self):
@@ -52,19 +61,39 @@ class FeatureCache:
             return None
         return itervar_features(mod) if self.feature_type == "itervar" else curve_features(mod)
 
-    def get(self, index):
-        row = self.cache.get(index)
+    def _of_indices(self, indices):
+        space = self.task.config_space
+        return [self.of_config(space.get(int(i))) for i in indices]
+
+    def _store(self, index, row):
         if row is None:
-            row = self.of_config(self.task.config_space.get(int(index)))
-            if row is None:
-                row = [0.0] * (self.width or 1)
-            elif self.width is None:
-                self.width = len(row)
-            self.cache[index] = row
-        return row
+            row = [0.0] * (self.width or 1)
+        elif self.width is None:
+            self.width = len(row)
+        self.cache[index] = row
+
+    def get(self, index):
+        if index not in self.cache:
+            self._store(index, self._of_indices([index])[0])
+        return self.cache[index]
+
+    def prefetch(self, indices):
+        """Compute the rows of ``indices`` not cached yet (in parallel when expensive)."""
+        missing = list(dict.fromkeys(i for i in indices if i not in self.cache))
+        if self.executor is None or len(missing) < self.PARALLEL_MIN:
+            for i in missing:
+                self.get(i)
+            return
+        n = self.executor.n_parallel
+        chunks = [missing[k::n] for k in range(n) if missing[k::n]]
+        for chunk, res in zip(chunks, self.executor.run(self._of_indices, [(c,) for c in chunks], timeout=300)):
+            rows = res.value if res.ok else [None] * len(chunk)
+            for i, row in zip(chunk, rows):
+                self._store(i, row)
 
     def rows(self, indices):
-        rows = [self.get(i) for i in indices]
+        self.prefetch(indices)
+        rows = [self.cache[i] for i in indices]
         width = self.width or 1
         return np.asarray([r if len(r) == width else [0.0] * width for r in rows], dtype=np.float64)
 
