@@ -112,6 +112,10 @@ def test_symbolic_shape_passes_match_lower(rng):
     a = rng.standard_normal(37).astype("float32")
     (got,) = run(f, [a], [(37,)])
     np.testing.assert_allclose(got, a * 3 + 1, rtol=1e-6)
+    # an AST2 module or a PrimFunc builds too (lowered first)
+    for m in (tvm.driver.build_module.schedule_to_module(s, [A, B], name="f"), mod["f"]):
+        np.testing.assert_allclose(run(tvm.build(m, target="llvm"), [a], [(37,)])[0], a * 3 + 1,
+                                   rtol=1e-6)
 
 
 def test_unroll_config_and_add_lower_pass(rng):

@@ -227,7 +227,10 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     tgt = target if isinstance(target, Target) else Target(target)
     builder = get_builder(tgt.kind)
     device = uses_device_lowering(tgt)
+    if isinstance(sch, PrimFunc):
+        sch = IRModule({sch.name: sch})
     if isinstance(sch, IRModule):
+        sch = _lower_module(sch, False)       # AST2 from schedule_to_module is lowered first
         from ..lower.intrin_rules import apply_intrin_rules, rules_for
         if rules_for(tgt.kind):
             funcs = {k: f.with_body(apply_intrin_rules(f.body, tgt.kind))
