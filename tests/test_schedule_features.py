@@ -354,14 +354,13 @@ def test_compute_at_into_a_stage_that_reads_through_a_cache():
     _replays(s, [B.op], [A, B])
 
 
-def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
-    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
-    N, K = 64, 256
+def _gpu_row_sums(N, K, scope):
+    """Row sums, 16 rows per block, one row per thread, A staged through a double-buffered tile."""
     A = te.placeholder((N, K), name="A")
     k = te.reduce_axis((0, K), name="k")
     C = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="C")
     s = te.create_schedule(C.op)
-    AA = s.cache_read(A, "shared", [C])
+    AA = s.cache_read(A, scope, [C])
     bx, tx = s[C].split(C.op.axis[0], factor=16)
     ko, ki = s[C].split(k, factor=16)
     s[C].bind(bx, te.thread_axis("blockIdx.x"))
@@ -369,6 +368,12 @@ def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
     s[AA].compute_at(s[C], ko)
     s[AA].bind(s[AA].op.axis[0], te.thread_axis("threadIdx.x"))
     s[AA].double_buffer()
+    return A, AA, C, s
+
+
+def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    A, AA, C, s = _gpu_row_sums(64, 256, "shared")
     src = tvm.build(s, [A, C], target="cuda").imported_modules[0].get_source()
     assert "__shared__ float A_shared[512];" in src          # two tiles of 16 x 16
     assert "tvmlab_floormod((k_outer + 1), 2) * 256" in src and "tvmlab_floormod(k_outer, 2) * 256" in src
@@ -388,18 +393,7 @@ def _gl_or_skip():
 def test_double_buffered_aligned_shared_tile_runs_on_opengl_compute():
     dev = _gl_or_skip()
     N, K = 64, 80                       # 80 = 5 tiles of 16
-    A = te.placeholder((N, K), name="A")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA = s.cache_read(A, "shared:tile", [C])
-    bx, tx = s[C].split(C.op.axis[0], factor=16)
-    ko, ki = s[C].split(k, factor=16)
-    s[C].bind(bx, te.thread_axis("blockIdx.x"))
-    s[C].bind(tx, te.thread_axis("threadIdx.x"))
-    s[AA].compute_at(s[C], ko)
-    s[AA].bind(s[AA].op.axis[0], te.thread_axis("threadIdx.x"))
-    s[AA].double_buffer()
+    A, AA, C, s = _gpu_row_sums(N, K, "shared:tile")
     s[AA].storage_align(AA.op.axis[0], 16, 1)
     text = str(tvm.lower(s, [A, C], simple_mode=True))
     assert 'T.allocate([544], "float32", "shared")' in text          # 2 tiles of 16 rows of 17
