@@ -206,6 +206,11 @@ def apply_step(sch, step, symbols=None):
         elif p == "tensorize":
             from .tensorize import lookup
             return fn(st.axis(args["axis"], "tensorize axis"), lookup(args["intrin"]))
+        elif p == "storage_align":
+            return fn(st.axis(args["axis"], "storage_align axis", leaf=False), args["factor"], args["offset"])
+        elif p == "prefetch":
+            return fn(sch.tensor_by_name(args["tensor"]), st.axis(args["var"], "prefetch axis"),
+                      args["offset"])
         return fn(**args)
     if p == "cache_read":
         readers = [sch.stage_by_name(r).op for r in args["readers"]]
@@ -220,11 +225,6 @@ def apply_step(sch, step, symbols=None):
         return sch.rfactor(tensor, st.axis(args["axis"], "rfactor axis"), args.get("factor_axis", 0))
     if p == "normalize":
         return sch.normalize()
-    raise ScheduleError(f"unknown primitive {p!r} in trace")
-
-
-def _ident(name):
-    s = re.sub(r"\W", "_", name)
     if p == "create_group":
         return sch.create_group([sch.tensor_by_name(x) for x in args["outputs"]],
                                 [sch.tensor_by_name(x) for x in args["inputs"]], args["include_inputs"])
@@ -236,6 +236,11 @@ def _ident(name):
             return g.compute_root()
         parent = sch.stage_by_name(args["parent"])
         return g.compute_at(parent, parent.axis(args["scope"], "compute_at scope"))
+    raise ScheduleError(f"unknown primitive {p!r} in trace")
+
+
+def _ident(name):
+    s = re.sub(r"\W", "_", name)
     return s if s and not s[0].isdigit() else "_" + s
 
 
@@ -247,11 +252,6 @@ def _amount(v):
 class _PythonWriter:
     """Renders a trace as TVM-style Python (``xo, xi = s[C].split(C.op.axis[0], factor=64)``)."""
 
-        elif p == "storage_align":
-            return fn(st.axis(args["axis"], "storage_align axis", leaf=False), args["factor"], args["offset"])
-        elif p == "prefetch":
-            return fn(sch.tensor_by_name(args["tensor"]), st.axis(args["var"], "prefetch axis"),
-                      args["offset"])
     def __init__(self, trace, svar):
         self.trace, self.s = trace, svar
         self.axis_vars = {}      # (stage key, axis name) -> python expression
@@ -346,6 +346,12 @@ class _PythonWriter:
             if p == "tensorize":
                 return (f"{S}.tensorize({ax(a['axis'])}, "
                         f"tvmlab.schedule.tensorize.lookup({a['intrin']!r}))")
+            if p == "storage_align":
+                return f"{S}.storage_align({ax(a['axis'])}, {a['factor']}, {a['offset']})"
+            if p == "double_buffer":
+                return f"{S}.double_buffer()"
+            if p == "prefetch":
+                return f"{S}.prefetch({self.tensor(a['tensor'])}, {ax(a['var'])}, {a['offset']})"
             if p == "set_store_predicate":
                 from .predicate import as_python
                 return f"{S}.set_store_predicate({as_python(a['predicate']['expr'], ax)})"
@@ -369,12 +375,6 @@ class _PythonWriter:
                     f"{self.axis(a['tensor'], a['axis'])}{fa})")
         if p == "normalize":
             return f"{self.s}.normalize()"
-        return f"# unknown step {st!r}"
-
-    def new_tensor(self, base):
-        """A variable for a new stage's tensor, named as Schedule.fresh_name names it."""
-        name, k = base, 0
-        while name in self.tensor_vars:
         if p == "create_group":
             outs = ", ".join(self.tensor(x) for x in a["outputs"])
             ins = ", ".join(self.tensor(x) for x in a["inputs"])
@@ -386,14 +386,14 @@ class _PythonWriter:
             return f"g{a['group']}.compute_at({self.stage(a['parent'])}, {self.axis(a['parent'], a['scope'])})"
         if p == "group_compute_root":
             return f"g{a['group']}.compute_root()"
+        return f"# unknown step {st!r}"
+
+    def new_tensor(self, base):
+        """A variable for a new stage's tensor, named as Schedule.fresh_name names it."""
+        name, k = base, 0
+        while name in self.tensor_vars:
             k += 1
             name = f"{base}.{k}"
-            if p == "storage_align":
-                return f"{S}.storage_align({ax(a['axis'])}, {a['factor']}, {a['offset']})"
-            if p == "double_buffer":
-                return f"{S}.double_buffer()"
-            if p == "prefetch":
-                return f"{S}.prefetch({self.tensor(a['tensor'])}, {ax(a['var'])}, {a['offset']})"
         v = _ident(name)
         self.tensor_vars[name] = v
         return v
