@@ -62,6 +62,11 @@ def test_matmul_template_space_contains_the_fallback():
     assert fb.is_fallback and space.index_of(dict(fb._entity_map)) is not None
     A, B, C = _matmul(50, 70, 90)
     assert s_fb.trace.as_python() == _hand_written(topi.schedule_matmul, C)
+    # the same choices as a point of the space: measuring it makes a log never worse than the fallback
+    fb_cfg = topi_templates.fallback_config(task)
+    assert not fb_cfg.is_fallback
+    with autotvm.task.ApplyConfig(fb_cfg):
+        assert topi.schedule_matmul(C).trace.as_python() == _hand_written(topi.schedule_matmul, C)
 
 
 def test_tuned_matmul_is_used_by_schedule_matmul(tmp_path):

@@ -99,6 +99,53 @@ def run(size=512, n_xgb=200, n_random=800, feature_type="itervar", seed=0, runne
             "random_trials_per_s": r_rate}
 
 
+def run_topi(size=512, n_trial=40, seed=0, out=sys.stdout):
+    """topi.schedule_matmul with a tuning log vs its hand-written fallback, side by side.
+
+    The fallback config is measured first and logged with the tune, so the
+    best record can only be the fallback or something measured faster.
+    """
+    import os
+    import tempfile
+
+    import tvmlab
+    from .. import topi
+    from ..autotvm.topi_templates import MATMUL, fallback_config
+    from .timing import side_by_side
+    task = autotvm.task.create(MATMUL, args=(size, size, size, "float32"), target="llvm")
+    log = os.path.join(tempfile.mkdtemp(prefix="tvmlab_bench_"), "topi_matmul.log")
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(number=3, repeat=3, timeout=10))
+    fb = fallback_config(task)
+    autotvm.tuner.GridSearchTuner(task, range_idx=(fb.index, fb.index)).tune(
+        n_trial=1, measure_option=opt, callbacks=[autotvm.callback.log_to_file(log)])
+    tuner = autotvm.tuner.XGBTuner(task, plan_size=16, feature_type="knob", seed=seed)
+    t0 = time.perf_counter()
+    tuner.tune(n_trial=n_trial, measure_option=opt, callbacks=[autotvm.callback.log_to_file(log)])
+    wall = time.perf_counter() - t0
+    opt["runner"].close()
+    A = te.placeholder((size, size), name="A")
+    B = te.placeholder((size, size), name="B")
+    C = topi.matmul(A, B)
+    s_fb = topi.schedule_matmul(C)
+    with autotvm.apply_history_best(log):
+        s_tuned = topi.schedule_matmul(C)
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (size, size)).astype("float32")
+    b = rng.uniform(-1, 1, (size, size)).astype("float32")
+    calls = []
+    for s in (s_tuned, s_fb):
+        f = tvmlab.build(s, [A, B, C], "llvm")
+        arrs = [tvmlab.nd.array(a), tvmlab.nd.array(b), tvmlab.nd.array(np.full((size, size), np.nan, "float32"))]
+        f(*arrs)
+        np.testing.assert_allclose(arrs[2].numpy(), a @ b, rtol=1e-3, atol=1e-3)
+        calls.append(f.get_function(f.entry_name).prepare(*arrs))
+    t_tuned, t_fb = side_by_side(calls[0], calls[1])
+    print(f"topi.schedule_matmul {size}^3: {n_trial} XGB trials in {wall:.0f} s; tuned {t_tuned * 1e3:.3f} ms, "
+          f"fallback {t_fb * 1e3:.3f} ms, tuned / fallback speed {t_fb / t_tuned:.3f}", file=out)
+    return t_tuned, t_fb
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=512)
@@ -107,8 +154,13 @@ def main(argv=None):
     p.add_argument("--feature-type", default="itervar", choices=["itervar", "knob", "curve"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runner-timeout", type=float, default=4.0)
+    p.add_argument("--topi", type=int, default=0, metavar="N",
+                   help="instead: tune topi.schedule_matmul for N trials and compare it with its fallback")
     a = p.parse_args(argv)
-    run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout)
+    if a.topi:
+        run_topi(a.size, a.topi, a.seed)
+    else:
+        run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout)
 
 
 if __name__ == "__main__":
