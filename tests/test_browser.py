@@ -151,7 +151,7 @@ def _errors(page):
         " || (/\\w+Error: /.test(t) && t.includes('Cell In[')))")
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(360)
 def test_tour_runs_and_explorer_responds(lab, browser):
     base, token = lab
     shots = pathlib.Path(tempfile.mkdtemp(prefix="tvmlab-browser-"))

@@ -109,6 +109,7 @@ def test_gpu_shared_cache_relaxes_thread_axes():
     e = explain(s, None, "A.shared")
     text = str(e)
     assert "Storage scope: shared" in text
+    assert "lives in shared memory" in text and "i.inner (threadIdx.x)" in text
     # shared storage is shared by the threads of a block: threadIdx is relaxed, the tile is 16 rows
     first = next(iter(e.root_ranges))
     assert e.root_ranges[first] == ("i.outer * 16", "16"), e.root_ranges

@@ -161,7 +161,7 @@ def explain(sch, args=None, stage=None, axis=None, lowered=None):
                              f"{', '.join(readers) or 'its consumers'}, so it has no loops, no "
                              "bounds and no storage of its own; explain those stages instead."))
         return ex
-    _where(sch, st, ex)
+    _where(sch, st, ex, dom_map)
     _root_domain(sch, st, ex, bodies, dom_map, ana)
     _relations(st, ex, dom_map, ana)
     _guards(sch, st, ex, bodies, dom_map)
@@ -181,7 +181,7 @@ def explain(sch, args=None, stage=None, axis=None, lowered=None):
 
 
 # ---------------------------------------------------------------- where
-def _where(sch, st, ex):
+def _where(sch, st, ex, dom_map):
     name = sch.stage_key(st)
     if st.attach_type != "scope":
         ex.steps.append(Step("where", f"{name} is computed at the root: it is computed entirely "
@@ -196,12 +196,23 @@ def _where(sch, st, ex):
             seen = True
     keep = B.scope_vars(st)
     scope = B.storage_scope(st) or "global"
+    tags = {iv.var: a.bind_thread.thread_tag for q in sch.stages
+            for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
+    relax = B._relax_map(dom_map, keep, B.storage_scope(st), tags)
+    shared = sorted({f"{v.name} ({tags[v]})" for v in keep if v in relax and v in tags})
     ex.steps.append(Step(
         "where", f"{name} is computed at {sch.stage_key(parent)}.{at.var.name} (compute_at): each "
         f"time the loop {at.var.name} of {sch.stage_key(parent)} runs an iteration, {name} computes "
         f"the part that iteration reads.  Loops fixed there: {', '.join(fixed)}; loops relaxed "
         f"(over their whole range): {', '.join(relaxed) or 'none'}.  Storage scope: {scope}.",
         math=f"fixed variables: {', '.join(sorted(v.name for v in keep))}"))
+    if shared:
+        ex.steps.append(Step(
+            "where", f"{name} lives in {scope} memory, which the threads of "
+            f"{'a block' if scope == 'shared' else 'the whole grid'} share: so although it is "
+            f"computed inside {', '.join(shared)}, those thread loops are relaxed too — one copy "
+            "serves every thread (bind its own loops to thread axes to share the work).",
+            math="relaxed thread loops: " + ", ".join(shared)))
 
 
 # ---------------------------------------------------------------- root domain
