@@ -270,10 +270,6 @@ class _Builder:
                 if d == k:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
             iv = leaves[k]
-            body = self.produce_then(self.attached.get(iv, []), body)
-            body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
-        if start == 0:
-            for c, d in guards:
             if st.attr(iv).prefetch:
                 from .features import prefetch_stmts
                 body = prefetch_stmts(self, st, iv, body)
@@ -281,6 +277,10 @@ class _Builder:
                 from .features import double_buffer_loop
                 body = double_buffer_loop(self, st, iv, self.attached[iv], body)
                 continue
+            body = self.produce_then(self.attached.get(iv, []), body)
+            body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
+        if start == 0:
+            for c, d in guards:
                 if d < 0:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
         return body
