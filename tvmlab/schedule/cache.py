@@ -85,11 +85,16 @@ def cache_write(sch, tensor, scope):
     body = [rebase_reduce(b, vmap, axis_map) for b in op.body]
     cache_op = ComputeOp(sch.fresh_name(f"{op.name}.{scope}"), op.tag, op.attrs,
                          [axis_map[iv] for iv in op.axis], body)
+    return _install_cache(sch, st, op, cache_op, tuple(iv.var for iv in op.axis), scope, tensor)
+
+
+def _install_cache(sch, st, op, cache_op, idx, scope, tensor):
+    """Make ``st`` a plain copy of ``cache_op`` read at ``idx`` and put the cache's stage before it."""
     from ..ir.expr import ProducerLoad
-    idx = tuple(iv.var for iv in op.axis)
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
                         [ProducerLoad(t, idx) for t in cache_op.outputs])
     sch._replace_op(st, copy_op)
+    st.relations = []
     st.all_iter_vars = list(op.axis)
     st.leaf_iter_vars = list(op.axis)
     new_stage = Stage(cache_op, sch)
@@ -109,7 +114,7 @@ def _cache_write_relayout(sch, st, op, scope, tensor):
     """
     from ..ir import op as _op
     from ..ir.arith import Analyzer
-    from ..ir.expr import ProducerLoad, Reduce, Var
+    from ..ir.expr import Reduce, Var
     from ..ir.functor import collect_vars
     from ..ir.tensor import IterVar, Range
     from .passes import pass_down_domain, pass_up_index
@@ -164,15 +169,4 @@ def _cache_write_relayout(sch, st, op, scope, tensor):
         elif isinstance(rel, Singleton):
             v[rel.iter] = _op.const(0)
     idx = tuple(ana.simplify(v[lv]) for lv in data_leaves)
-    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
-                        [ProducerLoad(t, idx) for t in cache_op.outputs])
-    sch._replace_op(st, copy_op)
-    st.relations = []
-    st.all_iter_vars = list(op.axis)
-    st.leaf_iter_vars = list(op.axis)
-    new_stage = Stage(cache_op, sch)
-    new_stage.scope = scope
-    sch.stages.insert(sch.stages.index(st), new_stage)
-    sch.stage_map[cache_op] = new_stage
-    outs = list(cache_op.outputs)
-    return outs if isinstance(tensor, (list, tuple)) else outs[0]
+    return _install_cache(sch, st, op, cache_op, idx, scope, tensor)
