@@ -133,3 +133,20 @@ def test_default_size_shows_a_tail_tile():
     assert suggested_size(s2) == 24
     tr = trace_accesses(s2, [A, C])
     assert tr.sizes == {"n": 24} and tr.shapes["C"] == (24,)
+
+
+def test_three_d_output_maps_and_pictures():
+    pytest.importorskip("matplotlib")
+    from tvmlab.widgets.analysis_views import cache_html, map_png, order_png, owner_png
+    A = te.placeholder((3, 5, 6), name="A")
+    C = te.compute((3, 5, 6), lambda b, i, j: A[b, i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    jo, ji = s[C].split(C.op.axis[2], factor=4)
+    s[C].vectorize(ji)
+    tr = trace_accesses(s, [A, C])
+    np.testing.assert_array_equal(tr.owner_map("parallel"), np.indices((3, 5, 6))[0])
+    np.testing.assert_array_equal(tr.owner_map("vectorized"), np.indices((3, 5, 6))[2] % 4)
+    for png in (owner_png(tr, "parallel"), order_png(tr), map_png(np.arange(7), "1-D")):
+        assert png[:4] == b"\x89PNG"
+    assert "lines / iteration" in cache_html(tr.cache_report())
