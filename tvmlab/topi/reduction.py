@@ -41,7 +41,7 @@ def _reduce(op, reducer, data, axis, keepdims, name):
         return reducer(data(*idx), axis=rvars)
     if not rvars:
         return te.compute(tuple(shape), lambda *i: data(*i), name=name, tag=tag.ELEMWISE)
-    return te.compute(tuple(shape), f, name=name, tag=tag.COMM_REDUCE)
+    return te.compute(tuple(shape), f, name=name, tag=tag.COMM_REDUCE, attrs={"axis": tuple(axes), "ndim": n})
 
 
 def sum(data, axis=None, keepdims=False):  # noqa: A001

@@ -51,6 +51,26 @@ def _vector_reduce(s, t, outer, target):
     s[t].vectorize(xi)
 
 
+def _lanes_of_partials(s, op, target):
+    """A reduction over one contiguous axis as a vector of partial results (``rfactor``), then one
+    horizontal step: LLVM does not reorder a float reduction by itself."""
+    if len(op.reduce_axis) != 1 or op.num_outputs != 1:
+        return
+    (k,) = op.reduce_axis
+    vec = 2 * lanes_of(op.output(0).dtype, target)
+    extent = const_or_none(k.dom.extent)
+    if extent is None or extent < 2 * vec:
+        return
+    ko, ki = s[op].split(k, factor=vec)
+    rf = s.rfactor(op.output(0), ki)
+    axes = s[op].op.axis
+    if axes:
+        s[rf].compute_at(s[op], axes[-1])
+    lanes = s[rf].op.axis[0]
+    s[rf].reorder(*[a for a in s[rf].leaf_iter_vars if a is not lanes], lanes)
+    s[rf].vectorize(lanes)
+
+
 def _schedule_group(outs, target, what, anchor_pred=None):
     check_target(what, target)
     outs = as_outputs(outs, what)
@@ -84,6 +104,8 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     elif axes:
         outer = axes[0]
         s[out].parallel(outer)
+    if out.op.reduce_axis and out.op.attrs.get("axis") == (out.op.attrs.get("ndim", 0) - 1,):
+        _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     else:
         outer = None
     at_outer = set()
@@ -96,8 +118,10 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         if ok:
             at_outer.add(op)
             s[op].compute_at(s[out], outer)
-            if len(t.shape) == len(out.shape) and len(out.shape) >= 2:
+            if len(t.shape) == len(out.shape) and len(out.shape) >= 2 and not op.reduce_axis:
                 _vector_last(s, t, target)
+            elif op.reduce_axis and const_or_none(out.shape[-1]) == const_or_none(op.reduce_axis[0].dom.extent):
+                _lanes_of_partials(s, op, target)      # a row reduction (softmax's max and sum)
         elif s[op].op.axis:
             s[op].parallel(s[op].op.axis[0])
     for op in pads:
