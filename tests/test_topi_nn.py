@@ -186,6 +186,15 @@ def test_reductions(axis, keepdims, check_build):
                     rtol=1e-5, atol=1e-5)
 
 
+def test_row_sums_long_rows(check_build):
+    n = te.var("n")
+    A = ph((n, 2, 203), "A")                      # rows long enough for partial sums in vector lanes
+    for keepdims in (False, True):
+        S = topi.sum(A, axis=-1, keepdims=keepdims)
+        check_build(x86.schedule_reduce([S]), [A, S], lambda a: a.sum(-1, keepdims=keepdims), env={"n": 3},
+                    rtol=1e-5, atol=1e-5)
+
+
 def test_argmax_symbolic_sum(check_build):
     n = te.var("n")
     A = ph((n, 13), "A")
@@ -442,7 +451,7 @@ def test_global_and_adaptive_pool(check_build):
                     rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("shape,axis", [((4, 37), -1), ((2, 5, 3, 4), 1), ((3, 70), 0)])
+@pytest.mark.parametrize("shape,axis", [((4, 37), -1), ((2, 5, 3, 4), 1), ((3, 70), 0), ((3, 150), -1)])
 def test_softmax(shape, axis, check_build):
     X = ph(shape, "X")
     sm, lsm = topi.nn.softmax(X, axis), topi.nn.log_softmax(X, axis)
