@@ -933,7 +933,8 @@ class Explorer(W.VBox):
             self.bench_table.value = _records_html(recs, how)
             self._plotted = sig
         if sel is not None and _TAB_TITLES[sel] == "Roofline" and not pending:
-            self._draw_panel("Roofline", force=True)
+            with self._lock:      # from the benchmark thread: never while an apply is lowering
+                self._draw_panel("Roofline", force=True)
 
 
 def _records_html(recs, how):
