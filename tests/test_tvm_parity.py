@@ -940,3 +940,38 @@ def test_lower_and_build_with_binds(rng):
         tvm.lower(s, [B], binds={A: Ab})
     with pytest.raises(LoweringError, match="does not match"):
         tvm.lower(s, [A, B], binds={A: tvm.tir.decl_buffer((n,), "float32")})
+
+
+def test_tuple_inputs_tutorial(rng):
+    """TVM's tuple_inputs tutorial: a two-output compute, an argmax reducer, compute_at of a tuple op."""
+    def fcombine(x, y):
+        lhs = tvm.tir.Select((x[1] >= y[1]), x[0], y[0])
+        rhs = tvm.tir.Select((x[1] >= y[1]), x[1], y[1])
+        return lhs, rhs
+
+    def fidentity(t0, t1):
+        return tvm.tir.const(-1, t0), tvm.te.min_value(t1)
+    argmax = te.comm_reducer(fcombine, fidentity, name="argmax")
+    m, n = te.var("m"), te.var("n")
+    idx = te.placeholder((m, n), name="idx", dtype="int32")
+    val = te.placeholder((m, n), name="val", dtype="int32")
+    k = te.reduce_axis((0, n), "k")
+    T0, T1 = te.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    s = te.create_schedule(T0.op)
+    f = tvm.build(s, [idx, val, T0, T1])
+    iv = np.tile(np.arange(9, dtype="int32"), (4, 1))
+    vv = rng.permutation(36).reshape(4, 9).astype("int32")
+    o0, o1 = (tvm.nd.array(np.full(4, -7, "int32")) for _ in range(2))
+    f(tvm.nd.array(iv), tvm.nd.array(vv), o0, o1)
+    np.testing.assert_array_equal(o0.numpy(), vv.argmax(1))
+    np.testing.assert_array_equal(o1.numpy(), vv.max(1))
+
+    A0 = te.placeholder((m, n), name="A0")
+    B0, B1 = te.compute((m, n), lambda i, j: (A0[i, j] + 2, A0[i, j] * 3), name="B")
+    A1 = te.placeholder((m, n), name="A1")
+    C = te.compute((m, n), lambda i, j: A1[i, j] + B0[i, j], name="C")
+    s = te.create_schedule(C.op)
+    s[B0].compute_at(s[C], C.op.axis[0])
+    f = tvm.build(s, [A0, A1, C])
+    a0, a1 = rng.standard_normal((2, 3, 8)).astype("float32")
+    np.testing.assert_allclose(run(f, [a0, a1], [(3, 8)])[0], a1 + a0 + 2, rtol=1e-6)
