@@ -408,3 +408,19 @@ def test_memory_plan_shares_storage_only_between_disjoint_lifetimes():
     y = m.get_output(0).numpy()
     assert np.isfinite(y).all()
     assert abs(float(y.sum()) - 1.0) < 1e-4
+
+
+def test_integer_and_half_dtypes(rng):
+    xv = rng.integers(-50, 50, (4, 5)).astype("int32")
+    iv = np.array([4, -1, 0], "int64")                     # int64 indices, negative from the end (as ONNX)
+    dv = rng.uniform(0, 1, (4, 5)).astype("float16")
+    x, i, d = relay.var("x", shape=(4, 5), dtype="int32"), relay.var("i", shape=(3,), dtype="int64"), \
+        relay.var("d", shape=(4, 5), dtype="float16")
+    out = relay.Tuple([x * relay.const(3) + x, relay.take(relay.cast(x, "float32"), i, axis=1),
+                       relay.sum(x, axis=1), d + d, relay.cast(d, "float32")])
+    got, _ = compile_run(relay.Function([x, i, d], out), {"x": xv, "i": iv, "d": dv})
+    np.testing.assert_array_equal(got[0], 4 * xv)
+    np.testing.assert_array_equal(got[1], xv[:, [4, 4, 0]].astype("float32"))
+    np.testing.assert_array_equal(got[2], xv.sum(1))
+    np.testing.assert_allclose(got[3].astype("float32"), (dv + dv).astype("float32"), rtol=1e-3)
+    assert got[4].dtype == np.float32 and got[3].dtype == np.float16
