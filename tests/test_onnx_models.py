@@ -177,3 +177,22 @@ def test_path_input_and_dtype_by_name(tmp_path):
     assert kinds == {"x": "float32", "i": "int64"}        # the int input keeps its declared dtype
     with pytest.raises(TVMLabError, match="'z'.*not a graph input"):
         relay.frontend.from_onnx(m, dtype={"z": "float32"})
+
+
+def test_graph_benchmark_checks_and_reports(capsys):
+    """The benchmark's plumbing (not its timings): builds checked against onnxruntime, a row per variant,
+    the pass-off ratio against the full pipeline, and a per-kernel profile."""
+    from tvmlab.bench import graph as gbench
+    rows = gbench.bench_model("residual", models.residual_block(size=8), (1, 16, 8, 8),
+                              variants=gbench.VARIANTS[:2], rounds=1, min_ms=1)
+    assert [r.variant for r in rows] == ["tvmlab", "no FuseOps"]
+    assert all(r.max_rel_err < 1e-3 and r.tvmlab_s > 0 and r.ort_s > 0 for r in rows)
+    assert rows[0].slowdown == 1.0 and rows[1].slowdown > 0
+    table = gbench.format_table(rows)
+    assert "no FuseOps" in table and "pass off" in table
+    gmod, _ = gbench.compile_onnx(models.residual_block(size=8), {"data": (1, 16, 8, 8)})
+    gmod.set_input("data", rand(1, 16, 8, 8))
+    gmod.run()
+    prof = gbench.profile(gmod, number=1, rounds=1)
+    assert len(prof) == len(gmod.module.calls) and all(ms > 0 for _, ms, _ in prof)
+    assert "kernel calls" in gbench.format_profile(prof)

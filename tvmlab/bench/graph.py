@@ -73,7 +73,7 @@ def _checked_build(name, variant, model, shape, disabled, x, want):
     return gmod, build_s, float(np.max(np.abs(got - want)) / scale)
 
 
-def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0):
+def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0, min_ms=200):
     """One Result per variant; raises AssertionError if an output disagrees with onnxruntime.
 
     The first variant is timed against onnxruntime; each other one against
@@ -92,12 +92,12 @@ def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0):
         if missing:
             variant += " (absent)"          # the pass is not in this build: the row measures noise
         gmod, build_s, err = _checked_build(name, variant, model, shape, disabled, x, want)
-        ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feed), rounds=rounds, min_ms=200)
+        ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feed), rounds=rounds, min_ms=min_ms)
         slowdown = 1.0
         if full is None:
             full = gmod
         else:
-            mine, base = side_by_side(gmod.run, full.run, rounds=rounds, min_ms=200)
+            mine, base = side_by_side(gmod.run, full.run, rounds=rounds, min_ms=min_ms)
             slowdown = mine / base
         results.append(Result(name, variant, ours, theirs, build_s, err, slowdown))
         print(f"  {name} {variant}: {theirs / ours:.2f}x onnxruntime"
