@@ -975,3 +975,13 @@ def test_tuple_inputs_tutorial(rng):
     f = tvm.build(s, [A0, A1, C])
     a0, a1 = rng.standard_normal((2, 3, 8)).astype("float32")
     np.testing.assert_allclose(run(f, [a0, a1], [(3, 8)])[0], a1 + a0 + 2, rtol=1e-6)
+
+
+def test_pass_context_config_keys_are_checked():
+    s, A, B, C = vadd(16)
+    with tvm.transform.PassContext(config={"tir.noalias": True, "tir.disable_assert": True}):
+        mod = tvm.lower(s, [A, B, C])
+    assert mod.astext() == str(mod) and mod["main"].astext() == str(mod["main"])
+    with pytest.raises(LoweringError, match="tir.disable_vectorise"):
+        with tvm.transform.PassContext(config={"tir.disable_vectorise": True}):
+            tvm.lower(s, [A, B, C])

@@ -153,6 +153,10 @@ class PrimFunc:
 
     __repr__ = __str__
 
+    def astext(self, show_meta_data=True):
+        """The text form (TVM's name)."""
+        return self.script()
+
     def _repr_html_(self):
         import html
         return f"<pre>{html.escape(self.script())}</pre>"
@@ -205,6 +209,10 @@ class IRModule:
 
     def show(self):
         print(self.script())
+
+    def astext(self, show_meta_data=True):
+        """The text form (TVM's name)."""
+        return self.script()
 
     def _repr_html_(self):
         import html

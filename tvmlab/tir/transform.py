@@ -30,6 +30,16 @@ _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_de
                 "auto_max_extent": "auto_max_extent", "explicit_unroll": "explicit"}
 
 
+# TVM's "tir.*" config keys: those above are honoured; these are accepted with no
+# effect (tvmlab has no such option, or always does what it asks); others are refused.
+ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.LoopPartition", "tir.debug_keep_trivial_loop",
+                 "tir.detect_global_barrier", "tir.instrument_bound_checkers", "tir.HoistIfThenElse",
+                 "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
+                 "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
+                 "tir.enable_equiv_terms_in_cse_tir", "tir.disable_storage_rewrite")
+HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass")
+
+
 def pipeline_config(ctx):
     """``lower.pipeline`` options from TVM's PassContext config keys.
 
@@ -40,6 +50,11 @@ def pipeline_config(ctx):
     function PrimFunc -> PrimFunc (or body Stmt -> Stmt)).
     """
     cfg = ctx.config
+    bad = sorted(k for k in cfg if isinstance(k, str) and k.startswith("tir.")
+                 and k not in HONOURED_KEYS + ACCEPTED_KEYS)
+    if bad:
+        raise LoweringError(f"unknown PassContext config {bad}; tir keys are "
+                            f"{sorted(HONOURED_KEYS + ACCEPTED_KEYS)}")
     out = {}
     if cfg.get("tir.disable_vectorize"):
         out["disable_vectorize"] = True
