@@ -36,7 +36,7 @@ def test_pow_and_variadic():
 
 
 UNARY = [("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("Exp", {}), ("Neg", {}), ("Abs", {}),
-         ("Floor", {}), ("Ceil", {}), ("Erf", {}), ("Softsign", {}), ("Softplus", {}),
+         ("Floor", {}), ("Ceil", {}), ("Round", {}), ("Erf", {}), ("Softsign", {}), ("Softplus", {}),
          ("Elu", {"alpha": 0.7}), ("Selu", {}), ("LeakyRelu", {"alpha": 0.2}),
          ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("Identity", {})]
 

@@ -36,7 +36,7 @@ def _fold_binary(node, values, opset):
 
 
 _UNARY = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
-          "Neg": "negative", "Abs": "abs", "Erf": "erf", "Floor": "floor", "Ceil": "ceil"}
+          "Neg": "negative", "Abs": "abs", "Erf": "erf", "Floor": "floor", "Ceil": "ceil", "Round": "round"}
 
 
 @converter(*_UNARY)
