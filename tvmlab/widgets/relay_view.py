@@ -3,12 +3,13 @@
 ``tvmlab.explore(mod, params=params)`` on a Relay IRModule opens it. The
 stages are the module as given, then after each pass relay.build runs
 (SimplifyInference, FoldConstant, AlterOpLayout, FoldConstant again,
-DeadCodeElimination, FuseOps), recorded while ``relay.optimize`` runs them. An operator is filled with the colour of its pattern
-kind (the seeds' four: injective, reduction, complex-out-fusable, opaque);
-after FuseOps each fused group is a box around its operators, in the colour
-of its kind. Choosing a group opens its TE schedule in the operator
-explorer. ``RelayView`` (no widgets needed) computes the stages and draws;
-``RelayExplorer`` is the ipywidgets face.
+DeadCodeElimination, FuseOps), recorded while ``relay.optimize`` runs them.
+An operator is filled with the colour of its pattern kind (the seeds' four:
+injective, reduction, complex-out-fusable, opaque) and outlined when it is
+new since the stage before; after FuseOps each fused group is a box around
+its operators, in the colour of its kind. Choosing a group opens its TE
+schedule in the operator explorer. ``RelayView`` (no widgets needed)
+computes the stages and draws; ``RelayExplorer`` is the ipywidgets face.
 """
 from __future__ import annotations
 
