@@ -116,7 +116,7 @@ PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
 
 # ------------------------------------------------------------------ GPU targets
 # AST2 -> AST3 for a GPU kernel: no loop partitioning (guards on thread
-# indices stay guards), virtual threads become unrolled loops, cross-thread
+# indices stay guards), virtual threads are interleaved in each thread, cross-thread
 # reductions become shared-memory trees, barriers guard shared memory.
 DEVICE_PASSES = [
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
