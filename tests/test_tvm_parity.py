@@ -985,3 +985,10 @@ def test_pass_context_config_keys_are_checked():
     with pytest.raises(LoweringError, match="tir.disable_vectorise"):
         with tvm.transform.PassContext(config={"tir.disable_vectorise": True}):
             tvm.lower(s, [A, B, C])
+
+
+def test_target_codegen_build_module(rng):
+    s, A, B, C = vadd(40)
+    f = tvm.target.codegen.build_module(tvm.lower(s, [A, B, C], name="add"), "llvm")
+    a, b = rng.standard_normal((2, 40)).astype("float32")
+    np.testing.assert_allclose(run(f["add"], [a, b], [(40,)])[0], a + b, rtol=1e-6)

@@ -143,3 +143,18 @@ class Target:
         if not allow_none:
             raise BuildError("no current target: use `with tvm.target.Target('llvm'):`")
         return None
+
+
+def build_module(mod, target):
+    """Build a lowered IRModule for ``target`` through ``codegen.build_<kind>`` (TVM's ``target.codegen.build_module``)."""
+    from ..runtime.registry import get_global_func
+    tgt = target if isinstance(target, Target) else Target(target)
+    return get_global_func(f"codegen.build_{tgt.kind}")(mod, tgt)
+
+
+class _CodegenNamespace:
+    """``tvm.target.codegen``: the module-level functions of TVM's ``python/tvm/target/codegen.py``."""
+    build_module = staticmethod(build_module)
+
+
+codegen = _CodegenNamespace()
