@@ -533,3 +533,15 @@ def test_intrinsic_object_and_a_packed_call_body():
     stmt = tvm.lower(s, [X, Y, Z])["main"].body
     assert isinstance(stmt.body, tvm.tir.Evaluate)
     assert [str(a) for a in stmt.body.value.args[:3]] == ['"vadd"', "X", "Z"]
+
+
+def test_tensorize_with_a_store_predicate_is_refused():
+    A, B, C, s, ji = _vadd_schedule(8)
+    s[C].set_store_predicate(C.op.axis[0] < 2)
+    with pytest.raises(ScheduleError, match="store predicate"):
+        s[C].tensorize(ji, intrin_vadd(8))
+    A, B, C, s, ji = _vadd_schedule(8)
+    s[C].tensorize(ji, intrin_vadd(8))
+    s[C].set_store_predicate(C.op.axis[0] < 2)
+    with pytest.raises(LoweringError, match="store predicate"):
+        tvm.lower(s, [A, B, C])

@@ -339,6 +339,8 @@ def make_nest(b, st):
     guards = b._guards(st, values)
     pos = {iv.var: k for k, iv in enumerate(leaves)}
     where = f"tensorize of {st.name} at {leaves[t].var.name}"
+    if st.store_predicate is not None:
+        raise LoweringError(f"{where}: the stage has a store predicate; the intrinsic writes whole tiles")
     for iv in inner:
         if b.attached.get(iv):
             raise LoweringError(f"{where}: stage {b.attached[iv][0].name} is computed inside the tile")
@@ -431,6 +433,9 @@ def apply(st, var, intrin):
         if not isinstance(intrin, TensorIntrin):
             raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: expected an intrinsic from "
                                 f"te.decl_tensor_intrin, got {intrin!r}")
+        if st.store_predicate is not None:
+            raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: the stage has a store predicate; "
+                                "the intrinsic writes whole tiles")
         if tensorized_leaf(st) is not None:
             raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: the stage is already tensorized at "
                                 f"{st.leaf_iter_vars[tensorized_leaf(st)].var.name}")
