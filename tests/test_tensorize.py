@@ -545,3 +545,25 @@ def test_tensorize_with_a_store_predicate_is_refused():
     s[C].set_store_predicate(C.op.axis[0] < 2)
     with pytest.raises(LoweringError, match="store predicate"):
         tvm.lower(s, [A, B, C])
+
+
+def test_marking_a_loop_inside_the_tile_after_tensorize_is_a_lowering_error():
+    A = te.placeholder((4, 32), name="A")
+    B = te.placeholder((4, 32), name="B")
+    C = te.compute((4, 32), lambda i, j: A[i, j] + B[i, j], name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].reorder(jo, C.op.axis[0], ji)
+    s[C].tensorize(C.op.axis[0], intrin_vadd_2d(4, 8))
+    s[C].unroll(ji)
+    with pytest.raises(LoweringError, match="inside the tile is unrolled"):
+        tvm.lower(s, [A, B, C])
+
+
+def intrin_vadd_2d(rows, n):
+    x = te.placeholder((rows, n), name="x")
+    y = te.placeholder((rows, n), name="y")
+    z = te.compute((rows, n), lambda i, j: x[i, j] + y[i, j], name="z")
+    return te.decl_tensor_intrin(
+        z.op, lambda ins, outs: tvm.tir.call_extern("int32", "nothing", outs[0].access_ptr("w")),
+        name="vadd2d", default_buffer_params={"offset_factor": 1, "strides": [te.var("zs"), 1]})

@@ -122,7 +122,10 @@ def _default_buffer(t, params):
     off = params.get("elem_offset")
     if off is None and factor:
         off = Var(f"{t.name}_elem_offset", "int32")
-    return Buffer(t.name, t.shape, t.dtype, strides=params.get("strides"),
+    # each buffer gets its own stride variables (one tensor's stride is not another's)
+    strides = [Var(f"{v.name}_{t.name}", v.dtype) if isinstance(v, Var) else v
+               for v in params.get("strides") or ()]
+    return Buffer(t.name, t.shape, t.dtype, strides=strides or None,
                   scope=params.get("scope", "global"), elem_offset=off, offset_factor=factor)
 
 
@@ -344,6 +347,9 @@ def make_nest(b, st):
     for iv in inner:
         if b.attached.get(iv):
             raise LoweringError(f"{where}: stage {b.attached[iv][0].name} is computed inside the tile")
+        if iv is not leaves[t] and st.attr(iv).kind != "serial":
+            raise LoweringError(f"{where}: axis {iv.var.name} inside the tile is {st.attr(iv).kind}; the "
+                                "intrinsic replaces those loops")
     try:
         m = match(st, intrin, b.bodies[st], values, b.dom_map, inner, b.ana)
     except _Mismatch as e:
