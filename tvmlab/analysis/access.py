@@ -288,7 +288,7 @@ def trace_accesses(sch, args, sizes=None, lowered=None, max_events=MAX_EVENTS, s
             for v, kind, _ in frames:
                 if v.name not in seen_loops:
                     seen_loops[v.name] = kind
-            fr = tuple(frames)
+            fr = frames                      # an immutable tuple, shared by the loop's accesses
             if np.ndim(idx):
                 ix = np.asarray(idx)[np.asarray(mask, dtype=bool)]
                 for lane, i in enumerate(ix):

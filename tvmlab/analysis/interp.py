@@ -57,7 +57,7 @@ class Interpreter:
 
     def __init__(self, tensors=None, buffers=None, env=None, on_store=None, on_load=None):
         self.on_store, self.on_load = on_store, on_load
-        self.frames = []             # [(var, kind, value)] of the enclosing loops (hooks only)
+        self.frames = ()             # ((var, kind, value), ...) of the enclosing loops (hooks only)
         self.tensors = {t: (a, (0,) * a.ndim) for t, a in (tensors or {}).items()}
         self.args = set(self.tensors)
         self.buffers = {v: a.reshape(-1) for v, a in (buffers or {}).items()}
@@ -80,26 +80,26 @@ class Interpreter:
     def s_For(self, s):
         lo, ext = self.eval(s.min), self.eval(s.extent)
         track = self.on_store is not None or self.on_load is not None
+        outer = self.frames
         for k in range(int(lo), int(lo) + int(ext)):
             self.env[s.loop_var] = k
             if track:
-                self.frames.append((s.loop_var, s.kind, k))
+                self.frames = outer + ((s.loop_var, s.kind, k),)
             self.run(s.body)
-            if track:
-                self.frames.pop()
+        self.frames = outer
         self.env.pop(s.loop_var, None)
 
     def s_AttrStmt(self, s):
         if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
             track = self.on_store is not None or self.on_load is not None
             tag = s.node.thread_tag or "thread"
+            outer = self.frames
             for k in range(int(self.eval(s.value))):
                 self.env[s.node.var] = k
                 if track:
-                    self.frames.append((s.node.var, tag, k))
+                    self.frames = outer + ((s.node.var, tag, k),)
                 self.run(s.body)
-                if track:
-                    self.frames.pop()
+            self.frames = outer
             return
         self.run(s.body)
 
@@ -309,6 +309,11 @@ class Interpreter:
         return np.asarray(m, dtype=bool) if lanes > 1 else bool(m)
 
     def _check(self, buf, idx, mask, name):
+        if isinstance(idx, (int, np.integer)):         # the common scalar case, without numpy
+            if mask is True or (mask is not False and bool(mask)):
+                if not 0 <= idx < buf.size:
+                    raise InterpError(f"access to {name} out of bounds: {idx} (size {buf.size})")
+            return
         ix = np.asarray(idx)[mask] if np.ndim(idx) else (np.asarray([idx]) if mask else [])
         if len(ix) and (np.min(ix) < 0 or np.max(ix) >= buf.size):
             raise InterpError(f"access to {name} out of bounds: {idx} (size {buf.size})")
