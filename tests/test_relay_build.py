@@ -281,8 +281,8 @@ def test_build_errors():
     with pytest.raises(tvm.TVMLabError, match=r"param 'w': expected float32\[3\], got float32\[4\]"):
         relay.build(tvm.IRModule.from_expr(relay.Function([x, f.params[1]], relay.add(x, f.params[1]))),
                     params={"w": np.ones(4, "float32")})
-    with pytest.raises(tvm.TVMLabError, match="compiles graphs for target 'llvm'"):
-        relay.build(tvm.IRModule.from_expr(relay.exp(x)), target="cuda")
+    with pytest.raises(tvm.TVMLabError, match="compiles graphs for targets 'llvm' .* and 'cuda'; got 'opengl'"):
+        relay.build(tvm.IRModule.from_expr(relay.exp(x)), target="opengl")
     with pytest.raises(tvm.TVMLabError, match="relay.build expects an IRModule"):
         relay.build(relay.exp(x))
     with pytest.raises(relay.TypeInferenceError, match="nn.dense"):
@@ -424,3 +424,34 @@ def test_integer_and_half_dtypes(rng):
     np.testing.assert_array_equal(got[2], xv.sum(1))
     np.testing.assert_allclose(got[3].astype("float32"), (dv + dv).astype("float32"), rtol=1e-3)
     assert got[4].dtype == np.float32 and got[3].dtype == np.float16
+
+
+def test_build_for_cuda(rng):
+    """Every group compiles to CUDA (one thread per output element); it runs where a GPU is."""
+    f, params = residual_block(rng, c=4)
+    y = relay.nn.softmax(relay.nn.batch_flatten(f.body))
+    f = relay.Function(f.params, y)
+    try:
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(f), target="cuda", params=params)
+    except tvm.TVMLabError as e:
+        if "NVRTC" in str(e) or "nvcc" in str(e):
+            pytest.skip(f"no CUDA compiler here: {e}")
+        raise
+    src = lib.get_lib().get_source()
+    assert src.count("__global__") >= len(lib.get_lib().function_names) >= 3
+    assert "nn.contrib_conv2d_NCHWc" not in str(lib.ir_mod)          # layouts are a CPU matter
+    with pytest.raises(tvm.TVMLabError, match="export_library: a model built for cuda cannot be written out"):
+        lib.export_library("unused.so")
+    with pytest.raises(tvm.TVMLabError, match=r"built for cuda: create it on tvm.cuda\(0\)"):
+        lib["default"](tvm.cpu(0))
+    if not tvm.cuda(0).exist:
+        with pytest.raises(tvm.TVMLabError):
+            lib["default"](tvm.cuda(0))
+        pytest.skip("no CUDA GPU here: the graph compiled; running it needs one")
+    m = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+    xv = rand(rng, 1, 4, 10, 10)
+    m.set_input("data", xv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref.softmax(residual_ref(xv, params).reshape(1, -1)),
+                               rtol=1e-4, atol=1e-6)

@@ -82,6 +82,38 @@ def load_factory(lib, path):
     return GraphExecutorFactoryModule(graph_json, lib, params)
 
 
+class GroupLibrary:
+    """The compiled groups of a graph built for a GPU target: one module per group, found by function name."""
+
+    def __init__(self, type_key, modules):
+        self.type_key = type_key
+        self.modules = dict(modules)
+        self.imported_modules = [m for mod in self.modules.values() for m in mod.imported_modules]
+
+    def get_function(self, name, query_imports=False):
+        mod = self.modules.get(name)
+        if mod is None:
+            raise RuntimeArgError(f"the library has no function {name!r}; functions: {', '.join(self.modules)}")
+        return mod.get_function(name)
+
+    __getitem__ = get_function
+
+    @property
+    def function_names(self):
+        return list(self.modules)
+
+    def get_source(self, fmt=""):
+        """Every group's device code (``fmt`` as for one module: "" / "cuda" for CUDA C, "ptx")."""
+        return "\n".join(m.get_source(fmt) for m in self.imported_modules)
+
+    def export_library(self, file_name):
+        raise RuntimeArgError(f"export_library: a model built for {self.type_key} cannot be written out "
+                              "(only target 'llvm' builds can); run it in this process")
+
+    def __repr__(self):
+        return f"GroupLibrary({self.type_key}, functions=[{', '.join(self.modules)}])"
+
+
 def _aligned(nbytes):
     raw = np.empty(nbytes + 64, dtype=np.uint8)
     off = (-raw.ctypes.data) % 64
@@ -93,8 +125,11 @@ class GraphExecutor:
 
     def __init__(self, graph_json, lib, dev=None, params=None):
         dev = dev if dev is not None else Device("cpu", 0)
-        if not isinstance(dev, Device) or dev.device_type != "cpu":
-            raise RuntimeArgError(f"the graph executor runs on the CPU (tvm.cpu(0)), got {dev!r}")
+        kind = getattr(lib, "type_key", "llvm")
+        want = "cpu" if kind in ("llvm", None) else kind
+        if not isinstance(dev, Device) or dev.device_type != want:
+            raise RuntimeArgError(f"this model was built for {'the CPU' if want == 'cpu' else want}: create it on "
+                                  f"tvm.{want}(0), got {dev!r}")
         self.device = dev
         g = json.loads(graph_json) if isinstance(graph_json, str) else graph_json
         self.graph = g
@@ -107,12 +142,16 @@ class GraphExecutor:
         for e, sid in enumerate(sids):
             n = int(np.prod(shapes[e], dtype=np.int64)) * np.dtype(dtypes[e]).itemsize
             sizes[sid] = max(sizes.get(sid, 0), n, 1)
-        self.storage = {sid: _aligned(n) for sid, n in sizes.items()}
         self.entries = []
-        for e, sid in enumerate(sids):
-            count = int(np.prod(shapes[e], dtype=np.int64))
-            arr = self.storage[sid][:count * np.dtype(dtypes[e]).itemsize].view(dtypes[e]).reshape(shapes[e])
-            self.entries.append(nd.NDArray(arr, dev))
+        if dev.device_type == "cpu":        # entries are views of the planned blocks
+            self.storage = {sid: _aligned(n) for sid, n in sizes.items()}
+            for e, sid in enumerate(sids):
+                count = int(np.prod(shapes[e], dtype=np.int64))
+                arr = self.storage[sid][:count * np.dtype(dtypes[e]).itemsize].view(dtypes[e]).reshape(shapes[e])
+                self.entries.append(nd.NDArray(arr, dev))
+        else:                               # device memory: one array per entry
+            self.storage = {}
+            self.entries = [nd.empty(tuple(shapes[e]), dtypes[e], dev) for e in range(len(sids))]
         self.input_index = {self.nodes[i]["name"]: i for i in g["arg_nodes"]}
         self.input_names = [self.nodes[i]["name"] for i in g["arg_nodes"]]
         self.heads = [self._eid(n, k) for n, k, *_ in g["heads"]]
@@ -151,7 +190,10 @@ class GraphExecutor:
                 raise RuntimeArgError(f"input {name!r}: expected dtype {dst.dtype}, got {src.dtype}")
             if tuple(src.shape) != tuple(dst.shape):
                 raise RuntimeArgError(f"input {name!r}: expected shape {tuple(dst.shape)}, got {tuple(src.shape)}")
-            np.copyto(dst._arr, src)
+            if self.device.device_type == "cpu":
+                np.copyto(dst._arr, src)
+            else:
+                dst.copyfrom(np.ascontiguousarray(src))
         for k, v in params.items():
             self.set_input(k, v)
 

@@ -61,9 +61,11 @@ def optimize(mod, target="llvm", params=None):
     from . import transform as T
     func = bind_params_by_name(_main(mod), params)
     ctx = PassContext.current()
-    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.AlterOpLayout(target),
-                      T.FoldConstant(), T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0,
-                     name="relay.optimize")
+    from ..codegen.registry import Target
+    tgt = target if isinstance(target, Target) else Target(str(target))
+    layout = [T.AlterOpLayout(target), T.FoldConstant()] if tgt.kind == "llvm" else []   # NCHW[x]c is for CPUs
+    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), *layout,
+                      T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0, name="relay.optimize")
     out = seq(IRModule({"main": func}))
     if not _is_fused(out["main"]):       # FuseOps disabled: every operator on its own
         from .transform.fuse_ops import fuse_function
@@ -120,11 +122,16 @@ def group_tensors(fn):
 
 
 def lower_group(fn, name, target):
-    """AST3 of one fused group: its anchor's schedule, with simpler schedules if that one cannot lower."""
-    from ..driver import lower
+    """One fused group compiled for ``target``: for the CPU its AST3 (PrimFunc; all groups are built together),
+    for CUDA a built module.  The anchor's schedule is tried first, then simpler ones."""
+    from ..driver import build, lower
     from .schedules import schedule_default, schedule_group
     inputs, outs, anchor = group_tensors(fn)
-    attempts = [lambda: schedule_group(outs, anchor, target), lambda: schedule_default(outs, target, False)]
+    if target.kind == "cuda":
+        from ..topi.cuda import schedule_simple
+        attempts = [lambda: schedule_simple(outs, target, name)]
+    else:
+        attempts = [lambda: schedule_group(outs, anchor, target), lambda: schedule_default(outs, target, False)]
     call = getattr(fn, "anchor_call", None)
     custom = call.op.schedules.get(target.kind) if call is not None else None
     if custom is not None:      # relay.op.register_schedule(name, fn(attrs, outs, target))
@@ -133,11 +140,13 @@ def lower_group(fn, name, target):
     for attempt in attempts:
         try:
             s = attempt()
+            if target.kind != "llvm":
+                return build(s, inputs + outs, target=target, name=name)
             return lower(s, inputs + outs, name=name)[name]
         except TVMLabError as e:
             err = e
             inputs, outs, anchor = group_tensors(fn)
-    raise RelayError(f"cannot lower fused group {name}: {err}") from err
+    raise RelayError(f"cannot compile fused group {name} for {target}: {err}") from err
 
 
 # ------------------------------------------------------------------ graph codegen
@@ -235,13 +244,18 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
         if len(target) != 1:
             raise RelayError(f"relay.build compiles for one target, got {list(target)}")
         target = next(iter(target.values()))
+    from ..contrib.graph_executor import GroupLibrary
     tgt = target if isinstance(target, Target) else Target(str(target))
-    if tgt.kind != "llvm":
-        raise RelayError(f"relay.build compiles graphs for target 'llvm' (the CPU); got {str(tgt)!r}")
+    if tgt.kind not in ("llvm", "cuda"):
+        raise RelayError(f"relay.build compiles graphs for targets 'llvm' (the CPU) and 'cuda'; got {str(tgt)!r}")
     opt_mod, _ = optimize(ir_mod, tgt, params)
     cg = GraphCodegen(tgt)
     graph_json = cg.run(opt_mod["main"])
-    lib = tir_build(IRModule(cg.funcs), target=tgt) if cg.funcs else None
+    if tgt.kind == "llvm":
+        lib = tir_build(IRModule(cg.funcs), target=tgt) if cg.funcs else None
+    else:       # one module per group (a CUDA module holds one host function)
+        lib = GroupLibrary(tgt.kind, cg.funcs)
+        cg.funcs = {}
     factory = GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name=mod_name)
     factory.ir_mod = opt_mod
     factory.lowered = IRModule(dict(cg.funcs))
