@@ -5,9 +5,12 @@
     tedd.viz_schedule_tree(s, show_svg=True)
     tedd.viz_itervar_relationship_graph(s, output_dot_string=True)
 
-Each function returns the ``graphviz.Digraph`` (or its DOT text with
-``output_dot_string=True``), writes the DOT text to ``dot_file_path`` when one
-is given, and shows the SVG in the notebook with ``show_svg=True``.  Loops are
+As in TVM, each ``viz_*`` function writes the DOT text to ``dot_file_path``
+when one is given, shows the SVG in the notebook with ``show_svg=True``, and
+returns the DOT text with ``output_dot_string=True`` (else None, so a
+notebook cell does not draw it twice); ``dataflow_graph(s)``,
+``schedule_tree(s)`` and ``itervar_relationship_graph(s)`` return the
+``graphviz.Digraph`` itself.  Loops are
 filled with the explorer's loop-kind colours, so the pictures read the same
 as the explorer's graphs.
 """
@@ -93,7 +96,7 @@ def _finish(g, show_svg, dot_file_path, output_dot_string):
         except ImportError:
             raise TEDDError("show_svg needs IPython (run it in a notebook)") from None
         display(SVG(svg))
-    return g.source if output_dot_string else g
+    return g.source if output_dot_string else None
 
 
 # ---------------------------------------------------------------- dataflow graph
