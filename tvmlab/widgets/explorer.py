@@ -460,7 +460,6 @@ class Explorer(W.VBox):
         self._text_of = {}
         self._graph_of.clear()
         self._panel_of.clear()
-        self._refresh_explain_choices()
         sel = self._tabs.selected_index
         if sel is not None and sel < len(LEVELS):
             self._draw_text(LEVELS[sel])
@@ -738,6 +737,8 @@ class Explorer(W.VBox):
             return
         try:
             if title == "Explain":
+                if not force:
+                    self._refresh_explain_choices()      # the stages of the state now shown
                 self.explain(self.explain_stage.value or None, self.explain_axis.value or None)
             elif title == "Iteration space":
                 self.iteration_space(None, self.iter_kind.value or None, self.iter_loop.value or None)
