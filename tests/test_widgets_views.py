@@ -145,6 +145,7 @@ def test_new_in_this_step_marks_only_changed_statements_and_layouts_are_cached()
     outlined = [line for line in src.splitlines() if "penwidth" in line]
     # only the loop whose kind changed; the guard and the store inside it are unchanged
     assert len(outlined) == 1 and "i.inner" in outlined[0] and "vectorized" in outlined[0]
+    assert ex.wait_graphs()
     st = ex.session.current
     first = ex.session.svg("AST2")
     if first[0] is not None:

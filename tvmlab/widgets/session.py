@@ -188,8 +188,8 @@ class State:
         got = self._svgs.get(key)
         if got is None:
             got = to_svg(g)
-            if got[0] is not None:
-                self._svgs[key] = got
+            if got[0] is not None:     # two threads may lay it out at once: the first one stays
+                got = self._svgs.setdefault(key, got)
         return got
 
     def cached_svg(self, level, previous=None):
