@@ -28,7 +28,7 @@ def test_from_expr_main_and_free_vars():
     assert isinstance(mod["main"], relay.Function)
     assert [p.name_hint for p in mod["main"].params] == ["x", "y"]
     mod["other"] = relay.Function([x], relay.exp(x))
-    assert "other" in mod
+    assert "other" in mod and "def @other(%x" in str(mod)
     assert infer(z) == relay.TensorType((2, 3), "float32")
 
 

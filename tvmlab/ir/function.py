@@ -200,7 +200,8 @@ class IRModule:
         return list(self.functions)
 
     def script(self):
-        return "\n\n".join(f.script() for f in self.functions.values())
+        return "\n\n".join(f.script() if isinstance(f, PrimFunc) else f.script(name)
+                             for name, f in self.functions.items())
 
     def __str__(self):
         return self.script()

@@ -13,22 +13,21 @@ from . import analysis, op, transform  # noqa: F401
 from . import frontend  # noqa: F401  (from_onnx, from_pytorch)
 from .build_module import build, optimize  # noqa: F401
 from .base import RelayError, TypeInferenceError  # noqa: F401
-from .expr import (Attrs, Call, Constant, Function, Let, Tuple, TupleGetItem, TupleWrapper, Var,  # noqa: F401
-                   bind, const, var)
+from .expr import (Attrs, Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, TupleWrapper,  # noqa: F401
+                   Var, bind, const, var)
 from .op import nn  # noqa: F401
 from .layout import layout_transform  # noqa: F401
 from .op.tensor import *  # noqa: F401,F403
 from .ty import FuncType, TensorType, TupleType  # noqa: F401
 from .visit import free_vars as _free_vars
 
-Expr = RelayExpr = __import__("tvmlab.relay.expr", fromlist=["RelayExpr"]).RelayExpr
+Expr = RelayExpr
 
 
 def _from_expr(cls, expr, functions=None):
-    from .expr import RelayExpr as _E
     if isinstance(expr, TupleWrapper):
         expr = expr.astuple()
-    if not isinstance(expr, _E):
+    if not isinstance(expr, RelayExpr):
         raise RelayError(f"IRModule.from_expr needs a relay expression or function, got {type(expr).__name__}")
     if not isinstance(expr, Function):
         expr = Function(_free_vars(expr), expr)

@@ -279,9 +279,10 @@ class Function(RelayExpr):
     def with_attr(self, key, value):
         return Function(self.params, self.body, self.ret_type, self.type_params, {**self.attrs, key: value})
 
-    def script(self):
+    def script(self, name="main"):
+        """The text of this function as ``def @name(...)`` (how a module prints it)."""
         from .printer import astext
-        return astext(self, name="main")
+        return astext(self, name=name)
 
 
 class Let(RelayExpr):
