@@ -263,6 +263,9 @@ def test_graph_executor_api_and_errors(rng):
         m.set_input("data", xv[0])
     with pytest.raises(tvm.TVMLabError, match="no input 'image'; inputs: data"):
         m.set_input("image", xv)
+    m.set_input(**params)           # TVM's idiom: weights already bound at build time are skipped
+    with pytest.raises(tvm.TVMLabError, match="input 'data': expected dtype float32, got int64"):
+        m.set_input(data=np.zeros((1, 4, 10, 10), "int64"), **params)
     with pytest.raises(tvm.TVMLabError, match="input index 9 is out of range"):
         m.set_input(9, xv)
     with pytest.raises(tvm.TVMLabError, match="output index 1 is out of range"):

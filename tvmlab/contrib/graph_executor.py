@@ -194,8 +194,9 @@ class GraphExecutor:
                 np.copyto(dst._arr, src)
             else:
                 dst.copyfrom(np.ascontiguousarray(src))
-        for k, v in params.items():
-            self.set_input(k, v)
+        for k, v in params.items():     # as TVM: names the graph does not take (params bound at build) are skipped
+            if k in self.input_index:
+                self.set_input(k, v)
 
     def run(self):
         for call in self.calls:
@@ -230,7 +231,8 @@ class GraphModule:
         self.module = module
 
     def set_input(self, key=None, value=None, **params):
-        """Copy ``value`` into input ``key`` (name or index), and each ``name=value`` of ``params``."""
+        """Copy ``value`` into input ``key`` (name or index; an unknown one is an error), and each ``name=value``
+        of ``params`` the graph takes (others, such as weights bound as constants by relay.build, are skipped)."""
         self.module.set_input(key, value, **params)
 
     def run(self, **inputs):
