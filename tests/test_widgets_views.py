@@ -169,3 +169,25 @@ def test_benchmark_runs_in_a_worker_process_and_newer_steps_cancel_older():
     assert ex._bench.cancelled >= 2
     assert ex.last_timings["code"] < 50                  # no build on the apply path
     ex._bench.close()
+
+
+def test_idle_benchmark_worker_exits_and_restarts(monkeypatch):
+    import time
+
+    from tvmlab.widgets import bench_worker
+    monkeypatch.setattr(bench_worker, "IDLE_EXIT_S", 0.3)
+    monkeypatch.setenv("TVMLAB_PEAK_GFLOPS", "100")
+    monkeypatch.setenv("TVMLAB_BANDWIDTH_GBS", "10")
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] * 3.0, name="C")
+    ex = tvmlab.explore(te.create_schedule(C.op), [A, C], targets=["llvm"])
+    ex.wait()
+    b = ex._bench
+    deadline = time.monotonic() + 30
+    while (b.peak is None or b._proc is not None) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert b.peak[0] == 100.0 and b.bandwidth == (10.0, "TVMLAB_BANDWIDTH_GBS")
+    assert b._proc is None                                  # the idle worker exited
+    ex.apply("split", stage="C", axis="i", factor=8)
+    assert [r["step"] for r in ex.benchmarks][-1] == 1      # a new worker measured the step
+    b.close()

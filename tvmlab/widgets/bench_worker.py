@@ -25,7 +25,7 @@ import time
 
 from .bench import _LIVE
 
-CANCELLED = "cancelled: a newer step arrived"
+IDLE_EXIT_S = 120        # a worker with nothing to do for this long exits; the next step restarts it
 
 
 class ProcessBenchmarker:
@@ -108,6 +108,14 @@ class ProcessBenchmarker:
             t.join(timeout)
 
     # ------------------------------------------------------------ worker handling
+    def _stop_worker(self):
+        p, self._proc = self._proc, None
+        try:
+            p.stdin.close()                        # EOF: the worker returns from main()
+            p.wait(5)
+        except Exception:
+            p.kill()
+
     def _kill(self):
         p = self._proc
         self._proc = None
@@ -146,12 +154,16 @@ class ProcessBenchmarker:
             return None
 
     def _feed(self):
+        idle_since = time.monotonic()
         while True:
             with self._cv:
                 while not self._queue and not self._closing:
                     if self.peak is None:
                         break
                     self._cv.wait(0.5)
+                    if self._proc is not None and time.monotonic() - idle_since > IDLE_EXIT_S:
+                        self._stop_worker()        # an idle worker gives its memory back
+                idle_since = time.monotonic()
                 if self._closing:
                     return
                 job = self._queue.pop(0) if self._queue else None
