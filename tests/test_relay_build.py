@@ -458,3 +458,22 @@ def test_build_for_cuda(rng):
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), ref.softmax(residual_ref(xv, params).reshape(1, -1)),
                                rtol=1e-4, atol=1e-6)
+
+
+def test_create_executor_and_the_older_build_spelling(rng):
+    xv, yv = rand(rng, 2, 3), rand(rng, 3)
+    x, y = relay.var("x", shape=(2, 3)), relay.var("y", shape=(3,))
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.exp(x) * y))
+    out = relay.create_executor("graph", mod, tvm.cpu(0), "llvm").evaluate()(xv, tvm.nd.array(yv))
+    np.testing.assert_allclose(out.numpy(), np.exp(xv) * yv, rtol=1e-6)
+    f = relay.create_executor(mod=mod, params={"y": yv}).evaluate()
+    np.testing.assert_allclose(f(x=xv).numpy(), np.exp(xv) * yv, rtol=1e-6)
+    with pytest.raises(tvm.TVMLabError, match="takes 1 inputs"):
+        f(xv, yv)
+    with tvm.transform.PassContext(opt_level=3):
+        graph, lib, params = relay.build(mod, target="llvm", params={"y": yv})
+    m = graph_executor.create(graph, lib, tvm.cpu(0))
+    m.set_input("x", xv)
+    m.set_input(**params)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(xv) * yv, rtol=1e-6)

@@ -40,6 +40,10 @@ class GraphExecutorFactoryModule:
     def get_graph_json(self):
         return self.graph_json
 
+    def __iter__(self):
+        """``graph_json, lib, params = relay.build(...)``: the older TVM spelling, still accepted."""
+        return iter((self.graph_json, self.lib, self.get_params()))
+
     def get_params(self):
         return {k: nd.array(v) for k, v in self.params.items()}
 

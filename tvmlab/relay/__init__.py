@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import function as _function
 from . import analysis, op, transform  # noqa: F401
 from . import frontend  # noqa: F401  (from_onnx, from_pytorch)
-from .build_module import build, optimize  # noqa: F401
+from .build_module import build, create_executor, optimize  # noqa: F401
 from .base import RelayError, TypeInferenceError  # noqa: F401
 from .expr import (Attrs, Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, TupleWrapper,  # noqa: F401
                    Var, bind, const, var)

@@ -261,3 +261,42 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
     factory.lowered = IRModule(dict(cg.funcs))
     factory.memory_plan = cg.plan_stats
     return factory
+
+
+class GraphExecutor:
+    """What ``relay.create_executor("graph", mod, dev, target)`` returns: ``evaluate()`` gives a function that
+    builds ``mod`` once and runs it on positional (or named) inputs."""
+
+    def __init__(self, mod, device, target, params=None):
+        self.mod, self.device, self.target, self.params = mod, device, target, params
+
+    def evaluate(self, expr=None, binds=None):
+        from ..contrib.graph_executor import GraphModule
+        from ..runtime import ndarray as nd
+        mod = self.mod if expr is None else IRModule.from_expr(expr)
+        if mod is None:
+            raise RelayError("create_executor(...).evaluate() needs a module or an expression")
+        lib = build(mod, self.target, params=self.params)
+        m = GraphModule(lib["default"](self.device))
+        names = [p.name_hint for p in _main(mod).params if not self.params or p.name_hint not in self.params]
+
+        def run(*args, **kwargs):
+            if len(args) > len(names):
+                raise RelayError(f"the function takes {len(names)} inputs ({', '.join(names)}), got {len(args)}")
+            for name, value in zip(names, args):
+                m.set_input(name, value.numpy() if isinstance(value, nd.NDArray) else value)
+            for name, value in kwargs.items():
+                m.set_input(name, value.numpy() if isinstance(value, nd.NDArray) else value)
+            m.run()
+            outs = [m.get_output(i) for i in range(m.get_num_outputs())]
+            return outs[0] if len(outs) == 1 else outs
+        return run
+
+
+def create_executor(kind="graph", mod=None, device=None, target="llvm", params=None):
+    """``relay.create_executor("graph", mod, tvm.cpu(0), "llvm").evaluate()(x, y)`` -> the output(s).
+    "debug" and "vm" use the graph executor too (the answers are the same; there is no VM)."""
+    from ..runtime import cpu
+    if kind not in ("graph", "debug", "vm"):
+        raise RelayError(f"create_executor: kind must be 'graph', 'debug' or 'vm', got {kind!r}")
+    return GraphExecutor(mod, device if device is not None else cpu(0), target, params)
