@@ -228,3 +228,42 @@ def test_disabled_passes_are_skipped():
 def test_passes_refuse_non_modules(bad):
     with pytest.raises(tvm.TVMLabError, match="expects an IRModule"):
         bad()
+
+
+def test_user_passes_with_expr_mutator_and_function_pass(rng):
+    from tvmlab.relay.testing import run_infer_type
+
+    class ReluToClip(relay.ExprMutator):
+        def visit_call(self, call):
+            new = super().visit_call(call)
+            if getattr(new.op, "name", "") == "nn.relu":
+                return relay.clip(new.args[0], 0.0, 6.0)
+            return new
+
+    @relay.transform.function_pass(opt_level=1)
+    def relu6(func, mod, ctx):
+        return ReluToClip().visit(func)
+
+    x, w, b, y = conv_net()
+    z = relay.nn.relu(relay.add(y, y))
+    mod = run(z, relu6)
+    assert count_calls(mod["main"].body, "nn.relu") == 0 and count_calls(mod["main"].body, "clip") == 2
+
+    class Count(relay.ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def visit_call(self, call):
+            self.ops.append(call.op.name)
+            super().visit_call(call)
+    c = Count()
+    c.visit(z)
+    assert c.ops == ["nn.conv2d", "nn.bias_add", "nn.relu", "add", "nn.relu"]
+    deep = x
+    for _ in range(3000):               # deeper than Python's recursion limit
+        deep = relay.negative(deep)
+    assert ReluToClip().visit(deep) is deep
+    assert run_infer_type(relay.exp(x)).checked_type.shape == (1, 3, 8, 8)
+    with pytest.raises(tvm.TVMLabError, match="function pass bad returned int"):
+        run(z, relay.transform.function_pass(lambda f, m, c: 3, name="bad"))

@@ -16,6 +16,7 @@ from .base import RelayError, TypeInferenceError  # noqa: F401
 from .expr import (Attrs, Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, TupleWrapper,  # noqa: F401
                    Var, bind, const, var)
 from .op import nn  # noqa: F401
+from .expr_functor import ExprMutator, ExprVisitor  # noqa: F401
 from .layout import layout_transform  # noqa: F401
 from .op.tensor import *  # noqa: F401,F403
 from .ty import FuncType, TensorType, TupleType  # noqa: F401

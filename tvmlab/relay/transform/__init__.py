@@ -73,3 +73,37 @@ def AlterOpLayout(target="llvm"):
     from .alter_op_layout import alter
     return module_pass(lambda mod, ctx: _map_functions(mod, lambda f: alter(f, target)), opt_level=3,
                        name="AlterOpLayout")
+
+
+def function_pass(pass_func=None, opt_level=0, name=None, required=None):
+    """A pass from ``fn(func, mod, ctx) -> func`` (or a class with ``transform_function``) applied to every
+    relay function of a module: ``@relay.transform.function_pass(opt_level=1)``."""
+    import functools
+    import inspect
+
+    from ...errors import TVMLabError
+
+    def create(fn):
+        pname = name or getattr(fn, "__name__", "function_pass")
+        if inspect.isclass(fn):
+            @functools.wraps(fn, updated=())
+            def make(*args, **kwargs):
+                inst = fn(*args, **kwargs)
+                return _make(inst.transform_function, pname)
+            return make
+        if not callable(fn):
+            raise TVMLabError(f"function_pass needs a function or a class, got {fn!r}")
+        return _make(fn, pname)
+
+    def _make(f, pname):
+        def run(mod, ctx):
+            def one(func):
+                out = f(func, mod, ctx)
+                if not isinstance(out, Function):
+                    raise TVMLabError(f"function pass {pname} returned {type(out).__name__}, expected a "
+                                      "relay.Function")
+                return out
+            return _map_functions(mod, one)
+        return module_pass(run, opt_level=opt_level, name=pname, required=required)
+
+    return create(pass_func) if pass_func is not None else create
