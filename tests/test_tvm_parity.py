@@ -992,3 +992,22 @@ def test_target_codegen_build_module(rng):
     f = tvm.target.codegen.build_module(tvm.lower(s, [A, B, C], name="add"), "llvm")
     a, b = rng.standard_normal((2, 40)).astype("float32")
     np.testing.assert_allclose(run(f["add"], [a, b], [(40,)])[0], a + b, rtol=1e-6)
+
+
+def test_loop_partition_config_as_tvm_defaults():
+    """TVM's test_split_uneven_unique_likely: without partitioning the guard stays in the loop."""
+    a = te.placeholder((16, 16))
+    b = te.placeholder((16, 16))
+    c = te.compute((16, 16), lambda x, y: a[x, y] + b[x, y])
+    sch = te.create_schedule(c.op)
+    sch[c].split(c.op.axis[0], 5)
+    with tvm.transform.PassContext(config={"tir.LoopPartition": {"partition_const_loop": False}}):
+        stmt = tvm.lower(sch, [a, b, c])["main"].body
+        mod = T.LoopPartition()(tvm.driver.build_module.schedule_to_module(sch, [a, b, c]))
+    assert isinstance(stmt.body.body, tvm.tir.IfThenElse)
+    assert "loop_partition" not in tvm.lower(sch, [a, b, c], simple_mode=True).history
+    assert isinstance(tvm.lower(sch, [a, b, c])["main"].body, tvm.tir.SeqStmt)   # partitioned
+    assert "tir.LoopPartition" in mod.history
+    with pytest.raises(LoweringError, match="partition_const_loop"):
+        with tvm.transform.PassContext(config={"tir.LoopPartition": True}):
+            tvm.lower(sch, [a, b, c])

@@ -97,8 +97,9 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
         return current
 
     current = user(0, current)
+    skip = set(ctx.config.get("skip", ()))
     for name, fn in PIPELINE:
-        if simple_mode and name in SIMPLE_MODE_SKIPS:
+        if (simple_mode and name in SIMPLE_MODE_SKIPS) or name in skip:
             continue
         current = current.with_body(fn(current.body, ctx))
         if keep_history:

@@ -32,18 +32,19 @@ _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_de
 
 # TVM's "tir.*" config keys: those above are honoured; these are accepted with no
 # effect (tvmlab has no such option, or always does what it asks); others are refused.
-ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.LoopPartition", "tir.debug_keep_trivial_loop",
+ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.debug_keep_trivial_loop",
                  "tir.detect_global_barrier", "tir.instrument_bound_checkers", "tir.HoistIfThenElse",
                  "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
                  "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
                  "tir.enable_equiv_terms_in_cse_tir", "tir.disable_storage_rewrite")
-HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass")
+HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition")
 
 
 def pipeline_config(ctx):
     """``lower.pipeline`` options from TVM's PassContext config keys.
 
     ``tir.disable_vectorize`` (vectorized loops stay serial loops),
+    ``tir.LoopPartition`` ({"partition_const_loop": False} skips partitioning),
     ``tir.UnrollLoop`` ({"auto_max_step", "auto_max_depth",
     "auto_max_extent", "explicit_unroll"}) and ``tir.add_lower_pass``
     ([(phase 0..3, pass)], a pass being a ``tir.transform`` pass or a
@@ -58,6 +59,12 @@ def pipeline_config(ctx):
     out = {}
     if cfg.get("tir.disable_vectorize"):
         out["disable_vectorize"] = True
+    part = cfg.get("tir.LoopPartition")
+    if part is not None:
+        if not isinstance(part, dict) or set(part) - {"partition_const_loop", "no_unroll_loop_with_extent_one"}:
+            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool}}, got {part!r}")
+        if part.get("partition_const_loop") is False:
+            out["skip"] = ("loop_partition",)     # TVM's default; tvmlab partitions unless told not to
     unroll = cfg.get("tir.UnrollLoop")
     if unroll:
         if not isinstance(unroll, dict):
@@ -154,6 +161,8 @@ def _step(name, pname, func, ctx, **config):
     fn = dict(_pl.PIPELINE + _pl.DEVICE_PASSES)[name]
     binds = func.attrs.get(BINDS_ATTR) or {b.data: b for b in func.buffer_map.values()}
     pctx = _pl.PassContext(dict(binds), False, pipeline_config(ctx) | config)
+    if name in pctx.config.get("skip", ()):
+        return func
     return func.with_body(fn(func.body, pctx))
 
 
