@@ -1011,3 +1011,16 @@ def test_loop_partition_config_as_tvm_defaults():
     with pytest.raises(LoweringError, match="partition_const_loop"):
         with tvm.transform.PassContext(config={"tir.LoopPartition": True}):
             tvm.lower(sch, [a, b, c])
+
+
+def test_testing_helpers():
+    targets = dict(tvm.testing.enabled_targets())
+    assert targets["llvm"] == tvm.cpu(0)
+    assert ("cuda" in targets) == tvm.cuda(0).exist
+
+    @tvm.testing.requires_cuda
+    def needs_gpu():
+        pass
+    (mark,) = needs_gpu.pytestmark
+    assert mark.name == "skipif" and mark.args == (not tvm.cuda(0).exist,)
+    assert tvm.testing.requires_llvm(needs_gpu) is needs_gpu

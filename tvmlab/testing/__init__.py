@@ -52,6 +52,32 @@ def uses_gpu(fn):
     return fn
 
 
+def enabled_targets():
+    """[(target, device)] for every registered target that can run here (TVM's helper)."""
+    from ..codegen.registry import list_targets
+    from ..runtime.device import device
+    return [(t, device(t, 0)) for t in list_targets() if device_enabled(t)]
+
+
+def _requires(target, what):
+    def mark(fn):
+        import pytest
+        return pytest.mark.skipif(not device_enabled(target),
+                                  reason=f"needs {what}: tvmlab.device({target!r}, 0).exist is False "
+                                         "on this machine")(fn)
+    return mark
+
+
+requires_cuda = _requires("cuda", "a CUDA GPU")
+requires_gpu = requires_cuda
+requires_opengl = _requires("opengl", "an OpenGL (EGL) context")
+
+
+def requires_llvm(fn):
+    """The llvm target is always there."""
+    return fn
+
+
 def tolerance(dtype):
     """(rtol, atol) for comparing results of ``dtype`` computed in a different order."""
     dtype = str(np.dtype(dt.to_numpy(dt.canonical(str(dtype)))))
