@@ -1024,3 +1024,30 @@ def test_testing_helpers():
     (mark,) = needs_gpu.pytestmark
     assert mark.name == "skipif" and mark.args == (not tvm.cuda(0).exist,)
     assert tvm.testing.requires_llvm(needs_gpu) is needs_gpu
+
+
+def test_pass_instruments_see_the_passes_of_lower(capsys):
+    s, A, B, C = vadd(100)
+    s[C].split(C.op.axis[0], 8)
+    timing = tvm.instrument.PassTimingInstrument()
+
+    @tvm.instrument.pass_instrument
+    class Names:
+        def __init__(self):
+            self.names = []
+
+        def run_before_pass(self, mod, info):
+            self.names.append(info.name)
+    names = Names()
+    assert isinstance(names, tvm.instrument.PassInstrument)
+    with tvm.transform.PassContext(instruments=[timing, names],
+                                   config={"tir.add_lower_pass": [(1, lambda f: f)]}):
+        mod = tvm.lower(s, [A, B, C])
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B, C]))
+    assert names.names == ["tir.lower", "tir.StorageFlatten", "phase1.<lambda>", "tir.LoopPartition",
+                           "tir.VectorizeLoop", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp"]
+    text = timing.render()
+    assert text.startswith("Total: ") and "\n  tir.lower: " in text and "\n    tir.Simplify: " in text
+    with tvm.transform.PassContext(instruments=[tvm.instrument.PrintAfterAll()]):
+        T.Simplify()(tvm.driver.build_module.schedule_to_module(s, [A, B, C]))
+    assert "After Running Pass" in capsys.readouterr().out

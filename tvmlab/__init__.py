@@ -16,6 +16,7 @@ from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vul
 from .runtime import ndarray as nd  # noqa: F401
 from . import testing  # noqa: F401
 from .ir import transform  # noqa: F401  (tvm.transform: Pass, Sequential, PassContext)
+from .ir import instrument  # noqa: F401  (tvm.instrument: PassTimingInstrument, ...)
 from .ir.function import IRModule  # noqa: F401
 from .runtime.registry import get_global_func, list_global_func_names, register_func  # noqa: F401
 

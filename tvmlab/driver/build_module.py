@@ -186,6 +186,12 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
             split, history = lower_for_device(func, binds_map, tgt.kind, simple_mode=simple_mode,
                                               config={"gpu_limits": _gpu_limits(tgt)})
             return _device_module(split, history)
+    from ..ir.transform import PassContext
+    ctx = PassContext.current()
+    if ctx.instruments:     # run as tir.transform passes, so the instruments see each one
+        from ..tir.transform import lower_sequence
+        mod = IRModule({name: func.with_body(func.body, **{BINDS_ATTR: binds_map})}, {"AST2": func})
+        return lower_sequence(simple_mode, ctx)(mod)
     out, history = run_passes(func, binds_map, simple_mode=simple_mode, config=config_from_context())
     return IRModule({name: out}, history)
 

@@ -257,13 +257,24 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
     return module_pass(run, opt_level=0, name="tir.SplitHostDevice")
 
 
-def lower_sequence(simple_mode=False):
-    """The passes of ``tvm.lower`` in order, as one Sequential (after ``schedule_to_module``)."""
+def lower_sequence(simple_mode=False, ctx=None):
+    """The passes of ``tvm.lower`` in order, as one Sequential (after ``schedule_to_module``).
+
+    With a PassContext ``ctx``, its ``tir.add_lower_pass`` passes go in at their phases.
+    """
     from ..ir.transform import Sequential
-    passes = [StorageFlatten(64)]
+    phases = pipeline_config(ctx).get("phases", {}) if ctx is not None else {}
+
+    def extra(phase):
+        out = []
+        for f in phases.get(phase, ()):
+            out.append(prim_func_pass(lambda func, mod, c, f=f: f(func), opt_level=0,
+                                      name=f"phase{phase}.{f.__name__}"))
+        return out
+    passes = extra(0) + [StorageFlatten(64)] + extra(1)
     if not simple_mode:
         passes.append(LoopPartition())
-    passes += [VectorizeLoop(), UnrollLoop(), Simplify(), RemoveNoOp()]
+    passes += [VectorizeLoop(), UnrollLoop()] + extra(2) + [Simplify(), RemoveNoOp()] + extra(3)
     return Sequential(passes, name="tir.lower")
 
 
