@@ -294,6 +294,19 @@ def test_conv2d_residual_block_fused(check_build):
         topi.nn.conv2d(X, W, 1, 1, 1, layout="NHWC")
 
 
+def test_group_with_two_outputs(check_build):
+    X, W, b = ph((1, 3, 7, 6), "X"), ph((5, 3, 3, 3), "W"), ph((5,), "b")
+    biased = topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, 1, 1, 1), b)
+    out = topi.nn.relu(biased)
+    d = topi.nn.relu(topi.nn.dense(topi.nn.flatten(X), ph((4, 126), "D")))
+    want = lambda x, k, bb: (lambda y: [np.maximum(y, 0), y])(ref.conv2d_nchw_python(x, k, 1, 1) +  # noqa: E731
+                                                               bb[None, :, None, None])
+    check_build(x86.schedule_conv2d_nchw([out, biased]), [X, W, b, out, biased], want, rtol=1e-4, atol=1e-4)
+    dd = d.op.input_tensors[0]
+    check_build(x86.schedule_dense([d, dd]), [X, dd.op.input_tensors[1], d, dd],
+                lambda x, w: [np.maximum(x.reshape(1, -1) @ w.T, 0), x.reshape(1, -1) @ w.T], rtol=1e-4, atol=1e-4)
+
+
 def test_conv2d_batch_norm_generic(check_build):
     X, W = ph((1, 4, 7, 7), "X"), ph((6, 4, 3, 3), "W")
     g, be, m, v = (ph((6,), nm) for nm in ("g", "be", "m", "v"))

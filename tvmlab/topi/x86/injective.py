@@ -95,7 +95,8 @@ def fused_group(outs, tags, what, target):
         raise ScheduleError(f"{what}: no operator tagged {' / '.join(tags)} feeds {[o.op.name for o in outs]}")
     inline_around(s, anchor)
     out, at = outs[0], anchor.output(0)
-    fused = out.op is not anchor and anchor not in s.outputs and same_axes(out, at)
+    # with several outputs the anchor keeps its own loops (an output between it and outs[0] must be whole)
+    fused = len(outs) == 1 and out.op is not anchor and same_axes(out, at)
     return s, outs, anchor, (out if fused else at)
 
 
