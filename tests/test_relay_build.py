@@ -239,6 +239,10 @@ def test_identical_groups_share_one_function(rng):
     got, lib = compile_run(z, {"x": rand(rng, 4, 8)})
     assert sorted(lib.lowered.functions) == ["fused_negative_exp", "fused_nn_softmax"]
     assert len(lib.lowered.functions) == 2
+    xv = rand(rng, 4, 8)                    # scalars that print alike at 6 digits still differ
+    a = relay.nn.softmax(x * relay.const(1.0000001))
+    got, lib = compile_run(relay.Tuple([a, relay.nn.softmax(a * relay.const(1.0000002))]), {"x": xv})
+    assert len(lib.lowered.functions) == 3
 
 
 def test_graph_executor_api_and_errors(rng):

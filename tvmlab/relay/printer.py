@@ -1,6 +1,8 @@
 """The text form of graphs, close to TVM's: ``%0 = nn.conv2d(%data, %w, ...) /* ty=Tensor[...] */;``."""
 from __future__ import annotations
 
+import numpy as np
+
 from .expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var, post_order
 
 
@@ -18,8 +20,13 @@ def _const_text(c, meta):
     v = c.value
     if v.size == 1 and v.ndim == 0:
         x = v.item()
-        suffix = {"float32": "f", "float64": "f64", "int32": "", "int64": "i64", "bool": ""}.get(str(v.dtype), "")
-        return (f"{x:g}{suffix}" if isinstance(x, float) else f"{x}{suffix}")
+        dtype = str(v.dtype)
+        suffix = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "bool": ""}.get(dtype, dtype)
+        if isinstance(x, float):
+            short = f"{x:g}"            # exact: the text is also the key that shares identical groups
+            text = short if np.array(float(short), dtype) == v else repr(x)
+            return text + suffix
+        return f"{x}{suffix}"
     k = meta.setdefault(id(c), len(meta))
     return f"meta[relay.Constant][{k}]"
 
