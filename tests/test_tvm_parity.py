@@ -488,7 +488,7 @@ def test_arithmetic_on_whole_tensors(rng):
     a = rng.standard_normal((3, 1)).astype("float32")
     b = rng.uniform(1, 2, (1, 4)).astype("float32")
     np.testing.assert_allclose(run(f, [a, b], [(3, 4)])[0], 1 - ((a + b) * 2 - a) / b, rtol=1e-5)
-    assert E.op.tag in ("elemwise", "broadcast") and C.op.name == "T_add"
+    assert E.op.tag == "elemwise" and C.op.tag == "broadcast" and C.op.name == "T_add"
     n = te.var("n")
     P = te.placeholder((n,), name="P")
     Q = te.placeholder((n,), name="Q")

@@ -70,5 +70,5 @@ def binary(opname, a, b):
     va = _index(a, idx) if ta else a
     vb = _index(b, idx) if tb else b
     body = _op.convert(fn(va, vb))
-    tag = "elemwise" if (not ta or not tb or tuple(a.shape) == tuple(b.shape)) else "broadcast"
+    tag = "broadcast" if ta and tb else "elemwise"     # TVM's topi tags for tensor-tensor / tensor-scalar
     return ComputeOp(name, tag, None, axis, (body,)).output(0)
