@@ -174,11 +174,9 @@ class Sequential(Pass):
         return f"Sequential([{', '.join(p.info.name for p in self.passes)}])"
 
 
-def module_pass(pass_func=None, opt_level=0, name=None, required=None):
-    """Make a pass from ``fn(mod, ctx)`` or from a class with ``transform_module(mod, ctx)``.
-
-    Works as ``@module_pass(opt_level=2)`` or ``module_pass(fn, opt_level=2)``.
-    """
+def pass_maker(pass_cls, method, what, pass_func, opt_level, name, required):
+    """The body of ``module_pass`` and of ``tir.transform.prim_func_pass``: a pass of ``pass_cls``
+    from a function, or (from a class) a constructor of such passes calling ``method``."""
     def create(fn):
         pname = name or fn.__name__
         info = PassInfo(opt_level, pname, required)
@@ -187,16 +185,24 @@ def module_pass(pass_func=None, opt_level=0, name=None, required=None):
 
             @functools.wraps(cls, updated=())
             def make(*args, **kwargs):
-                inst = cls(*args, **kwargs)
-                return ModulePass(inst.transform_module, info)
+                return pass_cls(getattr(cls(*args, **kwargs), method), info)
             return make
         if not callable(fn):
-            raise TVMLabError(f"module_pass needs a function or a class, got {fn!r}")
-        return ModulePass(fn, info)
+            raise TVMLabError(f"{what} needs a function or a class, got {fn!r}")
+        return pass_cls(fn, info)
 
     if pass_func is not None:
         return create(pass_func)
     return create
+
+
+def module_pass(pass_func=None, opt_level=0, name=None, required=None):
+    """Make a pass from ``fn(mod, ctx)`` or from a class with ``transform_module(mod, ctx)``.
+
+    Works as ``@module_pass(opt_level=2)`` or ``module_pass(fn, opt_level=2)``.
+    """
+    return pass_maker(ModulePass, "transform_module", "module_pass", pass_func, opt_level, name,
+                      required)
 
 
 class PrintIR(Pass):

@@ -15,16 +15,12 @@ honour.  A one-function module keeps a history of the steps, as tvm.lower's.
 """
 from __future__ import annotations
 
-import functools
-import inspect
-
 from ..errors import LoweringError
 from ..ir.function import IRModule, PrimFunc
 from ..ir.stmt import Stmt
-from ..ir.transform import Pass, PassInfo, module_pass
+from ..ir.transform import Pass, PassInfo, module_pass, pass_maker
 from ..lower import pipeline as _pl
-
-from ..schedule.steps import BINDS_ATTR  # noqa: E402  {Tensor: Buffer} of an AST2 function's arguments
+from ..schedule.steps import BINDS_ATTR  # {Tensor: Buffer} of an AST2 function's arguments
 
 _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_depth",
                 "auto_max_extent": "auto_max_extent", "explicit_unroll": "explicit"}
@@ -138,21 +134,8 @@ def prim_func_pass(pass_func=None, opt_level=0, name=None, required=None):
 
     Works as ``@prim_func_pass(opt_level=0)`` or ``prim_func_pass(fn, opt_level=0)``.
     """
-    def create(fn):
-        pname = name or fn.__name__
-        info = PassInfo(opt_level, pname, required)
-        if inspect.isclass(fn):
-            cls = fn
-
-            @functools.wraps(cls, updated=())
-            def make(*args, **kwargs):
-                return PrimFuncPass(cls(*args, **kwargs).transform_function, info)
-            return make
-        if not callable(fn):
-            raise LoweringError(f"prim_func_pass needs a function or a class, got {fn!r}")
-        return PrimFuncPass(fn, info)
-
-    return create(pass_func) if pass_func is not None else create
+    return pass_maker(PrimFuncPass, "transform_function", "prim_func_pass", pass_func, opt_level,
+                      name, required)
 
 
 # ---------------------------------------------------------------- tvmlab's passes
