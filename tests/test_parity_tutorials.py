@@ -13,7 +13,7 @@ from tvmlab.contrib import cc, utils
 HAS_GPU = tvm.cuda(0).exist
 
 
-def test_tensor_expr_get_started(tmp_path):
+def test_tensor_expr_get_started():
     tgt = tvm.target.Target(target="llvm", host="llvm")
     n = te.var("n")
     A = te.placeholder((n,), name="A")
