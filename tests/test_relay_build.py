@@ -232,6 +232,17 @@ def test_inception_style_concat_block(rng):
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
 
 
+def test_concatenate_of_blocked_convolutions(rng):
+    xv = rand(rng, 1, 8, 5, 5)
+    x = relay.var("x", shape=xv.shape)
+    ws = [rand(rng, o, 8, 3, 3) for o in (32, 64)]
+    y = relay.concatenate([relay.nn.relu(relay.nn.conv2d(x, relay.const(w), padding=(1, 1))) for w in ws], axis=1)
+    got, lib = compile_run(relay.Function([x], relay.nn.global_avg_pool2d(y)), {"x": xv})
+    want = np.concatenate([np.maximum(ref.conv2d(xv, w, pad=(1, 1, 1, 1)), 0) for w in ws], 1).mean((2, 3),
+                                                                                                   keepdims=True)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
+
+
 def test_identical_groups_share_one_function(rng):
     x = relay.var("x", shape=(4, 8))
     y = relay.exp(relay.negative(x))

@@ -267,3 +267,15 @@ def test_user_passes_with_expr_mutator_and_function_pass(rng):
     assert run_infer_type(relay.exp(x)).checked_type.shape == (1, 3, 8, 8)
     with pytest.raises(tvm.TVMLabError, match="function pass bad returned int"):
         run(z, relay.transform.function_pass(lambda f, m, c: 3, name="bad"))
+
+
+def test_concatenate_of_alike_blocked_convolutions_stays_blocked(rng):
+    x = relay.var("x", shape=(1, 16, 6, 6))
+    convs = [relay.nn.relu(relay.nn.conv2d(x, relay.const(rng.standard_normal((o, 16, 1, 1)).astype("float32"))))
+             for o in (16, 32)]
+    y = relay.nn.max_pool2d(relay.concatenate(convs, axis=1), (2, 2), (2, 2))
+    mod = run(y, T.AlterOpLayout("llvm -mcpu=haswell"), T.FoldConstant())
+    assert layout_transforms(mod) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    odd = relay.concatenate([convs[0], relay.nn.conv2d(x, relay.const(np.ones((12, 16, 1, 1), "float32")))], 1)
+    mod = run(odd, T.AlterOpLayout("llvm -mcpu=haswell"), T.FoldConstant())
+    assert ("NCHW12c", "NCHW") in layout_transforms(mod)      # blocks differ: back to NCHW first

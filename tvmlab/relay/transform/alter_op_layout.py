@@ -4,7 +4,8 @@ Layouts flow forward through the graph: a conv2d's output is in
 ``NCHW{o}c``; element-wise operators and pools keep their input's layout;
 broadcast operators keep it when their other operand is in the same layout or
 is a per-channel vector (transformed once, at compile time when it is a
-constant); ``bias_add`` becomes an add of the blocked bias.  Everything else
+constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
+along channels of inputs blocked alike concatenates the blocks.  Everything else
 wants NCHW.  A ``layout_transform`` is inserted only where a producer's
 layout differs from what its consumer wants: between two convolutions whose
 blocks match there is none, so a chain of conv / bias / relu / add stays
@@ -48,6 +49,11 @@ def _per_channel(t, out4):
     return full[0] == 1 and full[2] == 1 and full[3] == 1 and full[1] in (1, out4[1])
 
 
+def _same_block(fields, layout):
+    lays = {layout.get(f, "NCHW") for f in fields}
+    return len(lays) == 1 and block_of(next(iter(lays))) not in (None, 1)
+
+
 def alter(func, target="llvm"):
     from ...topi.util import vector_block
     from .infer_type import infer_function
@@ -55,10 +61,15 @@ def alter(func, target="llvm"):
     vb = vector_block("float32", target)
     new, layout = {}, {}
 
+    converted = {}          # (node, layout) -> its transform, made once however many readers want it
+
     def as_layout(old, want):
         have = layout.get(old, "NCHW")
-        e = new[old]
-        return e if have == want else layout_transform(e, have, want)
+        if have == want:
+            return new[old]
+        if (old, want) not in converted:
+            converted[(old, want)] = layout_transform(new[old], have, want)
+        return converted[(old, want)]
 
     def blocked(old):
         return block_of(layout.get(old, "NCHW")) not in (None, 1)
@@ -78,6 +89,11 @@ def alter(func, target="llvm"):
                                    data_layout=f"NCHW{ib}c", kernel_layout=f"OIHW{ib}i{ob}o",
                                    out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
                 layout[n] = f"NCHW{ob}c"
+            elif name == "concatenate" and isinstance(n.args[0], Tuple) and _same_block(n.args[0].fields, layout) \
+                    and len(n._checked_type.shape) == 4 and a.axis % 4 == 1:
+                fields = n.args[0].fields       # channel blocks of one size: concatenate the blocks
+                new[n] = Call(n.op, [Tuple([new[f] for f in fields])], a.with_(axis=1))
+                layout[n] = layout[fields[0]]
             elif name in _POOLS and blocked(n.args[0]) and a.layout == "NCHW":
                 new[n] = Call(n.op, [new[n.args[0]]], a.with_(layout=layout[n.args[0]]))
                 layout[n] = layout[n.args[0]]
