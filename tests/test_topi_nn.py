@@ -505,6 +505,19 @@ def test_tag_scope():
         te.tag_scope(3)
 
 
+def test_current_target_sizes_the_tiles(check_build):
+    import tvmlab
+    X, W = ph((1, 4, 6, 6), "X"), ph((40, 4, 3, 3), "W")
+    with tvmlab.target.Target("llvm -mcpu=haswell"):           # AVX2: 16 float32 channels per block
+        conv = topi.nn.conv2d_nchw(X, W, 1, 1, 1)
+        s = x86.schedule_conv2d_nchw([conv])
+    assert conv.op.attrs["oc_block"] == 16
+    assert topi.nn.conv2d_nchw(X, W, 1, 1, 1, target="llvm -mcpu=skylake-avx512").op.attrs["oc_block"] == 32
+    check_build(s, [X, W, conv], lambda x, k: ref.conv2d_nchw_python(x, k, 1, 1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(OperatorError, match="unexpected keyword"):
+        x86.schedule_dense([conv], tile=3)
+
+
 def test_utils():
     n = te.var("n")
     A = ph((n, 4, 2 * 3), "A")

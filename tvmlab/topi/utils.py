@@ -157,3 +157,31 @@ def normalize_axis(op, axis, ndim):
     if not -ndim <= axis < ndim:
         raise OperatorError(f"{op}: axis {axis} is out of range for {ndim} dimension(s)")
     return axis % ndim
+
+
+def cpu_target(target=None):
+    """``target``, else the current ``with tvm.target.Target(...)`` when it is a CPU one, else "llvm":
+    tiles are sized for the machine the code is built for."""
+    if target is not None:
+        return target
+    from ..codegen.registry import Target
+    cur = Target.current()
+    return str(cur) if cur is not None and cur.kind == "llvm" else "llvm"
+
+
+def with_cpu_target(fn):
+    """Decorator: a ``target=None`` argument of ``fn`` becomes ``cpu_target()`` before the call."""
+    import functools
+    import inspect
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise OperatorError(f"{fn.__name__}: {e}") from None
+        bound.apply_defaults()
+        bound.arguments["target"] = cpu_target(bound.arguments["target"])
+        return fn(*bound.args, **bound.kwargs)
+    return call

@@ -21,7 +21,7 @@ from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
 from ..util import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, shape_str
+from ..utils import OperatorError, check_tensor, const_or_none, shape_str, with_cpu_target
 from .pad import pad as _pad
 from .utils import get_pad_tuple, out_size, pair
 
@@ -58,8 +58,9 @@ def _largest_divisor(n, limit):
     return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
 
 
+@with_cpu_target
 def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtype=None, name="conv2d",
-                      tag="group_conv2d_nchw", oc_block=None, target="llvm"):
+                      tag="group_conv2d_nchw", oc_block=None, target=None):
     """Grouped convolution: Input (N, C, H, W), Filter (O, C / groups, KH, KW) -> (N, O, OH, OW)."""
     op = tag
     kh, kw, sh, sw, dh, dw, pads, out_dtype = _args(op, Input, Filter, stride, padding, dilation, out_dtype)
@@ -101,8 +102,9 @@ def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtyp
                              "padding": pads})
 
 
+@with_cpu_target
 def conv2d_nchw(Input, Filter, stride, padding, dilation=1, out_dtype=None, name="conv2d", oc_block=None,
-                target="llvm"):
+                target=None):
     """Convolution: Input (N, C, H, W), Filter (O, C, KH, KW) -> (N, O, OH, OW); tag ``conv2d_nchw``.
 
     ``padding``: an int, (h, w), (top, left, bottom, right), "SAME" or "VALID"."""
@@ -117,8 +119,9 @@ def conv2d(input, filter, strides, padding, dilation, layout="NCHW", out_dtype=N
     return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype)
 
 
+@with_cpu_target
 def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None, name="depthwise_conv2d",
-                          target="llvm"):
+                          target=None):
     """Depthwise convolution: Input (N, C, H, W), Filter (C, M, KH, KW) -> (N, C * M, OH, OW), output
     channel ``c * M + m`` reading input channel ``c``; tag ``depthwise_conv2d_nchw``."""
     op = "depthwise_conv2d_nchw"

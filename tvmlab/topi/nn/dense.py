@@ -15,7 +15,7 @@ from ...ir import dtype as dt
 from ...ir import op as _op
 from .. import tag
 from ..util import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, shape_str
+from ..utils import OperatorError, check_tensor, const_or_none, shape_str, with_cpu_target
 
 SMALL_M = 16
 
@@ -45,7 +45,8 @@ def _with_bias(op, out, bias, n):
     return te.compute(out.shape, lambda i, j: out[i, j] + _cast(out.dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
 
 
-def dense(data, weight, bias=None, out_dtype=None, target="llvm"):
+@with_cpu_target
+def dense(data, weight, bias=None, out_dtype=None, target=None):
     """``data @ weight.T (+ bias)``: data (M, K), weight (N, K), bias (N,). Tag ``dense``."""
     check_tensor("dense", data, "data", 2)
     check_tensor("dense", weight, "weight", 2)
@@ -113,7 +114,8 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
     return _with_bias("matmul", out, bias, N)
 
 
-def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True, target="llvm"):
+@with_cpu_target
+def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True, target=None):
     """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K),
     read through panels of ``block`` columns (``T_batch_matmul_pack``, as ``dense``)."""
     check_tensor("batch_matmul", tensor_a, "tensor_a", 3)

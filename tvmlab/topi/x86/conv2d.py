@@ -16,7 +16,7 @@ from ...ir.tensor import ComputeOp
 from ..conv2d import tile_width
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
-from ..utils import const_or_none
+from ..utils import const_or_none, with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
@@ -82,7 +82,8 @@ def _direct(s, conv, out, target):
             s[t.op].compute_at(s[out], row)
 
 
-def schedule_conv2d_nchw(outs, target="llvm", width=None):
+@with_cpu_target
+def schedule_conv2d_nchw(outs, target=None, width=None):
     """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
     s, outs, conv, tile_out = fused_group(outs, NCHW_TAGS, "schedule_conv2d_nchw", target)
     if conv.attrs.get("direct"):
@@ -100,7 +101,8 @@ schedule_group_conv2d_nchw = schedule_conv2d_nchw
 schedule_depthwise_conv2d_nchw = schedule_conv2d_nchw
 
 
-def nchwc_blocks(in_channels, out_channels, dtype="float32", target="llvm"):
+@with_cpu_target
+def nchwc_blocks(in_channels, out_channels, dtype="float32", target=None):
     """``(ic_bn, oc_bn)`` for ``conv2d_NCHWc`` on ``target``: the largest channel blocks dividing each count,
     at most two vector registers wide (16 float32 on AVX2, 32 on AVX-512).  Graph-level layout passes
     use them: data "NCHW" -> f"NCHW{ic_bn}c", kernel "OIHW" -> f"OIHW{ic_bn}i{oc_bn}o"."""
@@ -108,7 +110,8 @@ def nchwc_blocks(in_channels, out_channels, dtype="float32", target="llvm"):
     return _largest_divisor(int(in_channels), vb), _largest_divisor(int(out_channels), vb)
 
 
-def schedule_conv2d_NCHWc(outs, target="llvm", width=None):
+@with_cpu_target
+def schedule_conv2d_NCHWc(outs, target=None, width=None):
     """Schedule a fused group whose anchor is ``conv2d_NCHWc``: a (``width`` x ``oc``) register tile
     accumulated over the reduction, then passed through the group's elementwise stages."""
     s, outs, conv, tile_out = fused_group(outs, ("conv2d_NCHWc",), "schedule_conv2d_NCHWc", target)
@@ -134,7 +137,8 @@ def schedule_conv2d_NCHWc(outs, target="llvm", width=None):
     return schedule_others(s, outs, conv, tile_out, target)
 
 
-def schedule_conv2d_transpose_nchw(outs, target="llvm"):
+@with_cpu_target
+def schedule_conv2d_transpose_nchw(outs, target=None):
     """Transposed convolution: parallel over (batch, channel, row), vectors over the output row."""
     s, outs, conv, tile_out = fused_group(outs, ("conv2d_transpose_nchw",), "schedule_conv2d_transpose_nchw",
                                           target)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...ir.tensor import ComputeOp
 from ..matmul import K_UNROLL, tile_rows
 from ..util import vector_block
-from ..utils import const_or_none
+from ..utils import const_or_none, with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 DOT_COLS = 16        # output columns of one parallel task in the dot-product form
@@ -74,7 +74,8 @@ def _packed(s, dense, out, target):
     s[acc].vectorize(cj)
 
 
-def schedule_dense(outs, target="llvm"):
+@with_cpu_target
+def schedule_dense(outs, target=None):
     """Schedule a fused group whose anchor is ``dense`` / ``dense_pack``."""
     s, outs, dense, tile_out = fused_group(outs, ("dense", "dense_pack"), "schedule_dense", target)
     if int(dense.attrs.get("packed", 0)):
@@ -106,7 +107,8 @@ def _register_tiles(s, anchor, out, block, target):
     s[acc].vectorize(cj)
 
 
-def schedule_matmul(outs, target="llvm"):
+@with_cpu_target
+def schedule_matmul(outs, target=None):
     """Schedule a fused group whose anchor is ``topi.nn.matmul``: register tiles, B read in place
     (a transposed B is ``dense``, scheduled by ``schedule_dense``)."""
     s, outs, mm, out = fused_group(outs, ("matmul", "dense", "dense_pack"), "schedule_matmul", target)
@@ -116,7 +118,8 @@ def schedule_matmul(outs, target="llvm"):
     return schedule_others(s, outs, mm, out, target)
 
 
-def schedule_batch_matmul(outs, target="llvm"):
+@with_cpu_target
+def schedule_batch_matmul(outs, target=None):
     """Schedule a fused group whose anchor is ``batch_matmul``: register tiles of each product (B's panels
     packed first when it is transposed), one task per (batch, row block)."""
     s, outs, bm, out = fused_group(outs, ("batch_matmul",), "schedule_batch_matmul", target)

@@ -13,7 +13,7 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from .. import tag as _tag
 from ..generic import as_outputs, default_schedule
-from ..utils import const_or_none
+from ..utils import const_or_none, with_cpu_target
 
 TASK = 1 << 14      # elements per parallel task, at least
 
@@ -162,7 +162,8 @@ def schedule_injective_from_existing(s, out, target="llvm"):
     return s
 
 
-def schedule_injective(outs, target="llvm"):
+@with_cpu_target
+def schedule_injective(outs, target=None):
     """Injective stages inlined; each output parallel over its outer axes and vectorised."""
     check_target("schedule_injective", target)
     outs = as_outputs(outs, "schedule_injective")

@@ -11,7 +11,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
-from ..utils import const_or_none
+from ..utils import const_or_none, with_cpu_target
 from .injective import check_target, find_anchor, lanes_of, parallel_vectorize, post_order
 
 def _reductions(outs):
@@ -137,33 +137,39 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     return s
 
 
-def schedule_reduce(outs, target="llvm"):
+@with_cpu_target
+def schedule_reduce(outs, target=None):
     """Sum / mean / max / min / argmax groups: parallel over the output, the reduction inside."""
     return _schedule_group(outs, target, "schedule_reduce")
 
 
-def schedule_pool(outs, layout="NCHW", target="llvm"):
+@with_cpu_target
+def schedule_pool(outs, layout="NCHW", target=None):
     """Max / average pooling groups (tag ``pool_*``)."""
     return _schedule_group(outs, target, "schedule_pool", lambda t: t.startswith("pool_"))
 
 
-def schedule_adaptive_pool(outs, target="llvm"):
+@with_cpu_target
+def schedule_adaptive_pool(outs, target=None):
     """Global and adaptive pooling groups (tag ``adaptive_pool_*``)."""
     return _schedule_group(outs, target, "schedule_adaptive_pool", lambda t: t.startswith("adaptive_pool_"))
 
 
-def schedule_softmax(outs, target="llvm"):
+@with_cpu_target
+def schedule_softmax(outs, target=None):
     """Softmax / log-softmax groups: per output row, the max, the exponentials, their sum, then the output."""
     return _schedule_group(outs, target, "schedule_softmax",
                            lambda t: t in ("softmax_output", "log_softmax_output"))
 
 
-def schedule_lrn(outs, target="llvm"):
+@with_cpu_target
+def schedule_lrn(outs, target=None):
     """Local response normalisation."""
     return _schedule_group(outs, target, "schedule_lrn", lambda t: t == "lrn")
 
 
-def schedule_instance_norm(outs, target="llvm"):
+@with_cpu_target
+def schedule_instance_norm(outs, target=None):
     """Instance normalisation."""
     return _schedule_group(outs, target, "schedule_instance_norm", lambda t: t == "instance_norm")
 
