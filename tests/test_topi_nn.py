@@ -602,6 +602,31 @@ def test_cuda_schedules_compile_and_run_where_a_gpu_is():
         np.testing.assert_allclose(out.numpy(), fn(*ins), rtol=1e-4, atol=1e-4)
     with pytest.raises(ScheduleError, match="CUDA schedule"):
         topi.cuda.schedule_injective([conv], target="llvm")
+    with pytest.raises(ScheduleError, match="is a scalar"):
+        topi.cuda.schedule_reduce(topi.sum(A))
+
+
+def test_topi_tutorial_program(check_build):
+    """TVM's "Introduction to TOPI" program, with only the imports changed (CPU schedules here)."""
+    import tvmlab as tvm
+    a, b = ph((100, 10, 10), "a"), ph((10, 10), "b")
+    c = a + b                                   # tensor arithmetic broadcasts, as topi.add
+    d = a * b
+    e = topi.elemwise_sum([c, d])
+    f = e / 2.0
+    g = topi.sum(f, axis=(1, 2))
+    with tvm.target.Target("llvm"):
+        sg = topi.x86.schedule_reduce(g)
+    check_build(sg, [a, b, g], lambda x, y: ((x + y + x * y) / 2).sum(axis=(1, 2)), rtol=1e-5, atol=1e-4)
+    data, kernel = te.placeholder((1, 3, 24, 24), name="data"), te.placeholder((10, 3, 5, 5), name="kernel")
+    with tvm.target.Target("cuda"):
+        conv = topi.cuda.conv2d_nchw(data, kernel, 1, 2, 1)
+        out = topi.nn.relu(conv)
+        sconv = topi.cuda.schedule_conv2d_nchw([out])
+    assert tvm.lower(sconv, [data, kernel, out], simple_mode=True) is not None
+    out_cpu = topi.nn.relu(topi.x86.conv2d_nchw(data, kernel, 1, 2, 1))
+    check_build(topi.x86.schedule_conv2d_nchw([out_cpu]), [data, kernel, out_cpu],
+                lambda x, k: np.maximum(ref.conv2d_nchw_python(x, k, 1, 2), 0), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16"])

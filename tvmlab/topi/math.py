@@ -58,3 +58,21 @@ def cast(x, dtype):
 def fast_exp(x):
     """``exp`` (the precise one: the CPU backend already vectorises it)."""
     return exp(x)
+
+
+def elemwise_sum(xs):
+    """The elementwise sum of a list of tensors of one shape and dtype."""
+    xs = list(xs)
+    if not xs:
+        raise OperatorError("elemwise_sum: needs at least one tensor")
+    for k, t in enumerate(xs):
+        check_tensor("elemwise_sum", t, f"tensor {k}")
+        if t.dtype != xs[0].dtype or len(t.shape) != len(xs[0].shape):
+            raise OperatorError(f"elemwise_sum: tensor {k} is {shape_str(t)} but tensor 0 is {shape_str(xs[0])}")
+
+    def f(*i):
+        total = xs[0](*i)
+        for t in xs[1:]:
+            total = total + t(*i)
+        return total
+    return te.compute(xs[0].shape, f, name="T_elemwise_sum", tag=tag.ELEMWISE)

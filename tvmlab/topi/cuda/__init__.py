@@ -10,6 +10,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
+from ..nn import conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401  (TVM spells the computes here too)
 
 NUM_THREADS = 256
 
@@ -23,7 +24,8 @@ def _bind_flat(s, t, num_threads):
     """Fuse ``t``'s axes and spread them over blocks of ``num_threads`` threads; returns the thread axis."""
     axes = list(s[t].op.axis)
     if not axes:
-        raise ScheduleError(f"topi.cuda: output {t.op.name!r} has no axes to bind (a scalar)")
+        raise ScheduleError(f"topi.cuda: output {t.op.name!r} is a scalar; the simple CUDA schedules need an "
+                            f"output axis to spread over threads (reduce with keepdims=True or over fewer axes)")
     x = s[t].fuse(*axes) if len(axes) > 1 else axes[0]
     bx, tx = s[t].split(x, factor=num_threads)
     s[t].bind(bx, te.thread_axis("blockIdx.x"))
