@@ -25,12 +25,10 @@ LAYERS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (256, 56, 64, 1, 1), (128, 28,
 def _ort_conv(w, b, stride, pad):
     """A callable running Conv + Relu in onnxruntime (None when it is not installed)."""
     try:
-        import onnx
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
         return None
-    o, c, k, _ = w.shape
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y0"], strides=[stride] * 2, pads=[pad] * 4),
              helper.make_node("Relu", ["y0"], ["y"])]
     graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
@@ -41,7 +39,6 @@ def _ort_conv(w, b, stride, pad):
     opts.intra_op_num_threads = threads()
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    _ = onnx
     return lambda a: sess.run(None, {"x": a})[0]
 
 

@@ -29,10 +29,11 @@ def default_schedule(outs, what="schedule"):
 
 
 def _fallback(name):
-    def schedule(outs):
+    def schedule(outs, layout=None):
         return default_schedule(outs, f"generic.{name}")
-    schedule.__name__ = name
-    schedule.__doc__ = f"Fallback ``{name}``: injective stages inlined, loops left plain."
+    schedule.__name__ = schedule.__qualname__ = name
+    schedule.__doc__ = (f"Fallback ``{name}``: injective stages inlined, loops left plain (``layout``, as "
+                        f"``schedule_pool(outs, layout)`` passes it, changes nothing).")
     return schedule
 
 
