@@ -177,6 +177,10 @@ def test_path_input_and_dtype_by_name(tmp_path):
     assert kinds == {"x": "float32", "i": "int64"}        # the int input keeps its declared dtype
     with pytest.raises(TVMLabError, match="'z'.*not a graph input"):
         relay.frontend.from_onnx(m, dtype={"z": "float32"})
+    with pytest.raises(TVMLabError, match="dtype of input 'x' must be a dtype.*'floaty'"):
+        relay.frontend.from_onnx(m, dtype={"x": "floaty"})
+    with pytest.raises(TVMLabError, match="shape= must map input names"):
+        relay.frontend.from_onnx(m, shape=[(3, 8)])
 
 
 def test_graph_benchmark_checks_and_reports(capsys):

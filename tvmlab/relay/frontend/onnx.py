@@ -160,9 +160,9 @@ class Importer:
             else:
                 s = tuple(dims)
             if isinstance(dtype, dict) and info.name in dtype:
-                d = str(np.dtype(dtype[info.name]))
+                d = _dtype_name(dtype[info.name], f"dtype of input {info.name!r}")
             elif isinstance(dtype, str) and (declared_dtype is None or declared_dtype.kind == "f"):
-                d = str(np.dtype(dtype))
+                d = _dtype_name(dtype, "dtype")
             else:
                 d = str(declared_dtype if declared_dtype is not None else np.dtype("float32"))
             var = self.relay.var(info.name, shape=s, dtype=d)
@@ -227,6 +227,13 @@ class Importer:
         return any(name in n.input for n in self.graph.node) or any(o.name == name for o in self.graph.output)
 
 
+def _dtype_name(value, what):
+    try:
+        return str(np.dtype(value))
+    except TypeError:
+        raise FrontendError(f"{what} must be a dtype such as 'float32', got {value!r}") from None
+
+
 def _default_opset(model):
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -249,6 +256,10 @@ def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=Fals
         model = onnx.load(model)
     if not isinstance(model, onnx.ModelProto):
         raise FrontendError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
+    if not isinstance(shape or {}, dict):
+        raise FrontendError(f"shape= must map input names to shapes, got {type(shape).__name__}")
+    if not isinstance(dtype, (str, dict)):
+        raise FrontendError(f"dtype= must be a dtype name or a dict by input name, got {dtype!r}")
     shape = dict(shape or {})
     if opset is None:
         opset = _default_opset(model)
