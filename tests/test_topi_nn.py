@@ -639,3 +639,15 @@ def test_other_float_dtypes(dtype, check_build):
         ref.conv2d_nchw_python(x.astype("float64"), w.astype("float64"), 2, 1), 0).astype(dtype), **tol)
     check_build(x86.schedule_softmax([sm]), [X, sm],
                 lambda x: ref.softmax_python(x.reshape(1, -1).astype("float64")).astype(dtype), **tol)
+
+
+def test_symbolic_rows(check_build):
+    n = te.var("n")
+    X, Y = ph((n, 37), "X"), ph((n, 12, 3, 3), "Y")
+    S = topi.nn.softmax(X)
+    check_build(x86.schedule_softmax([S]), [X, S], ref.softmax_python, env={"n": 5}, rtol=1e-5, atol=1e-6)
+    L = topi.layout_transform(Y, "NCHW", "NCHW8c")
+    C = topi.concatenate([X, X], axis=0)
+    check_build(x86.schedule_injective([L]), [Y, L], lambda y: ref.layout_transform_python(y, "NCHW", "NCHW8c"),
+                env={"n": 2})
+    check_build(x86.schedule_injective([C]), [X, C], lambda x: np.concatenate([x, x]), env={"n": 3})
