@@ -177,6 +177,10 @@ def test_unsupported_op_and_bad_input_infos():
         relay.frontend.from_pytorch(relu, [("x", (3,)), ("y", (3,))])
     with pytest.raises(TVMLabError, match=r"\(name, shape\)"):
         relay.frontend.from_pytorch(relu, ["x"])
+    with pytest.raises(TVMLabError, match="expected a shape of ints and a dtype name"):
+        relay.frontend.from_pytorch(relu, [("x", ((3,), "floaty"))])
+    with pytest.raises(TVMLabError, match="must be positive"):
+        relay.frontend.from_pytorch(relu, [("x", (0,))])
     with pytest.raises(TVMLabError, match="torch.jit.trace"):
         relay.frontend.from_pytorch(Odd(), [("x", (3,))])
 

@@ -363,7 +363,15 @@ def _input_infos(input_infos, n):
             shape, dtype = spec
         else:
             shape, dtype = spec, "float32"
-        infos.append((str(name), tuple(int(d) for d in shape), dtype))
+        try:
+            dims = tuple(int(d) for d in shape)
+            dtype = str(np.dtype(dtype))
+        except (TypeError, ValueError):
+            raise FrontendError(f"input {name!r}: expected a shape of ints and a dtype name, "
+                                f"got {spec!r}") from None
+        if any(d <= 0 for d in dims):
+            raise FrontendError(f"input {name!r}: shape dimensions must be positive, got {dims}")
+        infos.append((str(name), dims, dtype))
     if len(infos) != n:
         raise FrontendError(f"the traced module takes {n} inputs, but input_infos gives {len(infos)}")
     return infos
