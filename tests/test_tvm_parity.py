@@ -99,6 +99,17 @@ def test_sequential_under_pass_context_config_matches_lower():
     tvm.ir.assert_structural_equal(off, plain)
 
 
+def test_lower_sequence_interleaves_virtual_threads_as_lower_does():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    s = te.create_schedule(B.op)
+    vo, vi = s[B].split(B.op.axis[0], nparts=4)
+    s[B].bind(vo, te.thread_axis("vthread"))
+    mod = T.lower_sequence()(tvm.driver.build_module.schedule_to_module(s, [A, B], name="f"))
+    tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B], name="f"))
+    assert "vthread" not in str(mod)
+
+
 def test_symbolic_shape_passes_match_lower(rng):
     n = te.var("n")
     A = te.placeholder((n,), name="A")

@@ -201,7 +201,8 @@ def RemoveNoOp():  # noqa: N802
 
 
 def InjectVirtualThread():  # noqa: N802
-    """Loops bound to ``vthread`` become unrolled loops (GPU targets)."""
+    """Loops bound to ``vthread`` are interleaved: each statement is repeated per virtual thread
+    and allocations get one copy per virtual thread (CPU and GPU targets)."""
     return _make("tir.InjectVirtualThread", "inject_virtual_thread", InjectVirtualThread.__doc__)
 
 
@@ -254,7 +255,7 @@ def lower_sequence(simple_mode=False, ctx=None):
             out.append(prim_func_pass(lambda func, mod, c, f=f: f(func), opt_level=0,
                                       name=f"phase{phase}.{f.__name__}"))
         return out
-    passes = extra(0) + [StorageFlatten(64)] + extra(1)
+    passes = extra(0) + [StorageFlatten(64), InjectVirtualThread()] + extra(1)
     if not simple_mode:
         passes.append(LoopPartition())
     passes += [VectorizeLoop(), UnrollLoop()] + extra(2) + [Simplify(), RemoveNoOp()] + extra(3)
