@@ -225,6 +225,7 @@ _TIMED_APPLY = """([button, pane, expected, graph]) => new Promise((resolve) => 
     const t0 = performance.now();
     const old = graph.innerHTML;
     let text = null;
+    setTimeout(() => { obs.disconnect(); resolve([text === null ? -1 : text, -1]); }, 60000);
     const check = () => {
         if (text === null && pane.innerText.includes(expected)) text = performance.now() - t0;
         const svg = graph.querySelector('svg');
@@ -244,8 +245,12 @@ def _timed_apply(page, explorer, pane, expected, graph):
     """(ms to ``expected`` in the text ``pane``, ms to a new SVG in ``graph``) after pressing apply,
     measured in the page."""
     button = explorer.locator("button[title='apply']").element_handle()
-    return page.evaluate(_TIMED_APPLY, [button, pane.element_handle(), expected,
-                                        graph.element_handle()])
+    got = page.evaluate(_TIMED_APPLY, [button, pane.element_handle(), expected,
+                                       graph.element_handle()])
+    status = explorer.locator(".widget-html-content").nth(1).inner_text()
+    assert got[0] >= 0 and got[1] >= 0, (f"after apply, within 60 s: text {got[0]:.0f} ms, graph "
+                                         f"{got[1]:.0f} ms (-1: never); status: {status}")
+    return got
 
 
 def _tab(page, explorer, title):
@@ -301,7 +306,10 @@ def _tiled_matmul_latency(page, shots):
     text, graph = _ast2_views(page, mm)
     expect(graph.locator("svg")).to_have_count(1, timeout=30_000)
     _dropdown(page, mm, "primitive").select_option("vectorize")
-    _dropdown(page, mm, "axis").select_option("j.inner")
+    axis = _dropdown(page, mm, "axis")
+    expect(axis.locator("option[value='j.inner']")).to_have_count(1, timeout=30_000)
+    axis.select_option("j.inner")
+    expect(axis).to_have_value("j.inner", timeout=30_000)
     ms = _timed_apply(page, mm, text, "T.vectorized(32)", graph)
     mm.screenshot(path=str(shots / "matmul_explorer.png"))
     return ms
