@@ -20,7 +20,7 @@ import numpy as np
 from .. import te
 from ..errors import TVMLabError
 from ..ir.function import IRModule
-from ..ir.transform import PassContext, Sequential
+from ..ir.transform import Sequential
 from .base import RelayError
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
 from .ty import TensorType, TupleType, tensor_types
@@ -60,7 +60,6 @@ def optimize(mod, target="llvm", params=None):
     """Bind ``params`` and run the graph passes under the current PassContext; returns (module, params)."""
     from . import transform as T
     func = bind_params_by_name(_main(mod), params)
-    ctx = PassContext.current()
     from ..codegen.registry import Target
     tgt = target if isinstance(target, Target) else Target(str(target))
     layout = [T.AlterOpLayout(target), T.FoldConstant()] if tgt.kind == "llvm" else []   # NCHW[x]c is for CPUs
@@ -70,7 +69,6 @@ def optimize(mod, target="llvm", params=None):
     if not _is_fused(out["main"]):       # FuseOps disabled: every operator on its own
         from .transform.fuse_ops import fuse_function
         out = IRModule({"main": fuse_function(out["main"], 0)})
-    del ctx
     return out, {}
 
 

@@ -67,12 +67,10 @@ def plan_memory(nodes, row_ptr, shapes, dtypes, heads):
             e = eid(nid, k)
             if refs[e] == 0 and e not in pinned and storage[e] not in free:
                 free.append(storage[e])
-    inter = [e for e in range(n_entries) if storage[e] >= 0]
     op_entries = [e for nid, node in enumerate(nodes) if node["op"] != "null"
                   for e in range(row_ptr[nid], row_ptr[nid + 1])]
     op_storages = {storage[e] for e in op_entries}
     stats = {"unplanned_bytes": sum(_bytes(shapes[e], dtypes[e]) for e in op_entries),
              "planned_bytes": sum(sizes[s] for s in op_storages),
              "storages": len(sizes)}
-    del inter
     return storage, stats

@@ -90,7 +90,7 @@ class _Printer:
             elif isinstance(e, TupleGetItem):
                 bind(e, f"{ref(e.tuple_value)}.{e.index}")
             elif isinstance(e, Let):
-                lines.insert(len(lines), f"{indent}let %{e.var.name_hint} = {ref(e.value)};")
+                lines.append(f"{indent}let %{e.var.name_hint} = {ref(e.value)};")
                 names[e] = ref(e.body)
             elif isinstance(e, Function):
                 fn_lines = self.function(e, None, indent)

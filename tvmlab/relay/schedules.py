@@ -51,10 +51,9 @@ def schedule_flat(s, t, target, vectorize=True):
         return
     total = _size(t.shape)
     if stage.op.reduce_axis:
-        outer = [a for a in axes]
         keep = []
         n = 1
-        for a in outer:             # parallel over leading axes worth at least a few tasks
+        for a in axes:              # parallel over leading axes worth at least a few tasks
             keep.append(a)
             n *= _size([a.dom.extent])
             if n >= 64:

@@ -22,10 +22,6 @@ def _ints(t):
     return tuple(int(d.value) if hasattr(d, "value") else int(d) for d in t.shape)
 
 
-def _zero(dtype):
-    return te.const(0, dtype)
-
-
 # ------------------------------------------------------------------ element-wise (one input)
 def _unary_rel(types, attrs):
     return tensor_arg(types, 0)

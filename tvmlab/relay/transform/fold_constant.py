@@ -16,10 +16,6 @@ from ..visit import rewrite
 _SHAPE_ONLY = {"reshape", "expand_dims", "squeeze", "nn.batch_flatten"}
 
 
-def _is_const(e):
-    return isinstance(e, Constant)
-
-
 def fold(func):
     """``func`` with its constant sub-expressions computed."""
     from .infer_type import infer_function
@@ -43,7 +39,6 @@ def fold(func):
     # roots: constant calls read by a non-constant node (or the function's result)
     roots = [n for n in nodes if n in const_nodes and not isinstance(n, Constant)
              and (n is func.body or any(u not in const_nodes for u in users.get(n, [])))]
-    roots = [r for r in roots if not isinstance(r._checked_type, type(None))]
     values = {}
     rest = []
     for r in roots:
@@ -105,11 +100,10 @@ def _numpy_fold(e, cache=None):
 def _evaluate(roots):
     """Compile the constant sub-graphs ending at ``roots`` as one graph and run it once."""
     from ...ir.transform import PassContext
-    from ..build_module import build
-    from ..expr import Tuple as T
     from ...contrib.graph_executor import GraphModule
     from ...runtime import cpu
-    body = T(list(roots)) if len(roots) > 1 else roots[0]
+    from ..build_module import build
+    body = Tuple(list(roots)) if len(roots) > 1 else roots[0]
     f = Function([], body)
     with PassContext(opt_level=0):
         lib = build(_module(f), target="llvm")
