@@ -287,6 +287,15 @@ def test_graph_executor_api_and_errors(rng):
         m.get_output(1)
     res = m.benchmark(tvm.cpu(0), number=1, repeat=2)
     assert len(res.results) == 2 and res.mean > 0
+    with pytest.raises(tvm.TVMLabError, match="not a graph JSON"):
+        graph_executor.create("{nodes: 1", lib.get_lib(), tvm.cpu(0))
+    with pytest.raises(tvm.TVMLabError, match=r"it lacks \['heads'"):
+        graph_executor.create('{"nodes": [], "arg_nodes": [], "node_row_ptr": [0], "attrs": {}}', lib.get_lib(),
+                              tvm.cpu(0))
+    with pytest.raises(tvm.TVMLabError, match="no compiled library was given"):
+        graph_executor.create(lib.get_graph_json(), None, tvm.cpu(0))
+    with pytest.raises(tvm.TVMLabError, match="GraphModule needs lib"):
+        graph_executor.GraphModule(lib)
     m2 = graph_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cpu(0))
     m2.set_input("data", xv, **{k: v for k, v in lib.get_params().items()})
     m2.run()

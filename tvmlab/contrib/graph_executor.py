@@ -118,6 +118,20 @@ class GroupLibrary:
         return f"GroupLibrary({self.type_key}, functions=[{', '.join(self.modules)}])"
 
 
+def _parse_graph(graph_json):
+    """The graph as a dict, checked for the keys the executor reads."""
+    try:
+        g = json.loads(graph_json) if isinstance(graph_json, (str, bytes)) else dict(graph_json)
+        keys = ("nodes", "arg_nodes", "heads", "node_row_ptr", "attrs")
+        missing = [k for k in keys if k not in g] + [k for k in ("shape", "dltype", "storage_id")
+                                                      if k not in g.get("attrs", {})]
+    except (TypeError, ValueError) as e:
+        raise RuntimeArgError(f"not a graph JSON (relay.build's lib.get_graph_json()): {e}") from None
+    if missing:
+        raise RuntimeArgError(f"not a graph JSON (relay.build's lib.get_graph_json()): it lacks {missing}")
+    return g
+
+
 def _aligned(nbytes):
     raw = np.empty(nbytes + 64, dtype=np.uint8)
     off = (-raw.ctypes.data) % 64
@@ -135,7 +149,7 @@ class GraphExecutor:
             raise RuntimeArgError(f"this model was built for {'the CPU' if want == 'cpu' else want}: create it on "
                                   f"tvm.{want}(0), got {dev!r}")
         self.device = dev
-        g = json.loads(graph_json) if isinstance(graph_json, str) else graph_json
+        g = _parse_graph(graph_json)
         self.graph = g
         self.nodes = g["nodes"]
         self.row_ptr = g["node_row_ptr"]
@@ -164,6 +178,9 @@ class GraphExecutor:
         for nid, node in enumerate(self.nodes):
             if node["op"] != "tvm_op":
                 continue
+            if not hasattr(lib, "get_function"):
+                raise RuntimeArgError(f"the graph calls {node['attrs']['func_name']!r} but no compiled library was "
+                                      f"given (got {type(lib).__name__})")
             fn = lib.get_function(node["attrs"]["func_name"])
             args = [self.entries[self._eid(i, k)] for i, k, *_ in node["inputs"]]
             args += [self.entries[self._eid(nid, k)] for k in range(int(node["attrs"]["num_outputs"]))]
