@@ -336,6 +336,9 @@ def test_export_and_load_in_a_fresh_process(rng, tmp_path):
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), residual_ref(xv, params), rtol=1e-4, atol=1e-4)
+    os.remove(str(path) + ".params.npz")
+    with pytest.raises(tvm.TVMLabError, match=r"model.so.params.npz is missing; the model's parameters \(p0"):
+        tvm.runtime.load_module(str(path))
 
 
 def test_unbound_params_are_inputs(rng):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 
@@ -83,6 +84,12 @@ def load_factory(lib, path):
     if os.path.isfile(path + PARAMS_SUFFIX):
         with np.load(path + PARAMS_SUFFIX) as z:
             params = {k: z[k] for k in z.files}
+    else:
+        g = _parse_graph(graph_json)
+        bound = [g["nodes"][i]["name"] for i in g["arg_nodes"] if re.fullmatch(r"p\d+", g["nodes"][i]["name"])]
+        if bound:
+            raise RuntimeArgError(f"load_module: {path + PARAMS_SUFFIX} is missing; the model's parameters "
+                                  f"({', '.join(bound[:4])}{', ...' if len(bound) > 4 else ''}) were exported there")
     return GraphExecutorFactoryModule(graph_json, lib, params)
 
 
