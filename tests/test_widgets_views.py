@@ -81,6 +81,10 @@ def test_roofline_pin_and_compare(monkeypatch):
     pts = ex.roofline()
     assert len(pts) == 1 and pts[0]["label"] == "3" and pts[0]["flops"] == 2 * 70 * 70
     assert pts[0]["bytes"] == 2 * 70 * 70 * 4 and pts[0]["gflops"] > 0
+    # B, a tile computed at C.i.outer, stays in cache: it moves no bytes to memory
+    assert pts[0]["bytes_by_buffer"] == {"A": 70 * 70 * 4, "B": 0, "C": 70 * 70 * 4}
+    assert "distinct bytes per buffer" in ex.roofline_view.value and "A 19 KiB" in \
+        ex.roofline_view.value
     assert "data:image/png;base64," in ex.roofline_view.value
     with pytest.raises(ScheduleError, match="nothing is pinned"):
         ex.compare_pinned()

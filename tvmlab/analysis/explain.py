@@ -368,18 +368,23 @@ def _guards(sch, st, ex, bodies, dom_map):
                              "stores run unconditionally."))
         return
     leaves = st.leaf_iter_vars
+    # which axis and which check each guard is: the conditions ScheduleOps tests, by text
+    origin = {}
+    for iv in st.all_iter_vars:
+        v = values.get(iv)
+        if v is None or v is iv.var:
+            continue
+        dom = dom_map.get(iv)
+        if dom is not None:
+            origin.setdefault(astext(b.ana.simplify(_op.lt(v, _op.add(dom.min, dom.extent)))),
+                              (iv, "split"))
+        if iv in st.op.axis and iv.dom is not None:
+            for c in (_op.ge(v, iv.dom.min), _op.lt(v, _op.add(iv.dom.min, iv.dom.extent))):
+                origin.setdefault(astext(b.ana.simplify(c)), (iv, "shape"))
     for cond, depth in found:
         vs = {v.name for v in collect_vars(cond)}
-        axis = None
-        for iv in st.all_iter_vars:
-            if astext(values.get(iv, iv.var)) and values.get(iv) is not None and \
-                    astext(cond).startswith(astext(b.ana.simplify(values[iv]))):
-                axis = iv
-                break
-        cause = _cause(st, axis) if axis is not None else None
-        if cause is None:
-            cause = next((_cause(st, iv) for iv in st.all_iter_vars
-                          if _cause(st, iv) and iv.var.name in " ".join(sorted(vs)) or False), None)
+        axis, why = origin.get(astext(cond), (None, "shape"))
+        cause = _cause(st, axis) if axis is not None and why == "split" else None
         where = f"inside loop {leaves[depth].var.name}" if depth >= 0 else "around the whole nest"
         text = (f"ScheduleOps wraps {name}'s store in if likely({astext(cond)}) {where}"
                 + (f": {cause} does not divide the extent, so the last iteration of the outer "

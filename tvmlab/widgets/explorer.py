@@ -231,6 +231,7 @@ class Explorer(W.VBox):
                 self._counts[ck] = c
             pts.append({"label": str(rec["step"]), "series": rec["target"], "flops": c.flops,
                         "bytes": c.bytes, "intensity": c.intensity,
+                        "bytes_by_buffer": dict(c.bytes_by_buffer),
                         "gflops": c.flops / (rec["time_ms"] * 1e-3) / 1e9})
         peak = (self._bench.peak or (None, ""))[0] if self._bench is not None else None
         bw = None
@@ -247,6 +248,7 @@ class Explorer(W.VBox):
             img = png_img(roofline_png(pts, peak, bw, title="each step of the trace"), "roofline")
             rows = "".join(f"<tr><td>{p['label']}</td><td>{html.escape(p['series'])}</td>"
                            f"<td>{p['flops']:.3g}</td><td>{p['bytes']:.3g}</td>"
+                           f"<td style='font-size:11px'>{html.escape(_per_buffer(p))}</td>"
                            f"<td>{p['intensity']:.2f}</td><td>{p['gflops']:.2f}</td></tr>"
                            for p in pts)
             roofs = (f"roofs: FMA peak {peak:.0f} GFLOP/s" if peak else "FMA peak not measured yet") \
@@ -256,7 +258,8 @@ class Explorer(W.VBox):
                 f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
                 f'sizes {html.escape(self._bench.workload.size_text() or "fixed")}</div>'
                 '<table style="font-size:12px"><tr><th>step</th><th>target</th><th>flops</th>'
-                f'<th>bytes</th><th>flops/byte</th><th>GFLOP/s</th></tr>{rows}</table></div>')
+                '<th>bytes</th><th>distinct bytes per buffer</th><th>flops/byte</th>'
+                f'<th>GFLOP/s</th></tr>{rows}</table></div>')
         else:
             self.roofline_view.value = ('<div class="tvmlab-roofline" style="color:#868e96">no '
                                         'measured step yet: turn the live benchmark on or press '
@@ -936,6 +939,11 @@ class Explorer(W.VBox):
         if sel is not None and _TAB_TITLES[sel] == "Roofline" and not pending:
             with self._lock:      # from the benchmark thread: never while an apply is lowering
                 self._draw_panel("Roofline", force=True)
+
+
+def _per_buffer(point):
+    return ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in point.get("bytes_by_buffer", {}).items()
+                     if v)
 
 
 def _records_html(recs, how):
