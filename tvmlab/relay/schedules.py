@@ -3,11 +3,12 @@
 Every group is scheduled from its outputs: stages without a reduction are
 inlined into their readers (a chain of element-wise operators becomes one
 loop), reductions are computed at the root over parallel outer axes, and the
-outputs are flattened, vectorised and spread over the cores.  A conv2d group
-built on ``topi.nn.conv2d_nchw`` gets ``topi.x86``'s register-tiled schedule
-with the fused element-wise tail applied as each tile is written out;
-groups anchored at other ``topi.nn`` operators (dense, matmul, grouped
-convolutions) get the matching ``topi.x86`` schedule.
+outputs are flattened, vectorised and spread over the cores.  A group
+anchored at ``nn.contrib_conv2d_NCHWc`` (after AlterOpLayout) gets the
+register-tiled schedule of ``relay.layout``, the fused element-wise tail
+applied as each tile is written out; groups anchored at ``topi.nn``
+operators (conv2d in NCHW, grouped convolutions, dense, matmul) get the
+matching ``topi.x86`` schedule.
 """
 from __future__ import annotations
 
@@ -105,6 +106,6 @@ def schedule_group(outs, anchor_tensor, target):
 
 
 # anchors computed by topi.nn: their topi.x86 schedule (each takes the fused group's outputs)
-_TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d_NCHWc", "group_conv2d_nchw": "schedule_conv2d_nchw",
-         "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
+_TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d_NCHWc",
+         "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
          "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul"}
