@@ -154,3 +154,15 @@ def test_let_and_tuple_types():
     t = infer(relay.Function([x], body))
     assert t == relay.TupleType([relay.TensorType((3,)), relay.TensorType((3,))])
     assert "let %v = " in body.astext()
+
+
+def test_attrs_read_copy_and_stay_immutable():
+    import copy
+    import pickle
+    y = relay.nn.conv2d(relay.var("x", shape=(1, 3, 8, 8)), relay.var("w", shape=(4, 3, 3, 3)), padding=(1, 2))
+    assert y.attrs.padding == (1, 2, 1, 2) and y.attrs["groups"] == 1
+    assert pickle.loads(pickle.dumps(y.attrs)) == y.attrs and copy.deepcopy(y.attrs).strides == (1, 1)
+    with pytest.raises(relay.RelayError, match="immutable"):
+        y.attrs.groups = 2
+    with pytest.raises(AttributeError, match="no field 'nope'"):
+        y.attrs.nope

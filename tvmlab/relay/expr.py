@@ -20,6 +20,8 @@ class Attrs:
         object.__setattr__(self, "_fields", dict(fields or {}))
 
     def __getattr__(self, name):
+        if name.startswith("__") or name == "_fields":     # copy/pickle probes, before _fields exists
+            raise AttributeError(name)
         try:
             return self._fields[name]
         except KeyError:
@@ -30,6 +32,9 @@ class Attrs:
 
     def __setattr__(self, name, value):
         raise RelayError("attrs are immutable; build a new call with other attributes")
+
+    def __reduce__(self):
+        return (Attrs, (self._fields,))
 
     def get(self, name, default=None):
         return self._fields.get(name, default)
