@@ -195,3 +195,15 @@ def test_idle_benchmark_worker_exits_and_restarts(monkeypatch):
     ex.apply("split", stage="C", axis="i", factor=8)
     assert [r["step"] for r in ex.benchmarks][-1] == 1      # a new worker measured the step
     b.close()
+
+
+def test_iteration_space_choices_left_from_another_step_fall_back():
+    ex, _ = opened()
+    ex.iteration_space({"n": 10}, loop="i.inner")
+    ex.undo()
+    ex.undo()
+    ex.undo()                                  # back to the default schedule: loops i and j
+    ex._tabs.selected_index = TABS.index("Iteration space")
+    assert ex.last_iteration_space["loop"] in ("i", "j") and "not drawn" not in ex.iter_view.value
+    with pytest.raises(TVMLabError, match="no loop named"):
+        ex.iteration_space({"n": 10}, loop="i.inner")

@@ -176,29 +176,34 @@ class Explorer(W.VBox):
         self.explain_view.value = e._repr_html_()
         return e
 
-    def iteration_space(self, sizes=None, kind=None, loop=None):
+    def iteration_space(self, sizes=None, kind=None, loop=None, strict=True):
         """Interpret a small instance: {"trace", "kind", "loop", "cache"}; shown in Iteration space.
 
         ``sizes`` gives the symbolic shape variables (default: 1.5 x the largest split factor,
         16 to 32, so a tail tile shows); ``kind`` one of
         the writer kinds (parallel, blockIdx, threadIdx, vthread, vectorized, unrolled);
-        ``loop`` the loop whose iterations the cache view counts lines for.
+        ``loop`` the loop whose iterations the cache view counts lines for (with
+        ``strict=False`` an unknown kind or loop, left from another step, falls back to the
+        first one).
         """
         from ..analysis.access import trace_accesses
         from .analysis_views import cache_html, order_png, owner_png, png_img, who_legend_html
         st = self._session.current
         if sizes is None:
             sizes = self._iter_sizes()
-        tr = trace_accesses(st.schedule, self._session.args, sizes)
+        tr = trace_accesses(st.schedule, self._session.args, sizes, lowered=st.lowered)
         kinds = tr.who_kinds()
-        kind = kind or (kinds[0] if kinds else "parallel")
         loops = [n for n, _ in tr.loops]
-        rep = tr.cache_report(loop if loop in loops or loop is None else loop)
+        if not strict:
+            kind = kind if kind in kinds else None
+            loop = loop if loop in loops else None
+        kind = kind or (kinds[0] if kinds else "parallel")
+        rep = tr.cache_report(loop)
         parts = [who_legend_html(kinds),
                  png_img(owner_png(tr, kind), f"who writes each element: {kind}"),
                  png_img(order_png(tr), "write order"), cache_html(rep)]
         self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
-        self._updating = True
+        was, self._updating = self._updating, True
         try:
             self.iter_kind.options = kinds or ["parallel"]
             self.iter_kind.value = kind if kind in (kinds or ["parallel"]) else self.iter_kind.options[0]
@@ -206,7 +211,7 @@ class Explorer(W.VBox):
             if rep["loop"] in loops:
                 self.iter_loop.value = rep["loop"]
         finally:
-            self._updating = False
+            self._updating = was
         self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep}
         return self.last_iteration_space
 
@@ -689,13 +694,13 @@ class Explorer(W.VBox):
         sch = self._session.schedule
         keys = [sch.stage_key(x) for x in sch.stages if not x.is_placeholder]
         cur = self.explain_stage.value
-        self._updating = True
+        was, self._updating = self._updating, True
         try:
             self.explain_stage.options = keys
             self.explain_stage.value = cur if cur in keys else (keys[-1] if keys else None)
             self._refresh_explain_axes()
         finally:
-            self._updating = False
+            self._updating = was
 
     def _refresh_explain_axes(self):
         stage = self.explain_stage.value
@@ -744,7 +749,8 @@ class Explorer(W.VBox):
                     self._refresh_explain_choices()      # the stages of the state now shown
                 self.explain(self.explain_stage.value or None, self.explain_axis.value or None)
             elif title == "Iteration space":
-                self.iteration_space(None, self.iter_kind.value or None, self.iter_loop.value or None)
+                self.iteration_space(None, self.iter_kind.value or None, self.iter_loop.value or None,
+                                     strict=False)
             elif title == "Roofline":
                 self.roofline()
             elif title == "A/B":
