@@ -211,10 +211,15 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
                       name=name, tag="conv2d_NCHWc", attrs={"oc_block": oc, "ic_block": ic})
 
 
+@with_cpu_target
 def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, output_padding=(0, 0),
-                          name="conv2d_transpose"):
+                          name="conv2d_transpose", target=None):
     """Transposed convolution: Input (N, C, H, W), Filter (C, O, KH, KW) -> (N, O, (H-1)*s - pads + KH +
-    output_padding, ...); tag ``conv2d_transpose_nchw``."""
+    output_padding, ...); tag ``conv2d_transpose_nchw``.
+
+    Computed as TVM does: the input spread ``strides`` apart and padded by ``kernel - 1 - padding``
+    (one stage, ``<name>_dilate_pad``), then a unit-stride convolution with the kernel flipped and its
+    channel axes swapped, in the blocked layout of ``conv2d_nchw`` (and scheduled as it is)."""
     op = "conv2d_transpose_nchw"
     check_tensor(op, Input, "data", 4)
     check_tensor(op, Filter, "kernel", 4)
@@ -226,32 +231,28 @@ def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, outpu
         raise OperatorError(f"{op}: data has {const_or_none(c)} channels but the kernel (C, O, KH, KW) has {C}")
     if Input.dtype != Filter.dtype and out_dtype is None:
         raise OperatorError(f"{op}: data is {shape_str(Input)} but kernel is {shape_str(Filter)}; give out_dtype")
-    out_dtype = dt.canonical(out_dtype or Input.dtype)
     sh, sw = pair(op, "strides", strides)
     oph, opw = pair(op, "output_padding", output_padding, minimum=0)
     if oph >= sh or opw >= sw:
         raise OperatorError(f"{op}: output_padding {(oph, opw)} must be smaller than strides {(sh, sw)}")
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), op)
-    oh = (h - 1) * sh - pt - pb + kh + oph
-    ow = (w - 1) * sw - pl - pr + kw + opw
-    rc = te.reduce_axis((0, C), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-    zero = _op.const(0, out_dtype)
+    top, left = kh - 1 - pt, kw - 1 - pl                 # may be negative: then rows are cropped
+    bottom, right = kh - 1 - pb + oph, kw - 1 - pr + opw
+    zero = _op.const(0, Input.dtype)
 
-    def f(b, o, y, x):
-        # out[y] gathers in[i] * k[ky] where i * s + ky - pt = y
-        ty = y + pt - ry
-        tx = x + pl - rx
-        iy, ix = ty // sh, tx // sw
-        conds = [ty >= 0, tx >= 0, iy < h, ix < w]
+    def spread(b, ch, y, x):
+        ty, tx = y - top, x - left
+        conds = [ty >= 0, tx >= 0, ty < (h - 1) * sh + 1, tx < (w - 1) * sw + 1]
         conds += [ty % sh == 0] if sh > 1 else []
         conds += [tx % sw == 0] if sw > 1 else []
-        ok = _op.all(*conds)
-        v = Input[b, rc, _op.min(_op.max(iy, 0), h - 1), _op.min(_op.max(ix, 0), w - 1)]
-        return te.sum(_op.if_then_else(ok, _cast(out_dtype, v) * _cast(out_dtype, Filter[rc, o, ry, rx]), zero),
-                      axis=[rc, ry, rx])
-    return te.compute((n, O, oh, ow), f, name=name, tag="conv2d_transpose_nchw")
+        iy = _op.min(_op.max(ty // sh, 0), h - 1)
+        ix = _op.min(_op.max(tx // sw, 0), w - 1)
+        return _op.if_then_else(_op.all(*conds), Input[b, ch, iy, ix], zero)
+    padded = te.compute((n, c, (h - 1) * sh + 1 + top + bottom, (w - 1) * sw + 1 + left + right), spread,
+                        name=name + "_dilate_pad", tag="injective,pad")
+    flipped = te.compute((O, C, kh, kw), lambda o, ch, y, x: Filter[ch, o, kh - 1 - y, kw - 1 - x],
+                         name=name + "_kernel", tag="injective")
+    return group_conv2d_nchw(padded, flipped, 1, 0, 1, 1, out_dtype, name, "conv2d_transpose_nchw", None, target)
 
 
 def dilate(data, strides, dilation_value=0.0, name="DilatedInput"):

@@ -82,10 +82,8 @@ def _direct(s, conv, out, target):
             s[t.op].compute_at(s[out], row)
 
 
-@with_cpu_target
-def schedule_conv2d_nchw(outs, target=None, width=None):
-    """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
-    s, outs, conv, tile_out = fused_group(outs, NCHW_TAGS, "schedule_conv2d_nchw", target)
+def _schedule_blocked(outs, tags, what, target, width):
+    s, outs, conv, tile_out = fused_group(outs, tags, what, target)
     if conv.attrs.get("direct"):
         _direct(s, conv, tile_out, target)
         return schedule_others(s, outs, conv, tile_out, target)
@@ -95,6 +93,12 @@ def schedule_conv2d_nchw(outs, target=None, width=None):
         s[conv].compute_inline()     # the NCHW copy: each tile goes through the tail as it is written
     _tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
     return schedule_others(s, outs, conv, tile_out, target)
+
+
+@with_cpu_target
+def schedule_conv2d_nchw(outs, target=None, width=None):
+    """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
+    return _schedule_blocked(outs, NCHW_TAGS, "schedule_conv2d_nchw", target, width)
 
 
 schedule_group_conv2d_nchw = schedule_conv2d_nchw
@@ -138,12 +142,7 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
 
 
 @with_cpu_target
-def schedule_conv2d_transpose_nchw(outs, target=None):
-    """Transposed convolution: parallel over (batch, channel, row), vectors over the output row."""
-    s, outs, conv, tile_out = fused_group(outs, ("conv2d_transpose_nchw",), "schedule_conv2d_transpose_nchw",
-                                          target)
-    b, f, y, x = s[tile_out].op.axis
-    s[tile_out].parallel(s[tile_out].fuse(b, f, y))
-    if tile_out.op is not conv:
-        s[conv].compute_at(s[tile_out], x)
-    return schedule_others(s, outs, conv, tile_out, target)
+def schedule_conv2d_transpose_nchw(outs, target=None, width=None):
+    """Schedule a fused group whose anchor is a transposed convolution: the NCHW convolution's register
+    tiles over the spread and padded input."""
+    return _schedule_blocked(outs, ("conv2d_transpose_nchw",), "schedule_conv2d_transpose_nchw", target, width)
