@@ -249,7 +249,6 @@ def _root_domain(sch, st, ex, bodies, dom_map, ana):
                 for d, e in enumerate(idx):
                     full = ana.simplify(substitute(e, qroot))
                     s = B._eval(ana, full, relax)
-                    used = sorted({v.name for v in collect_vars(full)})
                     ranges = [f"{v} ∈ {_rng(relax[v_])}" for v_ in collect_vars(full)
                               for v in [v_.name] if v_ in relax]
                     lines.append(f"dim {d} ({op.axis[d].var.name}): {astext(e)}"
@@ -257,7 +256,6 @@ def _root_domain(sch, st, ex, bodies, dom_map, ana):
                                  + (f"  with {', '.join(sorted(set(ranges)))}" if ranges else "")
                                  + f"  →  {_ivs(s)}")
                     axes.append(op.axis[d].var.name)
-                    del used
                     req[d] = s if req[d] is None else B._union(ana, req[d], s)
                 idx_text = ", ".join(astext(i) for i in idx)
                 ex.steps.append(Step(
@@ -268,7 +266,6 @@ def _root_domain(sch, st, ex, bodies, dom_map, ana):
     for d, iv in enumerate(op.axis):
         if req[d] is None:
             continue
-        r = dom_map[iv]
         if len(consumers) > 1 or sum(1 for q in consumers for t, il in reads[q].items()
                                      if t.op is op for _ in il) > 1:
             ex.steps.append(Step("union", f"{name}.{iv.var.name} must cover every read: the union "
@@ -282,14 +279,20 @@ def _root_domain(sch, st, ex, bodies, dom_map, ana):
             text = (f"The reads of {name}.{iv.var.name} stay inside its shape, so the region "
                     f"computed is {_rng(clipped)} ({_t(clipped.extent)} values).")
         else:
-            text = (f"The reads of {name}.{iv.var.name} may leave its shape (or cannot be proven "
-                    f"inside it), so the region is clipped to the shape: {_rng(clipped)}.")
-            if isinstance(clipped.extent, IntImm) and req[d].min is not NEG_INF and \
-                    req[d].max is not POS_INF:
-                text += (" A tile of constant size stays constant (clipping would make it "
-                         "symbolic); ScheduleOps then guards the stores against the shape.")
+            kept = (isinstance(clipped.extent, IntImm) and req[d].min is not NEG_INF
+                    and req[d].max is not POS_INF
+                    and astext(clipped.min) == astext(req[d].min)
+                    and astext(clipped.extent) == astext(ana.simplify(
+                        _op.add(_op.sub(req[d].max, req[d].min), 1))))
+            if kept:
+                text = (f"The reads of {name}.{iv.var.name} cannot be proven inside its shape, but "
+                        f"the tile keeps its constant size {_rng(clipped)} (clipping would make it "
+                        "symbolic); ScheduleOps then guards the stores against the shape.")
+            else:
+                text = (f"The reads of {name}.{iv.var.name} may leave its shape (or cannot be "
+                        f"proven inside it), so the region is clipped to the shape: "
+                        f"{_rng(clipped)}.")
         ex.steps.append(Step("clip", text, f"{lo_hi}  →  {_rng(clipped)}", (iv.var.name,)))
-        del r
 
 
 # ---------------------------------------------------------------- relations
@@ -417,10 +420,12 @@ def _after_lowering(sch, st, ex, lowered):
         post_order_visit(ast2.body, lambda n: realized.append(n) if isinstance(n, ProducerRealize)
                          and n.producer.op is st.op else None)
     for r in realized:
+        whole = all(_rng(b) == _rng(iv.dom) for b, iv in zip(r.bounds, st.op.axis))
         ex.steps.append(Step("storage", f"{name} is realized over "
                              f"{' x '.join(_rng(b) for b in r.bounds)} "
-                             f"(scope {r.storage_scope or 'global'}): its storage holds exactly the "
-                             "region above, not the whole tensor.",
+                             f"(scope {r.storage_scope or 'global'}): "
+                             + ("the whole tensor." if whole else "its storage holds only the "
+                                "region above, not the whole tensor."),
                              math="realize bounds: " + ", ".join(_rng(b) for b in r.bounds)))
     if ex.guards and "loop_partition" in hist:
         outers = {iv.var.name for iv in st.leaf_iter_vars}
