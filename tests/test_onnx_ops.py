@@ -354,3 +354,20 @@ def test_layer_norm(axis):
     inits = {"s": rand(*shape, low=0.5, high=1.5, seed=58), "b": rand(*shape, seed=59)}
     node = mk("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis, epsilon=1e-4)
     check(model(node, {"x": x}, ["y"], inits, opset=17), {"x": x})
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements(axis):
+    x = rand(4, 5, 3, seed=60)
+    rng = np.random.default_rng(61)
+    idx = rng.integers(-x.shape[axis], x.shape[axis], size=(2, 5, 3) if axis == 0 else
+                       ((4, 2, 3) if axis == 1 else (4, 5, 2))).astype(np.int64)
+    node = mk("GatherElements", ["x", "i"], ["y"], axis=axis)
+    check(model(node, {"x": x}, ["y"], {"i": idx}), {"x": x})
+
+
+@pytest.mark.parametrize("op,attrs", [("DepthToSpace", {"mode": "DCR"}), ("DepthToSpace", {"mode": "CRD"}),
+                                      ("SpaceToDepth", {})])
+def test_depth_space(op, attrs):
+    x = rand(2, 8, 3, 4, seed=62) if op == "DepthToSpace" else rand(2, 3, 6, 4, seed=62)
+    check(model(mk(op, ["x"], ["y"], blocksize=2, **attrs), {"x": x}, ["y"]), {"x": x})

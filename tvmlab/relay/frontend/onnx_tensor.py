@@ -421,3 +421,47 @@ def _resize_nearest(ctx, node):
     x = expr_input(ctx, node, 0)
     shape = ctx.shape_of(x)
     return upsample_nearest(ctx.relay, x, shape, _nearest_factors(ctx, node, shape))
+
+
+@converter("GatherElements")
+def _gather_elements(ctx, node):
+    """relay.gather (TVM's name for it): out[i][j] = data[index[i][j]][j] on ``axis``."""
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    shape = ctx.shape_of(x)
+    axis = normalize_axis(node.attr("axis", 0), len(shape))
+    if node.inputs[1] in ctx.known:
+        idx = np.asarray(ctx.known[node.inputs[1]]).astype(np.int64)
+        if ((idx < -shape[axis]) | (idx >= shape[axis])).any():
+            raise FrontendError(f"indices out of range for axis {axis} of size {shape[axis]}")
+        indices = r.const(np.where(idx < 0, idx + shape[axis], idx).astype(np.int32))
+    else:
+        indices = expr_input(ctx, node, 1)
+    return r.gather(x, axis, indices)
+
+
+@converter("DepthToSpace", "SpaceToDepth")
+def _depth_space(ctx, node):
+    """Channel blocks to spatial blocks (or back) as reshape, transpose, reshape; DCR and CRD orders."""
+    r = ctx.relay
+    x = expr_input(ctx, node, 0)
+    shape = ctx.shape_of(x)
+    if len(shape) != 4:
+        raise FrontendError(f"expected an NCHW input, got shape {shape}")
+    n, c, h, w = shape
+    b = int(node.attr("blocksize", 0))
+    if b < 1:
+        raise FrontendError(f"blocksize must be >= 1, got {b}")
+    if node.op_type == "SpaceToDepth":
+        if h % b or w % b:
+            raise FrontendError(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
+        y = r.reshape(x, newshape=(n, c, h // b, b, w // b, b))
+        y = r.transpose(y, axes=[0, 3, 5, 1, 2, 4])
+        return r.reshape(y, newshape=(n, c * b * b, h // b, w // b))
+    if c % (b * b):
+        raise FrontendError(f"{c} channels are not a multiple of blocksize {b} squared")
+    if node.attr("mode", "DCR") == "DCR":
+        y = r.transpose(r.reshape(x, newshape=(n, b, b, c // (b * b), h, w)), axes=[0, 3, 4, 1, 5, 2])
+    else:
+        y = r.transpose(r.reshape(x, newshape=(n, c // (b * b), b, b, h, w)), axes=[0, 1, 4, 2, 5, 3])
+    return r.reshape(y, newshape=(n, c // (b * b), h * b, w * b))
