@@ -19,5 +19,5 @@ from .search import CostModel, RandomModel, SearchError, SketchPolicy, XGBModel 
 from .sketch import SketchError  # noqa: F401
 from .task import SearchTask, TuningOptions  # noqa: F401
 from .dispatch import ApplyHistoryBest  # noqa: F401
-from .workload import (WORKLOAD_FUNC_REGISTRY, WorkloadError, make_workload_key,  # noqa: F401
+from .workload import (WORKLOAD_FUNC_REGISTRY, ComputeDAG, WorkloadError, make_workload_key,  # noqa: F401
                        register_workload)

@@ -153,6 +153,7 @@ class SketchPolicy:
         self.history = []           # (trial, gflops or 0, best gflops so far)
         self.best_state, self.best_cost = None, None
         self.stopped = False
+        self.predicted = {}         # state key -> the model's score when it was picked (last round)
 
     # ------------------------------------------------------------ generation
     def sample_initial_population(self, n):
@@ -240,6 +241,7 @@ class SketchPolicy:
         order = list(np.argsort(-scores))
         n_rand = int(round(n_out * P["eps_greedy"]))
         picked = [pop[i] for i in order[:n_out - n_rand]]
+        self.predicted = {_key(pop[i]): float(scores[i]) for i in order[:n_out - n_rand]}
         keys = {_key(s) for s in picked}
         for s in self.sample_initial_population(n_rand * 4):
             if len(picked) >= n_out:

@@ -66,6 +66,11 @@ class SearchTask:
     def __init__(self, func=None, args=None, compute_dag=None, workload_key=None, target="llvm",
                  target_host=None, hardware_params=None, layout_rewrite_option=None, task_inputs=None):
         from ..codegen.registry import Target
+        if compute_dag is not None:
+            from .workload import ComputeDAG
+            if not isinstance(compute_dag, ComputeDAG):
+                raise WorkloadError(f"compute_dag must be an auto_scheduler.ComputeDAG, got {compute_dag!r:.80}")
+            workload_key = compute_dag.workload_key
         if workload_key is None:
             if func is None:
                 raise WorkloadError("SearchTask needs func= (a registered workload) or workload_key=")
@@ -93,7 +98,7 @@ class SearchTask:
     def instantiate(self, state):
         """A fresh ``(schedule, args)`` of ``state`` (its trace records every step)."""
         from .. import te
-        args = workload_tensors(self.workload_key)
+        args = workload_tensors(self.workload_key)     # a ComputeDAG's own tensors, or fresh ones
         dag = DAG(args)
         s = te.create_schedule([op for op in dag.outputs])
         apply_state(s, dag, state, _tensors_by_name(args))

@@ -11,6 +11,7 @@ import json
 from ..errors import TVMLabError
 
 WORKLOAD_FUNC_REGISTRY = {}
+DAG_REGISTRY = {}        # workload key of a ComputeDAG -> its tensors (this process only)
 
 
 class WorkloadError(TVMLabError, ValueError):
@@ -66,8 +67,39 @@ def decode_workload_key(key):
     return data[0], tuple(deserialize_arg(a) for a in data[1:])
 
 
+class ComputeDAG:
+    """Tensors given directly (no registered function), keyed as TVM keys them: a hash of the
+    computation plus the argument shapes.  The key finds the tensors in this process only."""
+
+    def __init__(self, compute):
+        import hashlib
+
+        from ..ir.tensor import Tensor
+        tensors = list(compute) if isinstance(compute, (list, tuple)) else None
+        if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+            raise WorkloadError(f"ComputeDAG needs a list of tensors (inputs and outputs), got {compute!r:.80}")
+        self.tensors = tensors
+        text, seen, stack = [], set(), list(tensors)
+        while stack:
+            t = stack.pop()
+            if t.op in seen:
+                continue
+            seen.add(t.op)
+            body = getattr(t.op, "body", None)
+            text.append(f"{t.op.name}{tuple(t.shape)}{t.dtype}:{body}")
+            stack += list(t.op.input_tensors)
+        digest = hashlib.md5("\n".join(sorted(text)).encode()).hexdigest()
+        self.workload_key = json.dumps([digest] + [_serialize([t])[0][1] for t in tensors])
+        DAG_REGISTRY[self.workload_key] = tensors
+
+    def __repr__(self):
+        return f"ComputeDAG({[t.name for t in self.tensors]})"
+
+
 def workload_tensors(key):
     """Call the workload's function: its list of tensors (inputs, then outputs)."""
+    if key in DAG_REGISTRY:
+        return list(DAG_REGISTRY[key])
     name, args = decode_workload_key(key)
     if name not in WORKLOAD_FUNC_REGISTRY:
         raise WorkloadError(f"workload {name!r} is not registered in this process; import or define its "

@@ -8,7 +8,8 @@ target format, side by side) | Benchmark (live plot against numpy) | Explain
 (why each stage's bounds are what they are) | Iteration space (who writes
 each element, in which order, cache lines and reuse on a small instance) |
 Roofline (each step's GFLOP/s against its arithmetic intensity) | A/B (the
-pinned step against the current one).
+pinned step against the current one) | Tune (the auto-scheduler searching
+this computation in the background; ``ex.tune(n_trial=, tuner=)``).
 
 The widget holds no compiler logic: ``Session`` applies trace steps and
 lowers, the views draw what the session's current state holds.  Graphs of
@@ -32,7 +33,7 @@ from .colors import KIND_COLORS, legend_html
 from .diff import diff_html
 from .session import LEVELS, Session, steps_key, target_kind
 
-_TAB_TITLES = LEVELS + ("Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B")
+_TAB_TITLES = LEVELS + ("Code", "Benchmark", "Explain", "Iteration space", "Roofline", "A/B", "Tune")
 _PANELS = ("Explain", "Iteration space", "Roofline", "A/B")
 _SOURCE_TITLES = {"cuda": ("CUDA C", "cuda"), "opengl": ("GLSL", "glsl")}
 _GRAPH_BOX = ("overflow:auto;max-height:520px;border:1px solid #dee2e6;background:white;"
@@ -162,6 +163,11 @@ class Explorer(W.VBox):
         """One record per step of the trace and runnable target (waits for pending measurements)."""
         self.wait()
         return self._records()
+
+    def tune(self, n_trial=64, tuner="xgb", **options):
+        """Auto-schedule this computation in the background, shown in the Tune tab (widgets.tune_view)."""
+        from .tune_view import tune
+        return tune(self, n_trial, tuner, **options)
 
     def wait(self, timeout=300):
         """Block until the queued benchmark measurements are done; False on timeout."""
@@ -437,8 +443,10 @@ class Explorer(W.VBox):
         self.compare_button.on_click(self._button(lambda: self.compare_pinned()))
         ab_page = W.VBox([W.HBox([self.pin_button, self.compare_button, self.pin_label]),
                           self.compare_view])
+        from .tune_view import TuneView
+        self.tune_view = TuneView(self)     # the Tune tab (widgets.tune_view)
         self._tabs = W.Tab(children=pages + [self.code_views, bench_page, explain_page, iter_page,
-                                             roof_page, ab_page])
+                                             roof_page, ab_page, self.tune_view])
         for k, t in enumerate(_TAB_TITLES):
             self._tabs.set_title(k, t)
         self._tabs.selected_index = 1
