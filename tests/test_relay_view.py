@@ -110,3 +110,14 @@ def test_operators_new_since_the_stage_before_are_outlined(inception):
     assert "nn.conv2d" not in names
     assert view.graph("AlterOpLayout").source.count(CHANGED_EDGE) == len(fresh)
     assert CHANGED_EDGE not in view.graph("FuseOps").source    # fusion groups operators, changes none
+
+
+def test_profile_times_every_kernel_of_the_build(inception):
+    pytest.importorskip("ipywidgets")
+    mod, params = inception
+    ex = tvm.explore(mod, params=params, benchmark=False)
+    rows = ex.measure(number=1, rounds=1)
+    assert rows and all(ms > 0 for _, ms, _ in rows)
+    group_names = {g.name for g in ex.groups()}
+    assert all(any(name == g or name.startswith(g + "_") for g in group_names) for name, _, _ in rows)
+    assert "kernel calls" in ex._profile.value and ex.last_profile is rows

@@ -2,7 +2,8 @@
 
 Layout: a summary line; the stages (input, then after each graph pass) as
 toggle buttons; the kind-colour legend; tabs Graph (SVG) | Text (the module
-printed) | Changes (operator counts against the previous stage); and the
+printed) | Changes (operator counts against the previous stage) | Profile
+(each kernel of the built model timed alone, on request); and the
 fused groups of the shown stage as a list whose "open" button puts that
 group's TE schedule in the operator explorer below. The widget holds no
 compiler logic: ``RelayView`` computes every stage.
@@ -20,13 +21,15 @@ _BOX = "overflow:auto;max-height:560px;border:1px solid #dee2e6;background:white
 
 
 class RelayExplorer(W.VBox):
-    """Python API: ``view`` (the RelayView), ``stage``, ``show(stage)``, ``groups()``, ``open_group(k)``."""
+    """Python API: ``view`` (the RelayView), ``stage``, ``show(stage)``, ``groups()``, ``open_group(k)``,
+    ``measure()`` (each kernel timed, also in the Profile tab)."""
 
     def __init__(self, mod, params=None, targets=None, opt_level=3, disabled_pass=(), **explorer_options):
         self.target = (targets or ["llvm"])[0]
         self.view = RelayView(mod, params, target=self.target, opt_level=opt_level, disabled_pass=disabled_pass)
         self._explorer_options = {"benchmark": False, **explorer_options}
         self.group_explorer = None
+        self.last_profile = None
         self.error = None
         self._stage = W.ToggleButtons(options=self.view.names, value=self.view.names[-1],
                                       style={"button_width": "auto"})
@@ -34,8 +37,12 @@ class RelayExplorer(W.VBox):
         self._graph = W.HTML()
         self._text = W.HTML()
         self._changes = W.HTML()
-        tabs = W.Tab(children=[self._graph, self._text, self._changes])
-        for k, t in enumerate(("Graph", "Text", "Changes")):
+        self._profile = W.HTML("<p>Build the model and time each kernel alone.</p>")
+        self._measure = W.Button(description="measure kernels", icon="clock-o",
+                                 tooltip="relay.build the module and time each kernel call (takes a while)")
+        self._measure.on_click(lambda _: self.measure())
+        tabs = W.Tab(children=[self._graph, self._text, self._changes, W.VBox([self._measure, self._profile])])
+        for k, t in enumerate(("Graph", "Text", "Changes", "Profile")):
             tabs.set_title(k, t)
         self._groups = W.Select(options=[], rows=8, layout=W.Layout(width="70%"))
         self._open = W.Button(description="open schedule", icon="external-link",
@@ -73,6 +80,24 @@ class RelayExplorer(W.VBox):
                                             self.view.names[i - 1] if i else None)
         self._groups.options = [(f"{g.index}: {g.name} · {g.kind} ({len(g.ops)} ops)", g.index) for g in groups]
         self._open.disabled = not groups
+
+    def measure(self, number=5, rounds=3):
+        """Build and time every kernel (``RelayView.profile``); the rows are also shown in the Profile tab."""
+        self._profile.value = "<p>building and timing…</p>"
+        try:
+            rows = self.view.profile(number=number, rounds=rounds)
+        except TVMLabError as e:
+            self._profile.value = f'<span style="color:#c92a2a">{html.escape(str(e))}</span>'
+            raise
+        total = sum(ms for _, ms, _ in rows) or 1.0
+        body = "".join(f"<tr><td><code>{html.escape(n)}</code></td><td>{ms:.3f}</td>"
+                       f'<td><div style="background:#ffa94d;height:10px;width:{300 * ms / total:.0f}px"></div>'
+                       f"</td><td>{html.escape(str(shape))}</td></tr>" for n, ms, shape in rows)
+        self._profile.value = (f"<p>{len(rows)} kernel calls, {total:.2f} ms in all (each timed alone)</p>"
+                               f"<table><tr><th>kernel</th><th>ms</th><th>share</th><th>output</th></tr>"
+                               f"{body}</table>")
+        self.last_profile = rows
+        return rows
 
     def open_group(self, index):
         """Open fused group ``index`` of the shown stage in the operator explorer (also returned)."""

@@ -86,6 +86,7 @@ class RelayView:
             for k in params:
                 if k not in names:
                     raise TVMLabError(f"params names {k!r}, which is not a parameter of main")
+        self._source = (mod, params, target, opt_level, list(disabled_pass))
         self.stages = [("input", rt.InferType()(mod))]
         recorder = _Recorder(self.stages)
         with tr.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass), instruments=[recorder]):
@@ -131,6 +132,33 @@ class RelayView:
         previous = self.module(i - 1)["main"] if i else None
         return relay_graph(self.module(i)["main"], show_params=show_params, title=self.names[i],
                            previous=previous)
+
+    def profile(self, inputs=None, number=5, rounds=3):
+        """Build the module as relay.build does and time each kernel call alone (random inputs unless
+        given): [(kernel name, ms, output shape)], slowest first (see tvmlab.bench.graph.profile)."""
+        import numpy as np
+
+        from .. import transform as tr
+        from ..bench.graph import profile
+        from ..contrib import graph_executor
+        from ..relay.build_module import build
+        from ..runtime import cpu
+        mod, params, target, opt_level, disabled = self._source
+        with tr.PassContext(opt_level=opt_level, disabled_pass=disabled):
+            lib = build(mod, target=target, params=params)
+        gmod = graph_executor.GraphModule(lib["default"](cpu(0)))
+        rng = np.random.default_rng(0)
+        names = set(params or {})
+        for p in mod["main"].params:
+            if p.name_hint in names:
+                continue
+            t = p.type_annotation
+            value = (inputs or {}).get(p.name_hint)
+            if value is None:
+                value = rng.standard_normal([int(d) for d in t.shape]).astype(t.dtype)
+            gmod.set_input(p.name_hint, value)
+        gmod.run()
+        return profile(gmod, number=number, rounds=rounds)
 
     def group_schedule(self, group, stage=-1, target="llvm"):
         """(schedule, tensors) of one fused group, as the build compiles it."""
