@@ -480,9 +480,15 @@ def test_lrn_instance_norm(check_build):
     out4 = topi.nn.lrn(X, 4, 1, 0.5, 0.5, 2.0)
     check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 0.5, 0.5, 2.0), rtol=1e-5)
     g, b = ph((7,), "g"), ph((7,), "b")
-    inorm = topi.nn.instance_norm(X, g, b)
-    check_build(x86.schedule_instance_norm([inorm]), [X, g, b, inorm],
-                lambda x, gg, bb: ref.instance_norm_python(x, gg, bb), rtol=1e-4, atol=1e-4)
+    for shape in ((2, 7, 4, 5), (1, 7, 9, 10)):          # the second: sums as vectors of partial sums
+        Y = ph(shape, "Y")
+        inorm = topi.nn.instance_norm(Y, g, b)
+        check_build(x86.schedule_instance_norm([inorm]), [Y, g, b, inorm],
+                    lambda y, gg, bb: ref.instance_norm_python(y, gg, bb), rtol=1e-4, atol=1e-4)
+    Z = ph((2, 3, 11, 12), "Z")
+    gp = topi.nn.global_pool(Z, "avg")
+    check_build(x86.schedule_adaptive_pool([gp]), [Z, gp], lambda z: z.mean(axis=(2, 3), keepdims=True),
+                rtol=1e-5, atol=1e-6)
 
 
 # ------------------------------------------------------------------ tags, utils, errors

@@ -125,14 +125,16 @@ def instance_norm(data, gamma, beta, axis=None, epsilon=1e-5, channel_axis=1):
             idx.append(next(r) if d in axes else next(it))
         return idx
     k1 = [te.reduce_axis((0, data.shape[a]), name=f"k{a}") for a in axes]
-    s1 = te.compute(red_shape, lambda *i: te.sum(data(*full(i, k1)), axis=k1), name="T_in_sum", tag=tag.COMM_REDUCE)
+    red = {"axis": tuple(axes), "ndim": n}
+    s1 = te.compute(red_shape, lambda *i: te.sum(data(*full(i, k1)), axis=k1), name="T_in_sum", tag=tag.COMM_REDUCE,
+                    attrs=red)
     mean = te.compute(red_shape, lambda *i: s1(*i) / count, name="T_in_mean", tag=tag.ELEMWISE)
     k2 = [te.reduce_axis((0, data.shape[a]), name=f"k{a}") for a in axes]
 
     def sq(*i):
         d = data(*full(i, k2)) - mean(*i)
         return te.sum(d * d, axis=k2)
-    s2 = te.compute(red_shape, sq, name="T_in_sqsum", tag=tag.COMM_REDUCE)
+    s2 = te.compute(red_shape, sq, name="T_in_sqsum", tag=tag.COMM_REDUCE, attrs=red)
     eps = _op.const(epsilon, data.dtype)
 
     def out(*i):

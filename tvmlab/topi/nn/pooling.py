@@ -130,7 +130,7 @@ def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
         if not dt.is_float(data.dtype):
             raise OperatorError(f"adaptive_pool: average pooling needs a float tensor, got {shape_str(data)}")
         s = te.compute(tuple(shape), lambda *i: te.sum(at(i), axis=[ry, rx]), name="T_global_pool_sum",
-                       tag="adaptive_pool_sum")
+                       tag="adaptive_pool_sum", attrs={"axis": (ha, wa), "ndim": 4})
         return te.compute(tuple(shape), lambda *i: s(*i) / _op.cast(data.dtype, H * W), name="T_global_pool_avg",
                           tag="adaptive_pool_avg")
     Hc, Wc = get_const_int(H), get_const_int(W)

@@ -51,16 +51,25 @@ def _vector_reduce(s, t, outer, target):
     s[t].vectorize(xi)
 
 
+def _trailing(op):
+    """Whether ``op`` (a topi reduction) reduces its input's last axes: contiguous runs of elements."""
+    axis, ndim = tuple(op.attrs.get("axis", ())), op.attrs.get("ndim", 0)
+    return bool(axis) and axis == tuple(range(ndim - len(axis), ndim))
+
+
 def _lanes_of_partials(s, op, target):
     """A reduction over one contiguous axis as a vector of partial results (``rfactor``), then one
     horizontal step: LLVM does not reorder a float reduction by itself."""
-    if len(op.reduce_axis) != 1 or op.num_outputs != 1:
+    if op.num_outputs != 1 or not op.reduce_axis:
         return
-    (k,) = op.reduce_axis
     vec = 2 * lanes_of(op.output(0).dtype, target)
-    extent = const_or_none(k.dom.extent)
+    extent = 1
+    for r in op.reduce_axis:
+        e = const_or_none(r.dom.extent)
+        extent = None if e is None or extent is None else extent * e
     if extent is None or extent < 2 * vec:
         return
+    k = s[op].fuse(*op.reduce_axis) if len(op.reduce_axis) > 1 else op.reduce_axis[0]
     ko, ki = s[op].split(k, factor=vec)
     rf = s.rfactor(op.output(0), ki)
     axes = s[op].op.axis
@@ -104,7 +113,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     elif axes:
         outer = axes[0]
         s[out].parallel(outer)
-    if out.op.reduce_axis and out.op.attrs.get("axis") == (out.op.attrs.get("ndim", 0) - 1,):
+    if out.op.reduce_axis and _trailing(out.op):
         _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     else:
         outer = None
@@ -123,7 +132,10 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             elif op.reduce_axis and const_or_none(out.shape[-1]) == const_or_none(op.reduce_axis[0].dom.extent):
                 _lanes_of_partials(s, op, target)      # a row reduction (softmax's max and sum)
         elif s[op].op.axis:
-            s[op].parallel(s[op].op.axis[0])
+            axes = s[op].op.axis
+            s[op].parallel(s[op].fuse(*axes) if len(axes) > 1 else axes[0])
+            if _trailing(op):
+                _lanes_of_partials(s, op, target)
     for op in pads:
         pool = readers[op][0]
         if outer is not None and pool.attrs.get("layout") == "NCHW" and (pool is out.op or pool in at_outer):
