@@ -106,6 +106,11 @@ def test_dense_matmul_batch_matmul_types():
      "concatenate: input 1 is Tensor"),
     (lambda: relay.sum(relay.var("x", shape=(2, 3)), axis=2), "sum: axis 2 is out of range for a tensor of rank 2"),
     (lambda: relay.split(relay.var("x", shape=(2, 5)), 2, axis=1)[0], "split: cannot split an axis of 5 into 2"),
+    (lambda: relay.nn.conv2d(relay.var("x", shape=(1, 8, 8, 3)), relay.var("w", shape=(3, 3, 3, 4)),
+                             data_layout="NHWC", kernel_layout="HWIO"),
+     "nn.conv2d: only layout NCHW is supported, got 'NHWC'"),
+    (lambda: relay.nn.max_pool2d(relay.var("x", shape=(1, 3, 4, 4)), (2, 2), layout="NHWC"),
+     "nn.max_pool2d: only layouts NCHW and NCHW\\[x\\]c are supported"),
 ])
 def test_type_errors_name_the_op(make, message):
     with pytest.raises(relay.TypeInferenceError, match=message):
