@@ -272,6 +272,7 @@ def test_graph_executor_api_and_errors(rng):
     m.get_output(0, out)
     np.testing.assert_allclose(out.numpy(), residual_ref(xv, params), rtol=1e-4, atol=1e-4)
     assert m.get_num_outputs() == 1
+    assert m.get_input_info() == ({"data": (1, 4, 10, 10)}, {"data": "float32"})
     with pytest.raises(tvm.TVMLabError, match="input 'data': expected dtype float32, got float64"):
         m.set_input("data", xv.astype("float64"))
     with pytest.raises(tvm.TVMLabError, match=r"input 'data': expected shape \(1, 4, 10, 10\), got \(4, 10, 10\)"):

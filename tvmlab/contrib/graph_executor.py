@@ -192,9 +192,9 @@ class GraphExecutor:
             args = [self.entries[self._eid(i, k)] for i, k, *_ in node["inputs"]]
             args += [self.entries[self._eid(nid, k)] for k in range(int(node["attrs"]["num_outputs"]))]
             self.calls.append(fn.prepare(*args))
-        for name, value in (params or {}).items():
-            if name in self.input_index:
-                self.set_input(name, value)
+        self.bound_params = [name for name in (params or {}) if name in self.input_index]
+        for name in self.bound_params:
+            self.set_input(name, params[name])
 
     def _eid(self, nid, k):
         return self.row_ptr[nid] + k
@@ -283,6 +283,14 @@ class GraphModule:
 
     def get_num_inputs(self):
         return self.module.get_num_inputs()
+
+    def get_input_info(self):
+        """``(shape_dict, dtype_dict)`` of the inputs still to be set (weights bound at build are not listed)."""
+        ex = self.module
+        bound = set(getattr(ex, "bound_params", ()))
+        names = [n for n in ex.input_names if n not in bound]
+        entries = [ex.get_input(n) for n in names]
+        return ({n: tuple(e.shape) for n, e in zip(names, entries)}, {n: e.dtype for n, e in zip(names, entries)})
 
     def benchmark(self, device=None, func_name="run", repeat=5, number=5, min_repeat_ms=None, end_to_end=False):
         """Time ``run()``: ``repeat`` measurements of the mean over ``number`` runs (seconds), as TVM's result."""
