@@ -34,6 +34,8 @@ def _pair(v):
 
 
 class _Ctx:
+    """What converters share: the relay module and the shapes of values converted so far."""
+
     def __init__(self):
         self.relay = relay_module()
         self.shapes = ShapeCache()
@@ -45,8 +47,7 @@ class _Ctx:
 def _conv(c, a):
     r = c.relay
     x, w, b = a[0], a[1], a[2]
-    transposed = len(a) > 7 and isinstance(a[6], bool)
-    if transposed:         # aten::_convolution
+    if len(a) > 7 and isinstance(a[6], bool):      # aten::_convolution, which carries `transposed`
         stride, pad, dil, is_t, out_pad, groups = a[3], a[4], a[5], a[6], a[7], a[8]
     else:                  # aten::conv2d / conv1d
         stride, pad, dil, is_t, out_pad, groups = a[3], a[4], a[5], False, [0], a[6]
