@@ -113,10 +113,10 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     elif axes:
         outer = axes[0]
         s[out].parallel(outer)
-    if out.op.reduce_axis and _trailing(out.op):
-        _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     else:
         outer = None
+    if out.op.reduce_axis and _trailing(out.op):
+        _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     at_outer = set()
     inner_reds = [r for r in reds if r is not out.op and r not in s.outputs]
     for op in inner_reds + shared:
