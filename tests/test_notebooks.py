@@ -24,6 +24,7 @@ EXPECTED = [
     "04_gpu_cuda.ipynb",
     "05_opengl.ipynb",
     "06_reductions_rfactor.ipynb",
+    "07_autotuning.ipynb",
     "08_graph_fusion.ipynb",
     "09_why_is_it_slow.ipynb",
 ]
