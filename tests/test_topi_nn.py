@@ -468,7 +468,12 @@ def test_global_and_adaptive_pool(check_build):
 def test_softmax(shape, axis, check_build):
     X = ph(shape, "X")
     sm, lsm = topi.nn.softmax(X, axis), topi.nn.log_softmax(X, axis)
-    check_build(x86.schedule_softmax([sm]), [X, sm], lambda x: ref.softmax_python(x, axis), rtol=1e-5, atol=1e-6)
+    s = x86.schedule_softmax([sm])
+    if axis == -1:       # a row at a time: the row's max, exponentials and sum inside the output's row loop
+        attach = {st.op.name: st.attach_type for st in s.stages}
+        assert [attach[n] for n in ("T_softmax_maxelem", "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm")] \
+            == ["scope", "scope", "scope", "root"]
+    check_build(s, [X, sm], lambda x: ref.softmax_python(x, axis), rtol=1e-5, atol=1e-6)
     check_build(x86.schedule_softmax([lsm]), [X, lsm], lambda x: ref.log_softmax_python(x, axis), rtol=1e-5,
                 atol=1e-5)
 
