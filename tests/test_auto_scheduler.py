@@ -109,6 +109,28 @@ def test_workload_keys_and_errors():
         task.instantiate(state)
     with pytest.raises(SketchError, match="not an auto-scheduler state"):
         task.instantiate({"sketch": {"C": "tile"}})
+    # tensors given directly: keyed by a hash of the computation; symbolic shapes are refused
+    A = te.placeholder((6, 4), name="A")
+    B = te.compute((6, 4), lambda i, j: A[i, j] * 2.0, name="B")
+    dag = auto_scheduler.ComputeDAG([A, B])
+    assert json.loads(dag.workload_key)[1:] == [[6, 4], [6, 4]]
+    assert auto_scheduler.ComputeDAG([A, B]).workload_key == dag.workload_key
+    plain = auto_scheduler.SearchTask(compute_dag=dag, target="llvm")
+    assert plain.dag.tiled == [] and plain.dag.sketches() == [{}]
+    s, args = plain.instantiate(random_state(plain.dag, {}, random.Random(0)))
+    f = tvmlab.build(s, args, "llvm")
+    a = np.random.default_rng(0).uniform(-1, 1, (6, 4)).astype("float32")
+    out = tvmlab.nd.array(np.full((6, 4), np.nan, "float32"))
+    f(tvmlab.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a * 2)
+    n = te.var("n")
+    X = te.placeholder((n, 4), name="X")
+    k = te.reduce_axis((0, 4), name="k")
+    Y = te.compute((n,), lambda i: te.sum(X[i, k], axis=k), name="Y")
+    with pytest.raises(TVMLabError, match="constant shapes; X has shape"):
+        auto_scheduler.ComputeDAG([X, Y])
+    with pytest.raises(TVMLabError, match="CPU"):
+        auto_scheduler.SearchTask(compute_dag=dag, target="cuda")
 
 
 # ---------------------------------------------------------------- search against a fake runner

@@ -78,6 +78,10 @@ class ComputeDAG:
         tensors = list(compute) if isinstance(compute, (list, tuple)) else None
         if not tensors or not all(isinstance(t, Tensor) for t in tensors):
             raise WorkloadError(f"ComputeDAG needs a list of tensors (inputs and outputs), got {compute!r:.80}")
+        from ..ir.expr import IntImm
+        for x in tensors:
+            if not all(isinstance(d, (int, IntImm)) for d in x.shape):
+                raise WorkloadError(f"the auto-scheduler needs constant shapes; {x.name} has shape {tuple(x.shape)}")
         self.tensors = tensors
         text, seen, stack = [], set(), list(tensors)
         while stack:
