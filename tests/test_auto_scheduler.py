@@ -10,7 +10,7 @@ import pytest
 import tvmlab
 from tvmlab import auto_scheduler, te, topi
 from tvmlab.autotvm.measure import Builder, BuildResult, MeasureResult, Runner
-from tvmlab.auto_scheduler.sketch import DAG, SketchError, random_state
+from tvmlab.auto_scheduler.sketch import SketchError, random_state
 from tvmlab.errors import TVMLabError
 
 

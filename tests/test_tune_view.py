@@ -41,7 +41,7 @@ class SlowRunner(Runner):
         return [MeasureResult((_cost(i.state),), 0, 0.0, time.time()) for i in inputs]
 
 
-def _check(ex, A, B):
+def _check(ex):
     f = tvmlab.build(ex.schedule, ex.session.args, "llvm")
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (16, 8)).astype("float32")
@@ -76,7 +76,7 @@ def test_tune_tab_updates_while_a_tune_runs_and_adopts_the_best():
     assert _cost(best) == min(_cost(s) for s in view.policy.states)
     view.adopt_best()
     assert [dict(x) for x in ex.trace.steps] == [dict(x) for x in view.task.instantiate(best)[0].trace.steps]
-    _check(ex, A, B)
+    _check(ex)
     ex.undo()                              # adopting is one more state of the explorer
 
 
@@ -105,7 +105,7 @@ def test_knobs_and_stop():
     w = view._knob_widgets[("tile", "C", "R", 0, 0)]
     w.value = 4 if w.value != 4 else 2
     view.apply_knobs()
-    _check(ex, A, B)
+    _check(ex)
     assert any(st.primitive == "split" and st.get("factor") == w.value for st in ex.trace.steps)
     # a combination outside the space is reported and changes nothing
     before = [dict(x) for x in ex.trace.steps]

@@ -261,40 +261,36 @@ class SketchPolicy:
         total, per_round = options.num_measure_trials, options.num_measures_per_round
         t0, done, best_at = time.time(), 0, len(self.history)
         self.stopped = False
-        try:
-            while done < total and not self.stopped:
-                n = min(per_round, total - done)
-                states = self.evolve(n) if self.states else self.sample_initial_population(n)
-                inputs = [MeasureInput(self.task, s) for s in states]
-                results = measure(inputs)
-                for s, r in zip(states, results):
-                    c = mean_cost(r)
-                    tp = self.task.flop / c if c else 0.0
-                    self.measured[_key(s)] = tp
-                    self.states.append(s)
-                    self.throughputs.append(tp)
-                    improved = bool(c) and (self.best_cost is None or c < self.best_cost)
-                    if improved:
-                        self.best_cost, self.best_state = c, s
-                    best = self.task.flop / self.best_cost / 1e9 if self.best_cost else 0.0
-                    self.history.append((len(self.history) + 1, tp / 1e9, best))
-                    if improved:
-                        best_at = len(self.history)
-                done += len(states)
-                for cb in options.measure_callbacks:
-                    cb(self, inputs, results)
-                self.model.update(self.dag, self.states, self.throughputs)
-                if self.verbose:
-                    best = self.task.flop / self.best_cost / 1e9 if self.best_cost else 0.0
-                    ok = sum(1 for r in results if r.error_no == 0)
-                    print(f"[auto_scheduler] trials {done}/{total}  ok {ok}/{len(results)}  "
-                          f"best {best:.2f} GFLOP/s  {done / max(time.time() - t0, 1e-9):.2f} trials/s",
-                          flush=True)
-                if options.early_stopping and len(self.history) - best_at >= options.early_stopping:
-                    break
-        finally:
-            if options.runner == "local":       # a runner made here: its worker goes with it
-                mo["runner"].close()
+        while done < total and not self.stopped:
+            n = min(per_round, total - done)
+            states = self.evolve(n) if self.states else self.sample_initial_population(n)
+            inputs = [MeasureInput(self.task, s) for s in states]
+            results = measure(inputs)
+            for s, r in zip(states, results):
+                c = mean_cost(r)
+                tp = self.task.flop / c if c else 0.0
+                self.measured[_key(s)] = tp
+                self.states.append(s)
+                self.throughputs.append(tp)
+                improved = bool(c) and (self.best_cost is None or c < self.best_cost)
+                if improved:
+                    self.best_cost, self.best_state = c, s
+                best = self.task.flop / self.best_cost / 1e9 if self.best_cost else 0.0
+                self.history.append((len(self.history) + 1, tp / 1e9, best))
+                if improved:
+                    best_at = len(self.history)
+            done += len(states)
+            for cb in options.measure_callbacks:
+                cb(self, inputs, results)
+            self.model.update(self.dag, self.states, self.throughputs)
+            if self.verbose:
+                best = self.task.flop / self.best_cost / 1e9 if self.best_cost else 0.0
+                ok = sum(1 for r in results if r.error_no == 0)
+                print(f"[auto_scheduler] trials {done}/{total}  ok {ok}/{len(results)}  "
+                      f"best {best:.2f} GFLOP/s  {done / max(time.time() - t0, 1e-9):.2f} trials/s",
+                      flush=True)
+            if options.early_stopping and len(self.history) - best_at >= options.early_stopping:
+                break
         return self.best_state
 
     def stop(self):

@@ -23,7 +23,6 @@ Rules, per compute stage of the DAG (outputs first):
 from __future__ import annotations
 
 import math
-import random
 
 from ..errors import TVMLabError
 from ..ir.expr import IntImm
