@@ -306,6 +306,9 @@ def _tiled_matmul_latency(page, shots):
     text, graph = _ast2_views(page, mm)
     expect(graph.locator("svg")).to_have_count(1, timeout=30_000)
     _dropdown(page, mm, "primitive").select_option("vectorize")
+    time.sleep(0.5)                 # the kernel rebuilds the form for the new primitive: wait for it
+    _kernel_idle(page, 30_000)
+    time.sleep(0.5)
     axis = _dropdown(page, mm, "axis")
     expect(axis.locator("option[value='j.inner']")).to_have_count(1, timeout=30_000)
     axis.select_option("j.inner")

@@ -462,16 +462,9 @@ class Explorer(W.VBox):
 
     # ================================================================ refresh
     def _refresh(self, t0, what):
-        s = self._session
-        st, prev = s.current, s.previous
+        # The open view first (its message reaches the page before the controls' updates, which
+        # create widgets), its graph laid out meanwhile; then the trace, the stages and the form.
         self.error = None
-        self._updating = True
-        try:
-            self._refresh_stages()
-        finally:
-            self._updating = False
-        self._rebuild_form()
-        self._refresh_trace()
         t1 = time.perf_counter()
         self._text_of = {}
         self._graph_of.clear()
@@ -483,6 +476,13 @@ class Explorer(W.VBox):
         elif sel is not None and _TAB_TITLES[sel] in _PANELS:
             self._draw_panel(_TAB_TITLES[sel])
         t2 = time.perf_counter()
+        self._refresh_trace()
+        self._updating = True
+        try:
+            self._refresh_stages()
+        finally:
+            self._updating = False
+        self._rebuild_form()
         self._code_of = None
         if sel is not None and _TAB_TITLES[sel] == "Code":
             self._refresh_code()
