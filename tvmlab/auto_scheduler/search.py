@@ -128,11 +128,11 @@ class SketchPolicy:
     """Sketch generation plus evolutionary search guided by ``program_cost_model``.
 
     ``params``: population_size (256), num_generations (4), mutation_prob
-    (0.85), eps_greedy (0.05), retain_best (16).
+    (0.85), eps_greedy (0.05), retain_best (16), max_innermost_split_factor (64).
     """
 
     DEFAULTS = {"population_size": 256, "num_generations": 4, "mutation_prob": 0.85, "eps_greedy": 0.05,
-                "retain_best": 16}
+                "retain_best": 16, "max_innermost_split_factor": 64}
 
     def __init__(self, task, program_cost_model=None, params=None, seed=None, verbose=1,
                  init_search_callbacks=None):
@@ -157,7 +157,8 @@ class SketchPolicy:
 
     # ------------------------------------------------------------ generation
     def sample_initial_population(self, n):
-        return [random_state(self.dag, self.rng.choice(self.sketches), self.rng) for _ in range(n)]
+        return [random_state(self.dag, self.rng.choice(self.sketches), self.rng,
+                             self.params["max_innermost_split_factor"]) for _ in range(n)]
 
     def mutate(self, state):
         s = json.loads(json.dumps(state))
@@ -178,7 +179,8 @@ class SketchPolicy:
                 b = self.rng.choice([i for i in range(len(lv)) if i != a])
                 lv[a] //= p
                 lv[b] *= p
-                s["tiles"][name][kind][k] = lv[1:]
+                if lv[-1] <= self.params["max_innermost_split_factor"]:
+                    s["tiles"][name][kind][k] = lv[1:]
             return s
         name = self.rng.choice(list(s["ann"]))
         a = s["ann"][name]

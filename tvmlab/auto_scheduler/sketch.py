@@ -30,6 +30,7 @@ from ..ir.tensor import ComputeOp, PlaceholderOp
 
 UNROLL_STEPS = (0, 16, 64, 512)
 MAX_VECTOR = 64
+MAX_INNERMOST = 64       # the largest innermost tile a random state or a mutation makes
 
 
 class SketchError(TVMLabError, ValueError):
@@ -155,23 +156,30 @@ def divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def random_split(rng, extent, parts):
-    """``parts`` inner factors whose product divides ``extent`` (outermost level implied)."""
+def random_split(rng, extent, parts, max_innermost=MAX_INNERMOST):
+    """``parts`` inner factors whose product divides ``extent`` (outermost level implied), the
+    innermost at most ``max_innermost`` (TVM's max_innermost_split_factor)."""
     out, left = [], extent
     for _ in range(parts):
         f = rng.choice(divisors(left))
         out.append(f)
         left //= f
     rng.shuffle(out)
+    if out[-1] > max_innermost:
+        k = min(range(parts), key=lambda i: out[i])
+        out[k], out[-1] = out[-1], out[k]
+        if out[-1] > max_innermost:           # every factor is large: move the excess outward
+            d = max(x for x in divisors(out[-1]) if x <= max_innermost)
+            out[-1] = d
     return out
 
 
-def random_state(dag, sketch, rng):
+def random_state(dag, sketch, rng, max_innermost=MAX_INNERMOST):
     """A state of ``sketch`` with random tile sizes and annotations."""
     tiles = {}
     for name in dag.tiled:
-        tiles[name] = {"S": [random_split(rng, e, 3) for e in dag.spatial(name)],
-                       "R": [random_split(rng, e, 1) for e in dag.reduce(name)]}
+        tiles[name] = {"S": [random_split(rng, e, 3, max_innermost) for e in dag.spatial(name)],
+                       "R": [random_split(rng, e, 1, max_innermost) for e in dag.reduce(name)]}
     ann = {}
     for name in dag.tiled + dag.plain_outputs(sketch):
         n_sp = len(dag.spatial(name)) if name in dag.tiled else len(dag.spatial(name))
