@@ -300,21 +300,24 @@ def _fold_slice(node, values, opset):
 
 
 # ---------------------------------------------------------------- indexing and repetition
+def _indexed(ctx, node):
+    """(data, axis, indices) of Gather/GatherElements; known indices are checked and made non-negative."""
+    x = expr_input(ctx, node, 0)
+    size = ctx.shape_of(x)
+    axis = normalize_axis(node.attr("axis", 0), len(size))
+    if node.inputs[1] not in ctx.known:
+        return x, axis, expr_input(ctx, node, 1)
+    idx = np.asarray(ctx.known[node.inputs[1]]).astype(np.int64)
+    n = size[axis]
+    if ((idx < -n) | (idx >= n)).any():
+        raise FrontendError(f"indices {idx.reshape(-1).tolist()[:16]} out of range for axis {axis} of size {n}")
+    return x, axis, ctx.relay.const(np.where(idx < 0, idx + n, idx).astype(np.int32))
+
+
 @converter("Gather")
 def _gather(ctx, node):
-    r = ctx.relay
-    x = expr_input(ctx, node, 0)
-    shape = ctx.shape_of(x)
-    axis = normalize_axis(node.attr("axis", 0), len(shape))
-    if node.inputs[1] in ctx.known:
-        idx = np.asarray(ctx.known[node.inputs[1]]).astype(np.int64)
-        if ((idx < -shape[axis]) | (idx >= shape[axis])).any():
-            raise FrontendError(f"indices {idx.reshape(-1).tolist()} out of range for axis {axis} "
-                                f"of size {shape[axis]}")
-        indices = r.const(np.where(idx < 0, idx + shape[axis], idx).astype(np.int32))
-    else:
-        indices = expr_input(ctx, node, 1)
-    return r.take(x, indices, axis=axis)
+    x, axis, indices = _indexed(ctx, node)
+    return ctx.relay.take(x, indices, axis=axis)
 
 
 @folder("Gather")
@@ -426,18 +429,8 @@ def _resize_nearest(ctx, node):
 @converter("GatherElements")
 def _gather_elements(ctx, node):
     """relay.gather (TVM's name for it): out[i][j] = data[index[i][j]][j] on ``axis``."""
-    r = ctx.relay
-    x = expr_input(ctx, node, 0)
-    shape = ctx.shape_of(x)
-    axis = normalize_axis(node.attr("axis", 0), len(shape))
-    if node.inputs[1] in ctx.known:
-        idx = np.asarray(ctx.known[node.inputs[1]]).astype(np.int64)
-        if ((idx < -shape[axis]) | (idx >= shape[axis])).any():
-            raise FrontendError(f"indices out of range for axis {axis} of size {shape[axis]}")
-        indices = r.const(np.where(idx < 0, idx + shape[axis], idx).astype(np.int32))
-    else:
-        indices = expr_input(ctx, node, 1)
-    return r.gather(x, axis, indices)
+    x, axis, indices = _indexed(ctx, node)
+    return ctx.relay.gather(x, axis, indices)
 
 
 @converter("DepthToSpace", "SpaceToDepth")
