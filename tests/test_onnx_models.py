@@ -200,3 +200,11 @@ def test_graph_benchmark_checks_and_reports(capsys):
     prof = gbench.profile(gmod, number=1, rounds=1)
     assert len(prof) == len(gmod.module.calls) and all(ms > 0 for _, ms, _ in prof)
     assert "kernel calls" in gbench.format_profile(prof)
+
+
+def test_constant_index_out_of_range_names_the_node():
+    x = rand(4, 3, seed=14)
+    m = model(mk("Gather", ["x", "i"], ["y"], name="pick"), {"x": x}, [("y", (2, 3))],
+              {"i": np.array([1, 9], np.int64)})
+    with pytest.raises(TVMLabError, match=r"Gather node 'pick'.*out of range for axis 0 of size 4"):
+        relay.frontend.from_onnx(m)
