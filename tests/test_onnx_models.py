@@ -208,3 +208,20 @@ def test_constant_index_out_of_range_names_the_node():
               {"i": np.array([1, 9], np.int64)})
     with pytest.raises(TVMLabError, match=r"Gather node 'pick'.*out of range for axis 0 of size 4"):
         relay.frontend.from_onnx(m)
+
+
+def test_tvm_onnx_tutorial_runs_with_only_imports_changed():
+    """TVM's "Compile ONNX Models" tutorial, spelled as it is there (positional shape dict, create_executor)."""
+    import tvmlab as tvm
+    onnx_model = models.small_cnn(size=24)
+    x = rand(1, 3, 24, 24, seed=15)
+    target = "llvm"
+    input_name = "data"
+    shape_dict = {input_name: x.shape}
+    mod, params = relay.frontend.from_onnx(onnx_model, shape_dict)
+    with tvm.transform.PassContext(opt_level=1):
+        executor = relay.build_module.create_executor("graph", mod, tvm.cpu(0), target, params).evaluate()
+    dtype = "float32"
+    tvm_output = executor(tvm.nd.array(x.astype(dtype))).numpy()
+    from onnx_util import run_ort
+    np.testing.assert_allclose(tvm_output, run_ort(onnx_model, {"data": x})[0], rtol=1e-3, atol=1e-5)
