@@ -162,6 +162,31 @@ def test_common_blocks(k):
 
 
 @needs_torch
+def test_tvm_pytorch_tutorial_spelling():
+    """TVM's "Compile PyTorch Models" tutorial steps: trace, eval, shape_list, Target with host, relay.build."""
+    import torch
+    import tvmlab as tvm
+    from tvmlab.contrib import graph_executor
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                torch.nn.Flatten(), torch.nn.Linear(4, 2)).eval()
+    img = np.random.default_rng(4).standard_normal((1, 3, 10, 10)).astype(np.float32)
+    scripted_model = torch.jit.trace(model, torch.from_numpy(img)).eval()
+    input_name = "input0"
+    shape_list = [(input_name, img.shape)]
+    mod, params = relay.frontend.from_pytorch(scripted_model, shape_list)
+    target = tvm.target.Target("llvm", host="llvm")
+    dev = tvm.cpu(0)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target=target, params=params)
+    m = graph_executor.GraphModule(lib["default"](dev))
+    m.set_input(input_name, tvm.nd.array(img))
+    m.run()
+    tvm_output = m.get_output(0)
+    np.testing.assert_allclose(tvm_output.numpy(), model(torch.from_numpy(img)).detach().numpy(),
+                               rtol=1e-3, atol=1e-5)
+
+
+@needs_torch
 def test_unsupported_op_and_bad_input_infos():
     import torch
 
