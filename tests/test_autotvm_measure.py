@@ -49,8 +49,9 @@ def trouble(n):
 def test_failures_become_error_records_and_the_tune_goes_on(tmp_path):
     task = autotvm.task.create("test/trouble", args=(100,), target="llvm")
     log = tmp_path / "trouble.log"
-    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=4, n_parallel=2),
-                                 runner=autotvm.LocalRunner(timeout=4, number=2, repeat=1, check_correctness=True))
+    # the timeouts leave room for a busy machine: the hanging configs cost them once each
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=6, n_parallel=2),
+                                 runner=autotvm.LocalRunner(timeout=6, number=2, repeat=1, check_correctness=True))
     tuner = autotvm.tuner.GridSearchTuner(task)
     tuner.tune(n_trial=len(MODES), measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
     opt["runner"].close()
