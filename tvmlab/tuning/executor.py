@@ -283,9 +283,8 @@ class LocalExecutor(Executor):
                         except (EOFError, OSError):
                             w.proc.join(5)
                             code = w.proc.exitcode
-                            results[k] = JobResult("crash", None, f"worker died (exit code {code}"
-                                                   f"{', signal ' + signal.Signals(-code).name if code and code < 0 else ''})",
-                                                   elapsed)
+                            sig = f", signal {signal.Signals(-code).name}" if code and code < 0 else ""
+                            results[k] = JobResult("crash", None, f"worker died (exit code {code}{sig})", elapsed)
                     elif elapsed > timeout:
                         results[k] = JobResult("timeout", None, f"no result after {timeout:g} s", elapsed)
                     else:
