@@ -225,3 +225,17 @@ def test_tvm_onnx_tutorial_runs_with_only_imports_changed():
     tvm_output = executor(tvm.nd.array(x.astype(dtype))).numpy()
     from onnx_util import run_ort
     np.testing.assert_allclose(tvm_output, run_ort(onnx_model, {"data": x})[0], rtol=1e-3, atol=1e-5)
+
+
+def test_control_flow_is_reported_as_unsupported():
+    then = helper.make_graph([mk("Relu", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])])
+    other = helper.make_graph([mk("Neg", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+    node = mk("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(relay.frontend.OpNotImplemented, match=r"If in node 'branch'"):
+        relay.frontend.from_onnx(m)

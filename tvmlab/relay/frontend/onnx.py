@@ -41,7 +41,7 @@ def np_dtype(elem_type):
 def _attr_value(attr):
     onnx = _onnx()
     if attr.type == onnx.AttributeProto.GRAPH or attr.type == onnx.AttributeProto.GRAPHS:
-        raise FrontendError(f"attribute {attr.name!r} holds a subgraph; control flow is not supported")
+        return "<subgraph>"       # control flow (If, Loop, Scan): no converter takes it
     value = onnx.helper.get_attribute_value(attr)
     if isinstance(value, bytes):
         return value.decode("utf-8")
