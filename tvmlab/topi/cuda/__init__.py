@@ -67,5 +67,5 @@ def _named(name):
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_pool",
            "schedule_adaptive_pool", "schedule_softmax", "schedule_dense", "schedule_batch_matmul",
            "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw", "schedule_group_conv2d_nchw", "schedule_lrn",
-           "schedule_conv2d_transpose_nchw", "schedule_instance_norm"):
+           "schedule_conv2d_transpose_nchw", "schedule_instance_norm", "schedule_conv2d_hwcn"):
     globals()[_n] = _named(_n)

@@ -3,6 +3,7 @@
     Y = topi.nn.conv2d_nchw(X, W, strides=(2, 2), padding=(1, 1), dilation=1)
     G = topi.nn.group_conv2d_nchw(X, W, 1, 1, 1, groups=4)
     D = topi.nn.depthwise_conv2d_nchw(X, Wd, 1, 1, 1)             # Wd (C, multiplier, KH, KW)
+    H = topi.nn.conv2d_hwcn(Xh, Wh, 1, "SAME", 1)                   # Xh (H, W, C, N), Wh (KH, KW, C, O)
     B = topi.nn.conv2d_NCHWc(Xc, Wc, 1, 1, 1, "NCHW8c", "NCHW8c")   # Xc (N, C/8, H, W, 8)
 
 The NCHW convolutions compute as ``topi.conv2d_nchw`` does: the kernel packed into blocks of
@@ -117,6 +118,39 @@ def conv2d(input, filter, strides, padding, dilation, layout="NCHW", out_dtype=N
     if layout != "NCHW":
         raise OperatorError(f"conv2d: layout {layout!r} is not supported (NCHW only; NCHW[x]c via conv2d_NCHWc)")
     return conv2d_nchw(input, filter, strides, padding, dilation, out_dtype)
+
+
+def conv2d_hwcn(Input, Filter, stride, padding, dilation, out_dtype=None, name="conv2d_hwcn"):
+    """Convolution with the batch innermost: Input (H, W, C, N), Filter (KH, KW, C, O) -> (OH, OW, O, N),
+    tag ``conv2d_hwcn`` (TVM's layout for batched GPU convolution; its TEDD tutorial draws one)."""
+    op = "conv2d_hwcn"
+    check_tensor(op, Input, "data", 4)
+    check_tensor(op, Filter, "kernel", 4)
+    if Input.dtype != Filter.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: data is {shape_str(Input)} but kernel is {shape_str(Filter)}; give out_dtype")
+    kh, kw, kc, ko = (const_or_none(x) for x in Filter.shape)
+    if kh is None or kw is None or kc is None:
+        raise OperatorError(f"{op}: the kernel's window and input channels must be constant, got {shape_str(Filter)}")
+    c = const_or_none(Input.shape[2])
+    if c is not None and c != kc:
+        raise OperatorError(f"{op}: data (H, W, C, N) has {c} channels but the kernel (KH, KW, C, O) expects {kc}")
+    sh, sw = pair(op, "strides", stride)
+    dh, dw = pair(op, "dilation", dilation)
+    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    out_dtype = dt.canonical(out_dtype or Input.dtype)
+    h, w, _, n = Input.shape
+    oh = out_size(op, h, pads[0] + pads[2], kh, sh, dh)
+    ow = out_size(op, w, pads[1] + pads[3], kw, sw, dw)
+    pt, pl, pb, pr = pads
+    pad = _pad(Input, (pt, pl, 0, 0), (pb, pr, 0, 0), 0.0, name=name + "_pad") if any(pads) else Input
+    rc = te.reduce_axis((0, kc), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute((oh, ow, Filter.shape[3], n),
+                      lambda y, x, f, b: te.sum(_cast(out_dtype, pad[y * sh + ry * dh, x * sw + rx * dw, rc, b]) *
+                                                _cast(out_dtype, Filter[ry, rx, rc, f]), axis=[ry, rx, rc]),
+                      name=name, tag="conv2d_hwcn",
+                      attrs={"strides": (sh, sw), "dilation": (dh, dw), "padding": pads})
 
 
 @with_cpu_target

@@ -106,6 +106,31 @@ schedule_depthwise_conv2d_nchw = schedule_conv2d_nchw
 
 
 @with_cpu_target
+def schedule_conv2d_hwcn(outs, target=None):
+    """Schedule a fused group anchored on ``topi.nn.conv2d_hwcn``: a task per output row; for each output
+    pixel the sum over the window and input channels runs with the output channels (x batch) in vector
+    lanes, then the elementwise tail (bias, activation) is applied to that pixel."""
+    s, outs, conv, tile_out = fused_group(outs, ("conv2d_hwcn",), "schedule_conv2d_hwcn", target)
+    lanes = lanes_of(conv.output(0).dtype, target)
+    pad = conv.input_tensors[0]
+    if isinstance(pad.op, ComputeOp):
+        s[pad.op].parallel(s[pad.op].op.axis[0])
+    y, x, f, b = s[tile_out].op.axis
+    s[tile_out].parallel(y)
+    if tile_out.op is not conv:
+        fo, fi = s[tile_out].split(f, factor=lanes)
+        s[tile_out].reorder(y, x, b, fo, fi)
+        s[tile_out].vectorize(fi)
+        s[conv].compute_at(s[tile_out], x)
+        y, x, f, b = s[conv].op.axis
+    ry, rx, rc = s[conv].op.reduce_axis
+    fo, fi = s[conv].split(f, factor=lanes)
+    s[conv].reorder(y, x, ry, rx, rc, b, fo, fi)
+    s[conv].vectorize(fi)
+    return schedule_others(s, outs, conv, tile_out, target)
+
+
+@with_cpu_target
 def nchwc_blocks(in_channels, out_channels, dtype="float32", target=None):
     """``(ic_bn, oc_bn)`` for ``conv2d_NCHWc`` on ``target``: the largest channel blocks dividing each count,
     at most two vector registers wide (16 float32 on AVX2, 32 on AVX-512).  Graph-level layout passes
