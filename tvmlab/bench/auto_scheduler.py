@@ -5,7 +5,8 @@ states (300) at ``--size``^3 (1024); the best schedule found is then built
 here and timed side by side with numpy's ``A @ B + D`` in one process
 (``bench.timing``), so the ratio does not depend on what the machine did
 during the search.  Trials per second count every trial over the tune's wall
-time (failed ones included).
+time (failed ones included); a candidate that runs past ``--runner-timeout``
+(3 s, some 50x numpy's time) counts as failed.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def bench_matmul_add(N, L, M, dtype):
     return [A, B, D, C]
 
 
-def run(size=1024, trials=300, per_round=32, seed=0, out=sys.stdout):
+def run(size=1024, trials=300, per_round=32, seed=0, runner_timeout=3.0, out=sys.stdout):
     import tvmlab
     from .timing import side_by_side
     task = auto_scheduler.SearchTask(func=bench_matmul_add, args=(size, size, size, "float32"), target="llvm")
@@ -39,7 +40,7 @@ def run(size=1024, trials=300, per_round=32, seed=0, out=sys.stdout):
     policy = auto_scheduler.SketchPolicy(task, auto_scheduler.XGBModel(), seed=seed, verbose=1)
     opts = auto_scheduler.TuningOptions(num_measure_trials=trials, num_measures_per_round=per_round,
                                         runner=auto_scheduler.LocalRunner(number=2, repeat=2, min_repeat_ms=0,
-                                                                          timeout=10),
+                                                                          timeout=runner_timeout),
                                         measure_callbacks=[auto_scheduler.RecordToFile(log)])
     t0 = time.perf_counter()
     task.tune(opts, search_policy=policy)
@@ -70,8 +71,10 @@ def main(argv=None):
     p.add_argument("--trials", type=int, default=300)
     p.add_argument("--per-round", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner-timeout", type=float, default=3.0,
+                   help="seconds a candidate may run; slower ones count as failed (numpy takes ~0.05 s)")
     a = p.parse_args(argv)
-    run(a.size, a.trials, a.per_round, a.seed)
+    run(a.size, a.trials, a.per_round, a.seed, a.runner_timeout)
 
 
 if __name__ == "__main__":
