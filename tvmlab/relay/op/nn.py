@@ -417,30 +417,11 @@ def _inorm_rel(types, attrs):
 
 
 def _inorm_compute(attrs, inputs, out_type):
+    from ...topi import nn as topi_nn
     x, g, b = inputs
-    shape = _ints(x)
-    a = attrs.axis % len(shape)
-    red = [d for d in range(len(shape)) if d not in (0, a)]
-    count = 1
-    for d in red:
-        count *= shape[d]
-    keep = (shape[0], shape[a])
-
-    def reduce(fn, name):
-        rs = [te.reduce_axis((0, shape[d]), name=f"r{d}") for d in red]
-
-        def body(n, c):
-            idx, r = [], iter(rs)
-            for d in range(len(shape)):
-                idx.append(n if d == 0 else c if d == a else next(r))
-            return te.sum(fn(tuple(idx), n, c), axis=rs)
-        return te.compute(keep, body, name=name)
-    inv = te.const(1.0 / count, x.dtype)
-    mean = reduce(lambda i, n, c: x[i], "in_sum")
-    var = reduce(lambda i, n, c: (x[i] - mean[n, c] * inv) * (x[i] - mean[n, c] * inv), "in_sqsum")
-    eps = te.const(attrs.epsilon, x.dtype)
-    return [te.compute(x.shape, lambda *i: (x[i] - mean[i[0], i[a]] * inv) / te.sqrt(var[i[0], i[a]] * inv + eps)
-                       * g[i[a]] + b[i[a]], name="instance_norm")]
+    n = len(x.shape)
+    a = attrs.axis % n
+    return [topi_nn.instance_norm(x, g, b, [d for d in range(n) if d not in (0, a)], attrs.epsilon, a)]
 
 
 register("nn.instance_norm", _inorm_rel, OpPattern.OPAQUE, _inorm_compute,
@@ -462,22 +443,8 @@ def _softmax_rel(types, attrs):
 
 def _softmax(log):
     def compute(attrs, inputs, out_type):
-        x = inputs[0]
-        shape = _ints(x)
-        a = attrs.axis % len(shape)
-        red_shape = shape[:a] + shape[a + 1:]
-
-        def at(i, k):
-            return tuple(i[:a]) + (k,) + tuple(i[a:])
-        k1 = te.reduce_axis((0, shape[a]), name="k1")
-        mx = te.compute(red_shape, lambda *i: te.max(x[at(i, k1)], axis=k1), name="softmax_max")
-        ex = te.compute(shape, lambda *i: te.exp(x[i] - mx[tuple(i[:a]) + tuple(i[a + 1:])]), name="softmax_exp")
-        k2 = te.reduce_axis((0, shape[a]), name="k2")
-        sm = te.compute(red_shape, lambda *i: te.sum(ex[at(i, k2)], axis=k2), name="softmax_sum")
-        rest = (lambda i: tuple(i[:a]) + tuple(i[a + 1:]))
-        if log:
-            return [te.compute(shape, lambda *i: x[i] - mx[rest(i)] - te.log(sm[rest(i)]), name="log_softmax")]
-        return [te.compute(shape, lambda *i: ex[i] / sm[rest(i)], name="softmax")]
+        from ...topi import nn as topi_nn
+        return [(topi_nn.log_softmax if log else topi_nn.softmax)(inputs[0], attrs.axis)]
     return compute
 
 
@@ -504,21 +471,8 @@ def _lrn_rel(types, attrs):
 
 
 def _lrn_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    shape = _ints(x)
-    a = attrs.axis % len(shape)
-    before = (attrs.size - 1) // 2
-    r = te.reduce_axis((0, attrs.size), name="r")
-    zero = te.const(0, x.dtype)
-
-    def sq(*i):
-        c = i[a] + r - before
-        idx = tuple(i[:a]) + (c,) + tuple(i[a + 1:])
-        return te.sum(te.if_then_else(te.all(c >= 0, c < shape[a]), x[idx] * x[idx], zero), axis=r)
-    s = te.compute(shape, sq, name="lrn_sqsum")
-    al = te.const(attrs.alpha / attrs.size, x.dtype)
-    return [te.compute(shape, lambda *i: x[i] / te.power(te.const(attrs.bias, x.dtype) + al * s[i],
-                                                         te.const(attrs.beta, x.dtype)), name="lrn")]
+    from ...topi import nn as topi_nn
+    return [topi_nn.lrn(inputs[0], attrs.size, attrs.axis, attrs.alpha, attrs.beta, attrs.bias)]
 
 
 register("nn.lrn", _lrn_rel, OpPattern.OPAQUE, _lrn_compute,
