@@ -82,6 +82,35 @@ def _can_join(node, p, group, users):
     return False
 
 
+def _anchor_above(node, users):
+    """The complex-out-fusable op whose element-wise tail ``node`` ends, or None.
+
+    Walks up through single-user element-wise/broadcast ops of ``node``'s
+    shape (conv2d -> bias add -> relu); the tail belongs with that op so it
+    runs in the op's output tile instead of in a second pass over memory."""
+    shape = node._checked_type.shape if isinstance(node._checked_type, TensorType) else None
+    n = node
+    while pattern_of(n) <= P.BROADCAST:
+        nxt = None
+        for a in n.args:
+            t = a._checked_type
+            if isinstance(a, Call) and isinstance(a.op, Op) and len(users.get(a, ())) == 1 \
+                    and isinstance(t, TensorType) and t.shape == shape:
+                if pattern_of(a) == P.OUT_ELEMWISE_FUSABLE:
+                    return a
+                if pattern_of(a) <= P.BROADCAST and nxt is None:
+                    nxt = a
+        if nxt is None:
+            return None
+        n = nxt
+    return None
+
+
+def _keeps_anchor(node, group, users):
+    """Whether ``group`` after taking ``node`` could still take the anchor above it (only element-wise after)."""
+    return group.pattern <= P.INJECTIVE and _downstream_ok(node, group, users, node._checked_type.shape)
+
+
 def find_groups(body, fuse_opt_level=2):
     """``{node: Group}`` for every call (and concatenate's tuple) of ``body``; graph-level nodes are absent."""
     nodes = post_order(body)
@@ -104,6 +133,9 @@ def find_groups(body, fuse_opt_level=2):
             g = group_of.get(us[0])
             if g is not None and len(gs) == 1 and _can_join(n, p, g, users):
                 target = g
+                # an element-wise tail of a conv goes with the conv, not into e.g. a concatenate after it
+                if p <= P.BROADCAST and _anchor_above(n, users) is not None and not _keeps_anchor(n, g, users):
+                    target = None
         if target is None and p == P.TUPLE:
             continue        # a tuple at graph level: a list of entries
         if target is None:
