@@ -121,7 +121,7 @@ def _cache_write_relayout(sch, st, op, scope, tensor):
     from .relations import Fuse, Rebase, Singleton, Split
     ana = Analyzer()
     dom = {iv: iv.dom for iv in list(op.axis) + list(op.reduce_axis)}
-    pass_down_domain(st, dom, ana.simplify)
+    pass_down_domain(st, dom, ana.simplify, tighten=False)
     data_leaves = [iv for iv in st.leaf_iter_vars if iv.iter_type != IterVar.REDUCE]
     new_axis = [IterVar(Range(_op.const(0, dom[lv].extent.dtype), dom[lv].extent),
                         Var(lv.var.name + ".c", lv.var.dtype), IterVar.DATA_PAR) for lv in data_leaves]

@@ -19,16 +19,42 @@ def _zero():
     return IntImm("int32", 0)
 
 
-def pass_down_domain(stage, dom_map, simplify):
-    """Fill ``dom_map`` for every non-root axis of ``stage`` (roots must be present)."""
+def _feeds_thread(stage, iv):
+    """Whether ``iv`` or an axis derived from it is bound to a (virtual) thread."""
+    derived = {iv}
+    for rel in stage.relations:
+        if isinstance(rel, Split) and rel.parent in derived:
+            derived |= {rel.outer, rel.inner}
+        elif isinstance(rel, Fuse) and (rel.outer in derived or rel.inner in derived):
+            derived.add(rel.fused)
+        elif isinstance(rel, Rebase) and rel.parent in derived:
+            derived.add(rel.rebased)
+    return any(getattr(stage.iter_var_attrs.get(d), "bind_thread", None) is not None
+               for d in derived)
+
+
+def _cutoff(stage, iv, part, ext, tighten):
+    """A split part larger than a constant parent extent shrinks to it (no idle iterations),
+    as in TVM: not while scheduling (``tighten`` False), and not when it feeds a thread, whose
+    extent a split may set on purpose to match the kernel's other stages."""
+    if not tighten or _feeds_thread(stage, iv):
+        return part
+    if isinstance(part, IntImm) and isinstance(ext, IntImm) and part.value > ext.value:
+        return ext
+    return part
+
+
+def pass_down_domain(stage, dom_map, simplify, tighten=True):
+    """Fill ``dom_map`` for every non-root axis of ``stage`` (roots must be present); with
+    ``tighten``, a split part larger than its constant parent shrinks to the parent's extent."""
     for rel in stage.relations:
         if isinstance(rel, Split):
             ext = dom_map[rel.parent].extent
             if rel.factor is not None:
-                dom_map[rel.inner] = Range(_zero(), rel.factor)
+                dom_map[rel.inner] = Range(_zero(), _cutoff(stage, rel.inner, rel.factor, ext, tighten))
                 dom_map[rel.outer] = Range(_zero(), simplify(ceildiv(ext, rel.factor)))
             else:
-                dom_map[rel.outer] = Range(_zero(), rel.nparts)
+                dom_map[rel.outer] = Range(_zero(), _cutoff(stage, rel.outer, rel.nparts, ext, tighten))
                 dom_map[rel.inner] = Range(_zero(), simplify(ceildiv(ext, rel.nparts)))
         elif isinstance(rel, Fuse):
             dom_map[rel.fused] = Range(_zero(), simplify(_op.mul(dom_map[rel.outer].extent,

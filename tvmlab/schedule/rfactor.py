@@ -36,7 +36,7 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     dom = {iv: iv.dom for iv in red_roots}
     for iv in op.axis:
         dom[iv] = iv.dom
-    pass_down_domain(st, dom, lambda e: e)
+    pass_down_domain(st, dom, lambda e: e, tighten=False)
     from ..ir.functor import collect_vars
     roots = pass_up_index(st, dom, {iv: iv.var for iv in st.leaf_iter_vars})
     if any(ax.var in collect_vars(roots[iv]) for iv in op.axis):
