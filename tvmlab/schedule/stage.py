@@ -48,8 +48,35 @@ class IterVarAttr:
         return [v for _, v in self.pragmas]
 
 
+class AttachType(str):
+    """Where a stage is computed: "root", "scope" or "inline"; it also equals TVM's integer
+    code (1 group root, 2 inline, 4 scope), so TVM code comparing ``attach_type == 2`` works."""
+
+    _CODES = {"root": 1, "inline": 2, "scope": 4}
+    __hash__ = str.__hash__
+
+    def __eq__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self._CODES.get(str(self)) == other
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __int__(self):
+        return self._CODES[str(self)]
+
+
 class Stage:
     """The schedule of one operation (``s[C]``)."""
+
+    @property
+    def attach_type(self):
+        return self._attach_type
+
+    @attach_type.setter
+    def attach_type(self, kind):
+        self._attach_type = AttachType(kind)
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",

@@ -137,6 +137,24 @@ def _is_elemwise(op):
     return ok[0]
 
 
+def _is_broadcast(op):
+    """Every read indexes with some of the op's axes in their order, or with constants."""
+    from ..ir.expr import IntImm, ProducerLoad
+    from ..ir.functor import post_order_visit
+    ok = [True]
+    pos = {iv.var: k for k, iv in enumerate(op.axis)}
+
+    def check(n):
+        if isinstance(n, ProducerLoad):
+            seen = [pos[i] for i in n.indices if not isinstance(i, IntImm) and i in pos]
+            if (len(seen) + sum(isinstance(i, IntImm) for i in n.indices) != len(n.indices)
+                    or seen != sorted(set(seen))):
+                ok[0] = False
+    for b in op.body:
+        post_order_visit(b, check)
+    return ok[0]
+
+
 def _auto_inline(sch, pred):
     from ..ir.tensor import ComputeOp
     for st in sch.stages:
@@ -151,6 +169,12 @@ def AutoInlineElemWise(sch):  # noqa: N802
     """Inline every intermediate stage that reads its inputs at its own index (TVM's helper)."""
     _check(sch, "AutoInlineElemWise")
     return _auto_inline(sch, _is_elemwise)
+
+
+def AutoInlineBroadcast(sch):  # noqa: N802
+    """Inline every intermediate stage that is elementwise or broadcasts its inputs (TVM's helper)."""
+    _check(sch, "AutoInlineBroadcast")
+    return _auto_inline(sch, _is_broadcast)
 
 
 def AutoInlineInjective(sch):  # noqa: N802
