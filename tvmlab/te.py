@@ -26,6 +26,7 @@ from .ir.tensor import is_thread_tag as _is_thread_tag
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
 from .schedule.tensorize import TensorIntrin, decl_tensor_intrin  # noqa: F401
 from . import schedule  # noqa: F401  (te.schedule.InferBound / ScheduleOps)
+from .ir import tensor  # noqa: F401  (te.tensor.Tensor, as TVM's tests spell it)
 
 indexdiv, indexmod = floordiv, floormod
 

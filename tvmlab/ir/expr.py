@@ -373,6 +373,11 @@ class Load(Expr):
     index: Expr
     predicate: Any = None
 
+    @property
+    def indices(self):
+        """TVM's ``BufferLoad.indices`` spelling: the flat index, as a one-element tuple."""
+        return (self.index,)
+
 
 @node
 class ProducerLoad(Expr):

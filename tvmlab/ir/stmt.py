@@ -69,6 +69,11 @@ class Store(Stmt):
     index: Any
     predicate: Any = None
 
+    @property
+    def indices(self):
+        """TVM's ``BufferStore.indices`` spelling: the flat index, as a one-element tuple."""
+        return (self.index,)
+
 
 @node
 class ProducerStore(Stmt):
