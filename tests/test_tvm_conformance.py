@@ -1,0 +1,127 @@
+"""TVM TE/TIR programs, written as TVM's own unit tests write them, that tvmlab runs unchanged."""
+import pickle
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+
+
+def _run(s, args, shapes, rng):
+    f = tvm.build(s, args, "llvm")
+    dev = tvm.cpu(0)
+    ins = [rng.standard_normal(sh).astype("float32") for sh in shapes[:-1]]
+    out = np.full(shapes[-1], np.nan, dtype="float32")
+    nd = [tvm.nd.array(x, dev) for x in ins] + [tvm.nd.array(out, dev)]
+    f(*nd)
+    return ins, nd[-1].numpy()
+
+
+@pytest.mark.parametrize("how", ["factor", "nparts"])
+def test_split_part_larger_than_constant_extent_shrinks_to_it(how):
+    n = 7
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0, name="B")
+    C = te.compute((n,), lambda i: B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], **{how: 16})
+    s[B].compute_at(s[C], xo)
+    bounds = tvm.te.schedule.InferBound(s)
+    small = xi if how == "factor" else xo
+    assert bounds[small].extent.value == n
+    (a,), c = _run(s, [A, C], [(n,), (n,)], np.random.default_rng(0))
+    np.testing.assert_allclose(c, a * 3.0 + 1.0, rtol=1e-6)
+
+
+def test_split_part_larger_than_symbolic_extent_keeps_factor_and_guards():
+    m = te.size_var("m")
+    A = te.placeholder((m,), name="A")
+    B = te.compute((m,), lambda i: A[i] - 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    assert tvm.te.schedule.InferBound(s)[xi].extent.value == 16
+    f = tvm.build(s, [A, B], "llvm")
+    a = np.random.default_rng(1).standard_normal(5).astype("float32")
+    b = tvm.nd.array(np.full(5, np.nan, "float32"))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a - 2.0)
+
+
+def test_attach_type_compares_equal_to_tvm_codes_and_pickles():
+    A = te.placeholder((4, 3), name="A")
+    B = te.compute((4, 3), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.compute((4, 3), lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    assert s[B].attach_type == 1 and s[B].attach_type == "root"
+    s[B].compute_at(s[C], C.op.axis[0])
+    assert s[B].attach_type == 4 and s[B].attach_type != 1
+    s[B].compute_inline()
+    assert s[B].attach_type == 2 and s[B].attach_type == "inline"
+    assert int(s[B].attach_type) == 2
+    s2 = pickle.loads(pickle.dumps(s))
+    assert s2[s2.outputs[0]].attach_type == 1
+
+
+def test_auto_inline_broadcast_inlines_broadcasts_only():
+    m, n = 5, 6
+    A = te.placeholder((1,), name="A")
+    B = te.placeholder((m, n), name="B")
+    R = te.placeholder((n,), name="R")
+    T1 = te.compute((m, n), lambda i, j: A(0) * B(i, j), name="T1")
+    T2 = te.compute((m, n), lambda i, j: R(j) + T1(i, j), name="T2")
+    Tt = te.compute((n, m), lambda j, i: T2(i, j), name="Tt")  # a transpose: not a broadcast
+    D = te.compute((n, m), lambda j, i: Tt(j, i) - 1.0, name="D")
+    s = te.create_schedule(D.op)
+    tvm.te.schedule.AutoInlineBroadcast(s)
+    assert s[T1].attach_type == 2 and s[T2].attach_type == 2
+    assert s[Tt].attach_type == 1
+    (a, b, r), d = _run(s, [A, B, R, D], [(1,), (m, n), (n,), (n, m)], np.random.default_rng(2))
+    np.testing.assert_allclose(d, (r[None, :] + a[0] * b).T - 1.0, rtol=1e-6)
+
+
+def test_auto_inline_broadcast_refuses_a_foreign_object():
+    with pytest.raises(tvm.error.TVMError):
+        tvm.te.schedule.AutoInlineBroadcast("not a schedule")
+
+
+def test_te_tensor_module_names_the_tensor_class():
+    m = te.size_var("m")
+    A = te.placeholder((m, 3), name="A")
+    k = te.reduce_axis((0, 3), "k")
+    C = te.compute((m,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    loaded = tvm.ir.load_json(tvm.ir.save_json(C))
+    assert isinstance(loaded, te.tensor.Tensor) and isinstance(C, te.tensor.Tensor)
+    assert str(loaded) == str(C)
+
+
+def test_flat_stores_and_loads_answer_to_tvm_buffer_names():
+    n = te.var("n")
+    ib = tvm.tir.ir_builder.create()
+    A = ib.pointer("float32", name="A")
+    with ib.for_range(0, n) as i:
+        with ib.for_range(0, 4, kind="vectorize") as j:
+            A[i * 4 + j] = A[i * 4 + j] + 1.0
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([A, n], ib.get()))
+    body = tvm.tir.transform.VectorizeLoop()(mod)["main"].body
+    assert isinstance(body, tvm.tir.For)
+    store = body.body
+    assert isinstance(store, tvm.tir.BufferStore)
+    assert len(store.indices) == 1 and isinstance(store.indices[0], tvm.tir.Ramp)
+    load = store.value.a
+    assert isinstance(load, tvm.tir.BufferLoad) and load.indices == (load.index,)
+    assert load.dtype == "float32x4"
+
+
+def test_split_part_feeding_a_thread_keeps_its_extent():
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=64)
+    tx, bi2 = s[B].split(bi, nparts=8)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    bounds = tvm.te.schedule.InferBound(s)
+    assert bounds[bi].extent.value == 64 and bounds[tx].extent.value == 8
+    src = tvm.lower(s, [A, B])
+    assert "threadIdx.x" in str(src)
