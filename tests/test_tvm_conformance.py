@@ -125,3 +125,34 @@ def test_split_part_feeding_a_thread_keeps_its_extent():
     assert bounds[bi].extent.value == 64 and bounds[tx].extent.value == 8
     src = tvm.lower(s, [A, B])
     assert "threadIdx.x" in str(src)
+
+
+def test_bound_buffers_stand_for_their_tensors_in_args():
+    m = te.size_var("m")
+    A = te.placeholder((m, 6), name="A")
+    A1 = te.compute((m, 6), lambda i, j: A[i, j] * 2.0, name="A1")
+    A2 = te.compute((m, 6), lambda i, j: A1[i, j] + 3.0, name="A2")
+    s = te.create_schedule(A2.op)
+    xo, xi = s[A2].split(A2.op.axis[0], 4)
+    s[A1].compute_at(s[A2], xo)
+    Ab = tvm.tir.decl_buffer(A.shape, A.dtype, name="Ab")
+    A2b = tvm.tir.decl_buffer(A2.shape, A2.dtype, name="A2b")
+    mod = tvm.driver.build_module.schedule_to_module(s, [Ab, A2b], binds={A: Ab, A2: A2b})
+    mod = tvm.tir.transform.StorageFlatten(64)(mod)
+    assert isinstance(mod["main"], tvm.tir.PrimFunc)
+    f = tvm.build(s, [Ab, A2b], "llvm", binds={A: Ab, A2: A2b})
+    a = np.random.default_rng(3).standard_normal((7, 6)).astype("float32")
+    out = tvm.nd.array(np.full((7, 6), np.nan, "float32"))
+    f(tvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a * 2.0 + 3.0, rtol=1e-6)
+
+
+def test_an_unbound_buffer_argument_is_a_clear_error():
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    stray = tvm.tir.decl_buffer((4,), "float32", name="stray")
+    with pytest.raises(tvm.errors.LoweringError, match="stray"):
+        tvm.lower(s, [A, stray, B])
+    with pytest.raises(tvm.error.TVMError):
+        tvm.build(s, [stray, B], "llvm")

@@ -61,11 +61,28 @@ def _user_binds(binds, args):
     return out
 
 
+def _buffer_args(args, binds):
+    """TVM lets an argument be the Buffer a tensor is bound to: it stands for that tensor."""
+    if not isinstance(args, (list, tuple)) or not any(isinstance(a, Buffer) for a in args):
+        return args
+    owner = {id(b): t for t, b in (binds.items() if isinstance(binds, dict) else ())}
+    out = []
+    for k, a in enumerate(args):
+        if isinstance(a, Buffer):
+            if id(a) not in owner:
+                raise LoweringError(f"argument {k} is buffer {a.name}, which binds= does not give "
+                                    "to any tensor; bind it ({tensor: buffer}) or pass the tensor")
+            a = owner[id(a)]
+        out.append(a)
+    return out
+
+
 def make_function(sch, args, name, user_binds=None):
     """AST2 as a PrimFunc plus the buffers of its tensor arguments (``user_binds`` gives some their own)."""
     from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
     from ..schedule.schedule_ops import schedule_ops
     from ..schedule.attach import check_attachments
+    args = _buffer_args(args, user_binds)
     _check_args(sch, args)
     check_attachments(sch)
     bodies = effective_bodies(sch)
