@@ -54,6 +54,18 @@ def _same_block(fields, layout):
     return len(lays) == 1 and block_of(next(iter(lays))) not in (None, 1)
 
 
+def _common_block(fields, layout):
+    """The largest block all ``fields`` (each blocked) share, or None when one is in NCHW or they share none."""
+    from math import gcd
+    blocks = [block_of(layout.get(f, "NCHW")) for f in fields]
+    if any(b in (None, 1) for b in blocks):
+        return None
+    g = 0
+    for b in blocks:
+        g = gcd(g, b)
+    return g if g > 1 else None
+
+
 def alter(func, target="llvm"):
     from ...topi.util import vector_block
     from .infer_type import infer_function
@@ -73,6 +85,21 @@ def alter(func, target="llvm"):
 
     def blocked(old):
         return block_of(layout.get(old, "NCHW")) not in (None, 1)
+
+    users = {}
+    for n in post_order(func.body):
+        for c in n.children():
+            users.setdefault(c, []).append(n)
+
+    def conv_block(n):
+        """The input block every reader of ``n`` (all blocked convs) wants, or None."""
+        us = users.get(n, [])
+        if not us or n is func.body or not all(isinstance(u, Call) and isinstance(u.op, Op)
+                                                and u.op.name == "nn.conv2d" and _is_nchw_conv(u)
+                                                and u.args[0] is n for u in us):
+            return None
+        b = channel_block(n._checked_type.shape[1], vb)
+        return b if b > 1 else None
 
     for n in post_order(func.body):
         if isinstance(n, (Var, Constant)):
@@ -97,6 +124,16 @@ def alter(func, target="llvm"):
             elif name in _POOLS and blocked(n.args[0]) and a.layout == "NCHW":
                 new[n] = Call(n.op, [new[n.args[0]]], a.with_(layout=layout[n.args[0]]))
                 layout[n] = layout[n.args[0]]
+            elif name in _POOLS and a.layout == "NCHW" and conv_block(n) is not None \
+                    and conv_block(n) == channel_block(n.args[0]._checked_type.shape[1], vb):
+                lay = f"NCHW{conv_block(n)}c"     # only blocked convs read it: pool the blocked input
+                new[n] = Call(n.op, [as_layout(n.args[0], lay)], a.with_(layout=lay))
+                layout[n] = lay
+            elif name == "concatenate" and isinstance(n.args[0], Tuple) and len(n._checked_type.shape) == 4 \
+                    and a.axis % 4 == 1 and _common_block(n.args[0].fields, layout) is not None:
+                lay = f"NCHW{_common_block(n.args[0].fields, layout)}c"   # blocks differ: re-block to a shared one
+                new[n] = Call(n.op, [Tuple([as_layout(f, lay) for f in n.args[0].fields])], a.with_(axis=1))
+                layout[n] = lay
             elif n.op.pattern == OpPattern.ELEMWISE and len(n.args) == 1:
                 new[n] = Call(n.op, [new[n.args[0]]], a)
                 if n.args[0] in layout:
