@@ -156,3 +156,43 @@ def test_an_unbound_buffer_argument_is_a_clear_error():
         tvm.lower(s, [A, stray, B])
     with pytest.raises(tvm.error.TVMError):
         tvm.build(s, [stray, B], "llvm")
+
+
+def test_buffer_store_and_load_built_as_tvm_writes_them():
+    n = te.size_var("n")
+    i = te.var("i")
+    Ab = tvm.tir.decl_buffer((n,), "int64", name="Ab")
+    store = tvm.tir.BufferStore(Ab, tvm.tir.BufferLoad(Ab, [i]) + 1, [i + 1])
+    assert isinstance(store, tvm.tir.BufferStore) and isinstance(store, tvm.tir.Store)
+    assert store.buffer_var is Ab.data and store.value.dtype == "int64"
+    nop = tvm.tir.Evaluate(0)
+    mod = tvm.IRModule.from_expr(
+        tvm.tir.PrimFunc([Ab], tvm.tir.SeqStmt([nop, tvm.tir.SeqStmt([store, nop])])))
+    assert tvm.tir.transform.RemoveNoOp()(mod)["main"].body == store
+    empty = tvm.tir.For(i, 0, 0, tvm.tir.ForKind.SERIAL, store)
+    assert empty.extent.value == 0 and empty.extent.dtype == "int32"
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([Ab], empty))
+    assert isinstance(tvm.tir.transform.RemoveNoOp()(mod)["main"].body, tvm.tir.Evaluate)
+
+
+def test_a_built_buffer_store_runs():
+    B2 = tvm.tir.decl_buffer((3, 4), "float32", name="B2")
+    i, j = te.var("i"), te.var("j")
+    body = tvm.tir.For(i, 0, 3, tvm.tir.ForKind.SERIAL, tvm.tir.For(
+        j, 0, 4, tvm.tir.ForKind.SERIAL,
+        tvm.tir.BufferStore(B2, tvm.tir.BufferLoad(B2, [i, j]) * 2.0 + 1.0, [i, j])))
+    f = tvm.build(tvm.tir.PrimFunc([B2], body).with_attr("global_symbol", "twice"), target="llvm")
+    b = np.random.default_rng(4).standard_normal((3, 4)).astype("float32")
+    nd = tvm.nd.array(b)
+    f(nd)
+    np.testing.assert_allclose(nd.numpy(), b * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_buffer_store_refuses_bad_arguments():
+    Ab = tvm.tir.decl_buffer((4,), "float32", name="Ab")
+    with pytest.raises(tvm.errors.DSLError, match="Buffer"):
+        tvm.tir.BufferStore(Ab.data, 1.0, [0])
+    with pytest.raises(tvm.errors.DSLError, match="int32"):
+        tvm.tir.BufferStore(Ab, tvm.tir.const(1, "int32"), [0])
+    with pytest.raises(tvm.errors.DSLError, match="2"):
+        tvm.tir.BufferLoad(tvm.tir.decl_buffer((2, 2, 2), name="C"), [0, 1])

@@ -54,6 +54,14 @@ class For(Stmt):
     body: Stmt
     annotations: tuple = ()   # ((key, value), ...): pragmas and unroll hints
 
+    def __post_init__(self):
+        # TVM code writes For(i, 0, 4, ...): plain ints become int32 constants like any bound.
+        for f in ("min", "extent"):
+            v = getattr(self, f)
+            if isinstance(v, int) and not isinstance(v, bool):
+                from .expr import IntImm
+                object.__setattr__(self, f, IntImm("int32", v))
+
     def annotation(self, key, default=None):
         for k, v in self.annotations:
             if k == key:

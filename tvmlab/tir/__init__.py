@@ -20,5 +20,5 @@ from . import stmt_functor  # noqa: F401,E402  (tvm.tir.stmt_functor: post_order
 from ..ir.tensor import IterVar  # noqa: F401,E402
 from ..ir.stmt import While  # noqa: F401,E402
 from ..ir.stmt import ForKind  # noqa: F401,E402
-BufferStore, BufferLoad = Store, Load  # TVM's names for AST3's flat store and load
+from .buffer_access import BufferLoad, BufferStore  # noqa: F401,E402  (TVM's names for flat Store / Load)
 from ..ir.op import CallEffectKind, call_intrin  # noqa: F401,E402
