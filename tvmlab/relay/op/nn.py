@@ -144,34 +144,10 @@ def _convt_rel(types, attrs):
 
 
 def _convt_compute(attrs, inputs, out_type):
+    from ...topi import nn as topi_nn
     data, w = inputs
-    n, c, h, wd = _ints(data)
-    ci, og, kh, kw = _ints(w)
-    g = attrs.groups
-    cg = c // g
-    sh, sw = attrs.strides
-    dh, dw = attrs.dilation
-    pt, pl, _, _ = attrs.padding
-    bt, bl = dh * (kh - 1) - pt, dw * (kw - 1) - pl          # zeros before the dilated input
-    zero = te.const(0, data.dtype)
-    _, _, oh, ow = out_type.shape
-    ph, pw = oh + dh * (kh - 1), ow + dw * (kw - 1)
-
-    def dil(b, ch, y, x):
-        yy, xx = y - bt, x - bl
-        inside = te.all(yy >= 0, xx >= 0, yy < (h - 1) * sh + 1, xx < (wd - 1) * sw + 1,
-                        _tir.floormod(yy, sh) == 0, _tir.floormod(xx, sw) == 0)
-        return te.if_then_else(inside, data[b, ch, _tir.floordiv(yy, sh), _tir.floordiv(xx, sw)], zero)
-    dpad = te.compute((n, c, ph, pw), dil, name="dilate_pad")
-    rc = te.reduce_axis((0, cg), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-
-    def body(b, f, y, x):
-        grp = f // og
-        return te.sum(dpad[b, grp * cg + rc, y + ry * dh, x + rx * dw] *
-                      w[grp * cg + rc, f % og, kh - 1 - ry, kw - 1 - rx], axis=[rc, ry, rx])
-    return [te.compute(out_type.shape, body, name="conv2d_transpose", tag="conv2d_generic")]
+    return [topi_nn.conv2d_transpose_nchw(data, w, attrs.strides, tuple(attrs.padding), out_type.dtype,
+                                          attrs.output_padding, dilation=attrs.dilation, groups=attrs.groups)]
 
 
 register("nn.conv2d_transpose", _convt_rel, OUT_FUSABLE, _convt_compute,

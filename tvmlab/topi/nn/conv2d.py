@@ -247,9 +247,9 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
 
 @with_cpu_target
 def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, output_padding=(0, 0),
-                          name="conv2d_transpose", target=None):
-    """Transposed convolution: Input (N, C, H, W), Filter (C, O, KH, KW) -> (N, O, (H-1)*s - pads + KH +
-    output_padding, ...); tag ``conv2d_transpose_nchw``.
+                          name="conv2d_transpose", target=None, dilation=1, groups=1):
+    """Transposed convolution: Input (N, C, H, W), Filter (C, O / groups, KH, KW) -> (N, O, (H-1)*s - pads +
+    (KH-1)*dilation + 1 + output_padding, ...); tag ``conv2d_transpose_nchw``.
 
     Computed as TVM does: the input spread ``strides`` apart and padded by ``kernel - 1 - padding``
     (one stage, ``<name>_dilate_pad``), then a unit-stride convolution with the kernel flipped and its
@@ -265,13 +265,18 @@ def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, outpu
         raise OperatorError(f"{op}: data has {const_or_none(c)} channels but the kernel (C, O, KH, KW) has {C}")
     if Input.dtype != Filter.dtype and out_dtype is None:
         raise OperatorError(f"{op}: data is {shape_str(Input)} but kernel is {shape_str(Filter)}; give out_dtype")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or C % groups:
+        raise OperatorError(f"{op}: groups must be an int >= 1 dividing the {C} input channels, got {groups!r}")
     sh, sw = pair(op, "strides", strides)
+    dh, dw = pair(op, "dilation", dilation)
     oph, opw = pair(op, "output_padding", output_padding, minimum=0)
-    if oph >= sh or opw >= sw:
-        raise OperatorError(f"{op}: output_padding {(oph, opw)} must be smaller than strides {(sh, sw)}")
-    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), op)
-    top, left = kh - 1 - pt, kw - 1 - pl                 # may be negative: then rows are cropped
-    bottom, right = kh - 1 - pb + oph, kw - 1 - pr + opw
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise OperatorError(f"{op}: output_padding {(oph, opw)} must be smaller than strides {(sh, sw)} "
+                            f"or dilation {(dh, dw)}")
+    ekh, ekw = (kh - 1) * dh + 1, (kw - 1) * dw + 1      # the dilated window
+    pt, pl, pb, pr = get_pad_tuple(padding, (ekh, ekw), op)
+    top, left = ekh - 1 - pt, ekw - 1 - pl               # may be negative: then rows are cropped
+    bottom, right = ekh - 1 - pb + oph, ekw - 1 - pr + opw
     zero = _op.const(0, Input.dtype)
 
     def spread(b, ch, y, x):
@@ -284,9 +289,12 @@ def conv2d_transpose_nchw(Input, Filter, strides, padding, out_dtype=None, outpu
         return _op.if_then_else(_op.all(*conds), Input[b, ch, iy, ix], zero)
     padded = te.compute((n, c, (h - 1) * sh + 1 + top + bottom, (w - 1) * sw + 1 + left + right), spread,
                         name=name + "_dilate_pad", tag="injective,pad")
-    flipped = te.compute((O, C, kh, kw), lambda o, ch, y, x: Filter[ch, o, kh - 1 - y, kw - 1 - x],
+    cpg = C // groups                                    # group g reads channels g*cpg.. and writes O outputs
+    flipped = te.compute((O * groups, cpg, kh, kw),
+                         lambda o, ch, y, x: Filter[o // O * cpg + ch, o % O, kh - 1 - y, kw - 1 - x],
                          name=name + "_kernel", tag="injective")
-    return group_conv2d_nchw(padded, flipped, 1, 0, 1, 1, out_dtype, name, "conv2d_transpose_nchw", None, target)
+    return group_conv2d_nchw(padded, flipped, 1, 0, (dh, dw), groups, out_dtype, name, "conv2d_transpose_nchw",
+                             None, target)
 
 
 def dilate(data, strides, dilation_value=0.0, name="DilatedInput"):
