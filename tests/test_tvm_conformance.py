@@ -196,3 +196,33 @@ def test_buffer_store_refuses_bad_arguments():
         tvm.tir.BufferStore(Ab, tvm.tir.const(1, "int32"), [0])
     with pytest.raises(tvm.errors.DSLError, match="2"):
         tvm.tir.BufferLoad(tvm.tir.decl_buffer((2, 2, 2), name="C"), [0, 1])
+
+
+def test_analyzer_update_with_const_int_bounds():
+    CIB = tvm.arith.ConstIntBound
+    ana = tvm.arith.Analyzer()
+    x, y = te.var("x"), te.var("y")
+    ana.update(x, CIB(-3, 4))
+    ana.update(y, CIB(-8, 2))
+    bd = ana.const_int_bound(x * y)
+    assert (bd.min_value, bd.max_value) == (-32, 24)
+    ana.update(x, CIB(1, CIB.POS_INF), override=True)
+    ana.update(y, CIB(4, 10), override=True)
+    bd = ana.const_int_bound(te.floormod(x, y))
+    assert (bd.min_value, bd.max_value) == (0, 9)
+    bd = ana.const_int_bound(x - y)
+    assert (bd.min_value, bd.max_value) == (-9, CIB.POS_INF)
+
+
+def test_analyzer_update_refuses_bad_input_and_changes_nothing():
+    CIB = tvm.arith.ConstIntBound
+    ana = tvm.arith.Analyzer()
+    x = te.var("x")
+    ana.update(x, CIB(0, 7))
+    with pytest.raises(tvm.errors.DSLError, match="override"):
+        ana.update(x, CIB(0, 100))
+    with pytest.raises(tvm.errors.DSLError, match="ConstIntBound"):
+        ana.update(x, (0, 3), override=True)
+    with pytest.raises(tvm.errors.DSLError, match="empty"):
+        ana.update(x, CIB(5, 2), override=True)
+    assert ana.const_int_bound(x).max_value == 7

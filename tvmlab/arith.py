@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 
 from .ir.arith import Analyzer as _Analyzer
+from .errors import DSLError
+from .ir import op as _op
+from .ir.arith import NEG_INF as _NEG_INF, POS_INF as _POS_INF
 from .ir.arith import IntervalSet, eval_interval  # noqa: F401
 
 
@@ -34,6 +37,23 @@ class Analyzer(_Analyzer):
 
     def rewrite_simplify(self, expr):
         return self.simplify(expr)
+
+    def update(self, var, info, override=False):
+        """Tell the analyzer ``var`` lies in ``info`` (a ConstIntBound; its POS_INF / NEG_INF
+        leave that side open). A var that already has a range needs ``override=True``."""
+        if not isinstance(info, ConstIntBound):
+            raise DSLError(f"Analyzer.update of {getattr(var, 'name', var)}: expected a "
+                           f"tvm.arith.ConstIntBound, got {type(info).__name__}")
+        lo, hi = info.min_value, info.max_value
+        if lo != ConstIntBound.NEG_INF and hi != ConstIntBound.POS_INF and lo > hi:
+            raise DSLError(f"Analyzer.update: empty bound [{lo}, {hi}]")
+        name = getattr(getattr(var, "var", var), "name", var)
+        if not override and getattr(var, "var", var) in self._bindings:
+            raise DSLError(f"Analyzer.update: {name} already has a range; pass override=True "
+                           "to replace it")
+        dtype = getattr(getattr(var, "var", var), "dtype", "int32")
+        self.bind(var, IntervalSet(_NEG_INF if lo <= ConstIntBound.NEG_INF else _op.const(lo, dtype),
+                                   _POS_INF if hi >= ConstIntBound.POS_INF else _op.const(hi, dtype)))
 
     def const_int_bound(self, expr):
         lo, hi = super().const_int_bound(expr)
