@@ -309,9 +309,18 @@ def bias_add(data, bias, axis=1):
     return make_call("nn.bias_add", [data, bias], axis=int(axis))
 
 
-relu = _unary("nn.relu", lambda x, a, d: _tir.max(x, te.const(0, d)))
-_leaky = _unary("nn.leaky_relu", lambda x, a, d: te.if_then_else(x > te.const(0, d), x, x * te.const(a.alpha, d)),
-                alpha=0.01)
+def _topi_relu(x, a, d):
+    from ...topi import nn as topi_nn
+    return topi_nn.relu(x)
+
+
+def _topi_leaky(x, a, d):
+    from ...topi import nn as topi_nn
+    return topi_nn.leaky_relu(x, a.alpha)
+
+
+relu = _unary("nn.relu", None, topi=_topi_relu)
+_leaky = _unary("nn.leaky_relu", None, topi=_topi_leaky, alpha=0.01)
 
 
 def leaky_relu(data, alpha=0.01):

@@ -27,9 +27,13 @@ def _unary_rel(types, attrs):
     return tensor_arg(types, 0)
 
 
-def _unary(name, fn, pattern=OpPattern.ELEMWISE, rel=_unary_rel, **defaults):
+def _unary(name, fn, pattern=OpPattern.ELEMWISE, rel=_unary_rel, topi=None, **defaults):
+    """Register element-wise ``name``: computed by ``topi(x, attrs, dtype)`` (a topi operator) when given,
+    else by the element expression ``fn(x[i], attrs, dtype)``."""
     def compute(attrs, inputs, out_type):
         x = inputs[0]
+        if topi is not None:
+            return [topi(x, attrs, out_type.dtype)]
         return [te.compute(x.shape, lambda *i: fn(x[i], attrs, out_type.dtype), name=name.replace(".", "_"))]
     register(name, rel, pattern, compute, defaults, 1)
 
@@ -49,22 +53,36 @@ def _float_only(name):
     return rel
 
 
-exp = _unary("exp", lambda x, a, d: te.exp(x), rel=_float_only("exp"))
-log = _unary("log", lambda x, a, d: te.log(x), rel=_float_only("log"))
-sqrt = _unary("sqrt", lambda x, a, d: te.sqrt(x), rel=_float_only("sqrt"))
-rsqrt = _unary("rsqrt", lambda x, a, d: te.const(1, d) / te.sqrt(x), rel=_float_only("rsqrt"))
-sigmoid = _unary("sigmoid", lambda x, a, d: te.const(1, d) / (te.const(1, d) + te.exp(-x)),
-                 rel=_float_only("sigmoid"))
-tanh = _unary("tanh", lambda x, a, d: te.tanh(x), rel=_float_only("tanh"))
-erf = _unary("erf", lambda x, a, d: te.erf(x), rel=_float_only("erf"))
-floor = _unary("floor", lambda x, a, d: te.floor(x), rel=_float_only("floor"))
-ceil = _unary("ceil", lambda x, a, d: te.ceil(x), rel=_float_only("ceil"))
+def _topi(name):
+    """``(x, attrs, dtype) -> topi.<name>(x)``, topi imported when an operator is first computed."""
+    def call(x, attrs, dtype):
+        from ... import topi
+        return getattr(topi, name)(x)
+    return call
+
+
+exp = _unary("exp", None, rel=_float_only("exp"), topi=_topi("exp"))
+log = _unary("log", None, rel=_float_only("log"), topi=_topi("log"))
+sqrt = _unary("sqrt", None, rel=_float_only("sqrt"), topi=_topi("sqrt"))
+rsqrt = _unary("rsqrt", None, rel=_float_only("rsqrt"), topi=_topi("rsqrt"))
+sigmoid = _unary("sigmoid", None, rel=_float_only("sigmoid"), topi=_topi("sigmoid"))
+tanh = _unary("tanh", None, rel=_float_only("tanh"), topi=_topi("tanh"))
+erf = _unary("erf", None, rel=_float_only("erf"), topi=_topi("erf"))
+floor = _unary("floor", None, rel=_float_only("floor"), topi=_topi("floor"))
+ceil = _unary("ceil", None, rel=_float_only("ceil"), topi=_topi("ceil"))
+# half to even, as ONNX and numpy round (topi.round rounds halves away from zero)
 round = _unary("round", lambda x, a, d: te.nearbyint(x), rel=_float_only("round"))  # noqa: A001
-negative = _unary("negative", lambda x, a, d: -x)
-abs = _unary("abs", lambda x, a, d: te.abs(x))  # noqa: A001
-copy = _unary("copy", lambda x, a, d: x)
-clip = _unary("clip", lambda x, a, d: _tir.min(_tir.max(x, te.const(a.a_min, d)), te.const(a.a_max, d)),
-              a_min=None, a_max=None)
+negative = _unary("negative", None, topi=_topi("negative"))
+abs = _unary("abs", None, topi=_topi("abs"))  # noqa: A001
+copy = _unary("copy", None, topi=_topi("identity"))
+
+
+def _topi_clip(x, a, d):
+    from ... import topi
+    return topi.clip(x, a.a_min, a.a_max)
+
+
+clip = _unary("clip", None, topi=_topi_clip, a_min=None, a_max=None)
 _clip = clip
 
 
@@ -78,7 +96,12 @@ def _cast_rel(types, attrs):
     return TensorType(t.shape, attrs.dtype)
 
 
-_cast = _unary("cast", lambda x, a, d: x.astype(d), rel=_cast_rel, dtype="float32")
+def _topi_cast(x, a, d):
+    from ... import topi
+    return topi.cast(x, d)
+
+
+_cast = _unary("cast", None, rel=_cast_rel, topi=_topi_cast, dtype="float32")
 
 
 def cast(data, dtype):
@@ -105,12 +128,10 @@ def bcast_read(t, out_ndim, idx):
     return t[tuple(0 if shape[d] == 1 else idx[off + d] for d in range(len(shape)))]
 
 
-def _binary(name, fn):
+def _binary(name):
     def compute(attrs, inputs, out_type):
-        a, b = inputs
-        n = len(out_type.shape)
-        return [te.compute(out_type.shape, lambda *i: fn(bcast_read(a, n, i), bcast_read(b, n, i)),
-                           name=name)]
+        from ... import topi
+        return [getattr(topi, name)(*inputs)]
     register(name, _bcast_rel, OpPattern.BROADCAST, compute, {}, 2)
 
     def ctor(lhs, rhs):
@@ -120,13 +141,13 @@ def _binary(name, fn):
     return ctor
 
 
-add = _binary("add", lambda x, y: x + y)
-subtract = _binary("subtract", lambda x, y: x - y)
-multiply = _binary("multiply", lambda x, y: x * y)
-divide = _binary("divide", lambda x, y: x / y)
-power = _binary("power", lambda x, y: te.power(x, y))
-maximum = _binary("maximum", lambda x, y: _tir.max(x, y))
-minimum = _binary("minimum", lambda x, y: _tir.min(x, y))
+add = _binary("add")
+subtract = _binary("subtract")
+multiply = _binary("multiply")
+divide = _binary("divide")
+power = _binary("power")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
 
 
 # ------------------------------------------------------------------ reductions
