@@ -125,10 +125,14 @@ class Runner:
     """Times built libraries; ``run(measure_inputs, build_results) -> [MeasureResult]``.
 
     A candidate whose first call shows that ``number * repeat`` calls would take
-    more than half of ``timeout`` is timed by that first call alone (it is far
-    from the best anyway); one that does not finish within ``timeout`` is a
-    RUN_TIMEOUT.
+    more than half of ``timeout``, or whose first call is over ``slow_factor``
+    times the best cost measured so far for the task, is timed by that first
+    call alone (it is far from the best anyway, and its cost still teaches the
+    cost model); one that does not finish within ``timeout`` is a RUN_TIMEOUT.
+    ``slow_factor=None`` times every candidate fully, as TVM does.
     """
+
+    slow_factor = 10.0
 
     def __init__(self, timeout=5, number=1, repeat=1, min_repeat_ms=0, cooldown_interval=0.0,
                  check_correctness=False, enable_cpu_cache_flush=False):
@@ -143,10 +147,12 @@ class Runner:
         self.task = None
         self.ref = None
         self.n_parallel = 1
+        self.best_cost = None      # the lowest mean cost measured for the task, for slow_factor
 
     def set_task(self, task, builder=None):
         self.task = task
         self.ref = None
+        self.best_cost = None
         if self.check_correctness:
             if builder is None or not hasattr(builder, "reference"):
                 raise MeasureOptionError("check_correctness needs a LocalBuilder to build the reference")
@@ -170,12 +176,14 @@ class Runner:
                 results[k] = MeasureResult((b.error,), code, b.time_cost, time.time())
             else:
                 jobs.append((self._payload(b.filename), b.arg_info, self.number, self.repeat, self.min_repeat_ms,
-                             self.ref, True, self.timeout / 2))
+                             self.ref, True, self._budget()))
                 where.append(k)
         for k, b, jr in zip(where, [build_results[k] for k in where], self._run_jobs(jobs)):
             total = b.time_cost + jr.elapsed
             if jr.status == "ok" and jr.value[0] == "ok":
                 results[k] = MeasureResult(tuple(jr.value[1]), MeasureErrorNo.NO_ERROR, total, time.time())
+                mean = sum(jr.value[1]) / len(jr.value[1])
+                self.best_cost = mean if self.best_cost is None else min(self.best_cost, mean)
             elif jr.status == "ok":
                 results[k] = MeasureResult((MeasureError(jr.value[1], jr.value[2]),), jr.value[1], total,
                                            time.time())
@@ -188,6 +196,13 @@ class Runner:
             if os.path.exists(b.filename):
                 os.unlink(b.filename)
         return results
+
+    def _budget(self):
+        # seconds of number * repeat calls beyond which a candidate is costed by its first call
+        budget = self.timeout / 2
+        if self.slow_factor is not None and self.best_cost is not None:
+            budget = min(budget, self.slow_factor * self.best_cost * self.number * self.repeat)
+        return budget
 
     def _run_jobs(self, jobs):
         out = []

@@ -143,6 +143,12 @@ def generate(mod, target="llvm"):
     return _generate(functions_of(mod, "build_llvm"), llvm_jit.create_target_machine(cpu, features, opt))
 
 
+def _export_only():
+    # tuning builders only export: skipping the JIT halves their compile time
+    from ..ir.transform import PassContext
+    return bool(PassContext.current().config.get("codegen.llvm.export_only", False))
+
+
 def build_llvm(mod, target="llvm"):
     """Compile an AST3 IRModule (or PrimFunc) for the host CPU; returns a runtime Module."""
     target = Target(target)
@@ -163,6 +169,9 @@ def build_llvm(mod, target="llvm"):
     if opt > 0:
         optimize(ref, tm, opt)
     opt_text = str(ref)
+    if reason is None and _export_only():
+        reason = ("it was built for export only (PassContext config 'codegen.llvm.export_only'); "
+                  "export_library it and load it with tvmlab.runtime.load_module")
     engine = None if reason else llvm_jit.JitEngine(ref, cpu, features, opt)
     functions = {}
     for name, f in funcs.items():

@@ -67,8 +67,22 @@ def arg_info(args):
     return info
 
 
-def build_module(make, target):
-    """``(module, arg_info)`` for ``make() -> (s, args)`` built for ``target``."""
+def _export_context():
+    # the current PassContext plus codegen.llvm.export_only: the build skips the JIT it would not use
+    from ..ir.transform import PassContext
+    cur = PassContext.current()
+    return PassContext(cur.opt_level, cur.required_pass, cur.disabled_pass, cur.instruments,
+                       {**cur.config, "codegen.llvm.export_only": True}, cur.trace)
+
+
+def build_module(make, target, export_only=False):
+    """``(module, arg_info)`` for ``make() -> (s, args)`` built for ``target``.
+
+    ``export_only``: an LLVM module is not compiled for this process, only
+    for ``export_library`` (half the compile time); its functions cannot be called.
+    """
+    import contextlib
+
     import tvmlab
     try:
         s, args = make()
@@ -78,7 +92,8 @@ def build_module(make, target):
         raise MeasureError(MeasureErrorNo.INSTANTIATION_ERROR, f"{type(e).__name__}: {e}") from None
     info = arg_info(args)
     try:
-        mod = tvmlab.build(s, args, target=target)
+        with _export_context() if export_only else contextlib.nullcontext():
+            mod = tvmlab.build(s, args, target=target)
     except Exception as e:  # noqa: BLE001
         raise MeasureError(MeasureErrorNo.COMPILE_HOST, f"{type(e).__name__}: {e}") from None
     return mod, info
@@ -86,7 +101,7 @@ def build_module(make, target):
 
 def build_candidate(make, target, out_dir=None):
     """Build ``make() -> (s, args)`` and export it: ``{"path", "args"}`` (args as ``arg_info``)."""
-    mod, info = build_module(make, target)
+    mod, info = build_module(make, target, export_only=True)
     out_dir = out_dir or tempfile.gettempdir()
     path = os.path.join(out_dir, f"tvmlab_tune_{os.getpid()}_{uuid.uuid4().hex[:12]}.so")
     try:
