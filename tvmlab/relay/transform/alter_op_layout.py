@@ -5,7 +5,9 @@ Layouts flow forward through the graph: a conv2d's output is in
 broadcast operators keep it when their other operand is in the same layout or
 is a per-channel vector (transformed once, at compile time when it is a
 constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
-along channels of inputs blocked alike concatenates the blocks.  Everything else
+along channels of blocked inputs concatenates blocks (re-blocked to the
+largest block they share when they differ); a pool whose only readers are
+blocked convolutions pools their blocked input.  Everything else
 wants NCHW.  A ``layout_transform`` is inserted only where a producer's
 layout differs from what its consumer wants: between two convolutions whose
 blocks match there is none, so a chain of conv / bias / relu / add stays

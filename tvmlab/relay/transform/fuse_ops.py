@@ -11,7 +11,12 @@ it is not an output of the graph):
   element-wise and broadcast operators after it (same output shape), e.g.
   conv2d + bias_add + add + relu;
 - a reduction ends its group (nothing after it fuses into it), and opaque
-  operators (softmax, lrn, ...) stay alone.
+  operators (softmax, lrn, ...) stay alone;
+- an element-wise tail of a complex-out-fusable operator prefers that
+  operator's group to an injective group after it (an inception branch's
+  bias add + relu runs in its conv's output tile; the concatenate and any
+  layout_transform form their own group), so the conv's output is not
+  written to memory and read back.
 
 ``fuse_opt_level=0`` makes every operator a group of its own.  Each group
 becomes ``fn (%p0, ...) -> ..., Primitive=1 { ... }`` called from the graph;
