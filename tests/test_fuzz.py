@@ -15,8 +15,8 @@ from tvmlab.testing import fuzz, random_schedule
 from tvmlab.testing.programs import generate
 
 SEED = 2024
-CHUNKS = 8
-PER_CHUNK = 75
+CHUNKS = 15            # 600 programs, in chunks small enough to balance across workers
+PER_CHUNK = 40
 
 # (phase, regex over the failure report, bug)
 KNOWN_BUGS = [
