@@ -93,12 +93,15 @@ def _anchor_above(node, users):
     Walks up through single-user element-wise/broadcast ops of ``node``'s
     shape (conv2d -> bias add -> relu); the tail belongs with that op so it
     runs in the op's output tile instead of in a second pass over memory."""
-    shape = node._checked_type.shape if isinstance(node._checked_type, TensorType) else None
+    t = getattr(node, "_checked_type", None)
+    if not isinstance(t, TensorType):
+        return None
+    shape = t.shape
     n = node
     while pattern_of(n) <= P.BROADCAST:
         nxt = None
         for a in n.args:
-            t = a._checked_type
+            t = getattr(a, "_checked_type", None)
             if isinstance(a, Call) and isinstance(a.op, Op) and len(users.get(a, ())) == 1 \
                     and isinstance(t, TensorType) and t.shape == shape:
                 if pattern_of(a) == P.OUT_ELEMWISE_FUSABLE:
