@@ -296,9 +296,8 @@ def _channel_vec_rel(what):
 
 
 def _bias_compute(attrs, inputs, out_type):
-    x, b = inputs
-    a = attrs.axis % len(x.shape)
-    return [te.compute(x.shape, lambda *i: x[i] + b[i[a]], name="bias_add")]
+    from ...topi import nn as topi_nn
+    return [topi_nn.bias_add(inputs[0], inputs[1], attrs.axis)]
 
 
 register("nn.bias_add", _channel_vec_rel("bias"), OpPattern.BROADCAST, _bias_compute, {"axis": 1}, 2)
@@ -329,10 +328,8 @@ def leaky_relu(data, alpha=0.01):
 
 
 def _prelu_compute(attrs, inputs, out_type):
-    x, al = inputs
-    a = attrs.axis % len(x.shape)
-    zero = te.const(0, x.dtype)
-    return [te.compute(x.shape, lambda *i: te.if_then_else(x[i] > zero, x[i], x[i] * al[i[a]]), name="prelu")]
+    from ...topi import nn as topi_nn
+    return [topi_nn.prelu(inputs[0], inputs[1], attrs.axis)]
 
 
 register("nn.prelu", _channel_vec_rel("alpha"), OpPattern.BROADCAST, _prelu_compute, {"axis": 1}, 2)
@@ -356,17 +353,10 @@ def _bn_rel(types, attrs):
 
 
 def _bn_compute(attrs, inputs, out_type):
+    from ...topi import nn as topi_nn
     x, g, b, m, v = inputs
-    a = attrs.axis % len(x.shape)
-    eps = te.const(attrs.epsilon, x.dtype)
-    one = te.const(1, x.dtype)
-
-    def body(*i):
-        c = i[a]
-        y = (x[i] - m[c]) / te.sqrt(v[c] + eps)
-        y = y * (g[c] if attrs.scale else one)
-        return y + b[c] if attrs.center else y
-    out = te.compute(x.shape, body, name="batch_norm")
+    out = topi_nn.batch_norm(x, g, b, m, v, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)[0]
+    # the statistics come back unchanged, as copies: a group's outputs are computed tensors
     return [out, te.compute(m.shape, lambda c: m[c], name="bn_mean"), te.compute(v.shape, lambda c: v[c], name="bn_var")]
 
 
