@@ -226,3 +226,18 @@ def test_analyzer_update_refuses_bad_input_and_changes_nothing():
     with pytest.raises(tvm.errors.DSLError, match="empty"):
         ana.update(x, CIB(5, 2), override=True)
     assert ana.const_int_bound(x).max_value == 7
+
+
+@pytest.mark.parametrize("div,pyop", [(te.floordiv, lambda a, b: a // b),
+                                      (tvm.tir.truncdiv, lambda a, b: int(a / b))])
+def test_division_bound_leaves_out_a_zero_divisor(div, pyop):
+    CIB = tvm.arith.ConstIntBound
+    ana = tvm.arith.Analyzer()
+    x, y = te.var("x"), te.var("y")
+    ana.update(x, CIB(-9, 4))
+    ana.update(y, CIB(-2, 0))
+    bd = ana.const_int_bound(div(x, y))
+    exact = [pyop(a, b) for a in range(-9, 5) for b in (-2, -1)]
+    assert (bd.min_value, bd.max_value) == (min(exact), max(exact))
+    ana.update(y, CIB(-2, 1), override=True)       # zero inside: no finite bound
+    assert ana.const_int_bound(div(x, y)).min_value <= -9

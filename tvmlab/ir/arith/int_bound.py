@@ -63,7 +63,12 @@ def truncdiv_const(x, c):
 
 
 def _div(a, b, fdiv):
-    """Bounds of a quotient; corners suffice when the divisor keeps one sign."""
+    """Bounds of a quotient; corners suffice when the divisor keeps one sign.  A divisor
+    is never zero (dividing by zero is undefined), so a zero end of its range is dropped."""
+    if b[0] == 0 < b[1]:
+        b = (1, b[1])
+    elif b[0] < 0 == b[1]:
+        b = (b[0], -1)
     if b[0] > 0 or b[1] < 0:
         if b[0] in (-INF, INF) or b[1] in (-INF, INF):
             m = max(abs(a[0]), abs(a[1]))
