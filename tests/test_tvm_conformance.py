@@ -241,3 +241,19 @@ def test_division_bound_leaves_out_a_zero_divisor(div, pyop):
     assert (bd.min_value, bd.max_value) == (min(exact), max(exact))
     ana.update(y, CIB(-2, 1), override=True)       # zero inside: no finite bound
     assert ana.const_int_bound(div(x, y)).min_value <= -9
+
+
+def test_shift_and_bitwise_and_bounds_cover_every_value():
+    CIB = tvm.arith.ConstIntBound
+    ana = tvm.arith.Analyzer()
+    x, y = te.var("x"), te.var("y")
+    ana.update(x, CIB(-9, 11))
+    ana.update(y, CIB(2, 10))
+    cases = [(x >> y, lambda a, b: a >> b), (x & y, lambda a, b: a & b),
+             (x << (y - 2), lambda a, b: a << (b - 2))]
+    for expr, pyop in cases:
+        bd = ana.const_int_bound(expr)
+        vals = [pyop(a, b) for a in range(-9, 12) for b in range(2, 11)]
+        assert (bd.min_value, bd.max_value) == (min(vals), max(vals)), expr
+    ana.update(y, CIB(-1, 3), override=True)      # a negative shift amount: no bound
+    assert ana.const_int_bound(x >> y).max_value == CIB.POS_INF

@@ -201,11 +201,32 @@ def _let(self, e):
     return self(e.body)
 
 
+def _shift(a, s, right):
+    """Corners of ``a >> s`` / ``a << s`` for a shift amount known to lie in [0, 62]."""
+    if s[0] < 0 or s[1] > 62:
+        return None
+
+    def one(v, k):
+        if v in (-INF, INF):
+            return v
+        return v >> k if right else v << k
+    vals = [one(v, k) for v in a for k in s]
+    return (min(vals), max(vals))
+
+
 def _call(self, e):
     if e.op == "likely" and e.args:
         return self(e.args[0])
     if e.op == "if_then_else" and len(e.args) == 3:
         return union(self(e.args[1]), self(e.args[2]))
+    if e.op in ("shift_right", "shift_left") and len(e.args) == 2:
+        b = _shift(self(e.args[0]), self(e.args[1]), e.op == "shift_right")
+        if b is not None:
+            return intersect(b, dtype_bound(e.dtype))
+    if e.op == "bitwise_and" and len(e.args) == 2:
+        a, b = self(e.args[0]), self(e.args[1])
+        if a[0] >= 0 or b[0] >= 0:       # a non-negative operand bounds the result
+            return (0, min(x[1] for x in (a, b) if x[0] >= 0))
     if e.op == "abs" and e.args:
         lo, hi = self(e.args[0])
         if lo >= 0:
