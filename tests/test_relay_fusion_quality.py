@@ -129,6 +129,10 @@ def test_small_cnn_transforms_only_at_the_ends():
 def test_residual_block_input_transformed_once():
     lts = _layout_transforms(models.residual_block())
     assert lts == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]   # the skip reads the same blocked input
+    groups = _groups(models.residual_block())
+    # the second conv takes its bias, the skip add and the relu; the output's layout_transform stands alone
+    assert ["nn.contrib_conv2d_NCHWc", "add", "add", "nn.relu"] in groups
+    assert groups[-1] == ["layout_transform"]
 
 
 def test_concat_of_blocks_sharing_none_falls_back_to_nchw():

@@ -2,8 +2,8 @@
 
 Layouts flow forward through the graph: a conv2d's output is in
 ``NCHW{o}c``; element-wise operators and pools keep their input's layout;
-broadcast operators keep it when their other operand is in the same layout or
-is a per-channel vector (transformed once, at compile time when it is a
+broadcast operators keep it when their other operand has the full shape (it
+is transformed, once, if it is in another layout) or is a per-channel vector (transformed once, at compile time when it is a
 constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
 along channels of blocked inputs concatenates blocks (re-blocked to the
 largest block they share when they differ); a pool whose only readers are
@@ -157,6 +157,8 @@ def alter(func, target="llvm"):
                         args.append(new[x])
                     elif len(t.shape) == 0:
                         args.append(new[x])
+                    elif len(out4) == 4 and tuple(t.shape) == tuple(out4):
+                        args.append(as_layout(x, lay))      # e.g. a residual add's skip from the NCHW input
                     elif not blocked(x) and len(out4) == 4 and _per_channel(t, out4):
                         c = max(t.shape) if t.shape else 1
                         v = tensor.reshape(new[x], (1, c, 1, 1))
