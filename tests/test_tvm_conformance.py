@@ -257,3 +257,20 @@ def test_shift_and_bitwise_and_bounds_cover_every_value():
         assert (bd.min_value, bd.max_value) == (min(vals), max(vals)), expr
     ana.update(y, CIB(-1, 3), override=True)      # a negative shift amount: no bound
     assert ana.const_int_bound(x >> y).max_value == CIB.POS_INF
+
+
+def test_python_numbers_beside_an_expr_become_constants_of_its_type():
+    i = te.var("i", "int64")
+    e = tvm.tir.EQ(i, 5)
+    assert isinstance(e.b, tvm.tir.IntImm) and e.b.dtype == "int64" and e.b.value == 5
+    s = tvm.tir.Add(2, te.var("x"))
+    assert s.a.dtype == "int32" and s.dtype == "int32"
+    ib = tvm.tir.ir_builder.create()
+    A = ib.pointer("int32", name="A")
+    with ib.for_range(0, 10, "k") as k:
+        A[k] = tvm.tir.Select(tvm.tir.EQ(k, 5), 1, 0)
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([A], ib.get()).with_attr("global_symbol", "eq5"))
+    f = tvm.build(mod, target="llvm")
+    out = tvm.nd.array(np.full(10, -7, "int32"))
+    f(out)
+    np.testing.assert_array_equal(out.numpy(), (np.arange(10) == 5).astype("int32"))

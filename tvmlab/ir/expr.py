@@ -146,9 +146,23 @@ class Cast(Expr):
 
 
 # ---------------------------------------------------------------- binary
+def _number_operands(node):
+    """TVM code builds ``tir.EQ(i, 5)``: a Python number beside a scalar Expr becomes a
+    constant of that Expr's type."""
+    a, b = node.a, node.b
+    for mine, other, field in ((a, b, "a"), (b, a, "b")):
+        if (isinstance(mine, (int, float)) and not isinstance(mine, bool) and isinstance(other, Expr)
+                and dt.lanes(other.dtype) == 1):
+            from .op import const
+            object.__setattr__(node, field, const(mine, other.dtype))
+
+
 class BinaryOp(Expr):
     __slots__ = ()
     symbol = "?"
+
+    def __post_init__(self):
+        _number_operands(self)
 
     @property
     def dtype(self):
@@ -221,6 +235,9 @@ class Max(BinaryOp):
 class CmpOp(Expr):
     __slots__ = ()
     symbol = "?"
+
+    def __post_init__(self):
+        _number_operands(self)
 
     @property
     def dtype(self):
