@@ -5,9 +5,9 @@ Layouts flow forward through the graph: a conv2d's output is in
 broadcast operators keep it when their other operand has the full shape (it
 is transformed, once, if it is in another layout) or is a per-channel vector (transformed once, at compile time when it is a
 constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
-along channels of blocked inputs concatenates blocks (re-blocked to the
-largest block they share when they differ); a pool whose only readers are
-blocked convolutions pools their blocked input.  Everything else
+along channels of inputs blocked alike concatenates the blocks; a pool
+whose only readers are blocked convolutions pools their blocked input.
+Everything else
 wants NCHW.  A ``layout_transform`` is inserted only where a producer's
 layout differs from what its consumer wants: between two convolutions whose
 blocks match there is none, so a chain of conv / bias / relu / add stays
@@ -54,18 +54,6 @@ def _per_channel(t, out4):
 def _same_block(fields, layout):
     lays = {layout.get(f, "NCHW") for f in fields}
     return len(lays) == 1 and block_of(next(iter(lays))) not in (None, 1)
-
-
-def _common_block(fields, layout):
-    """The largest block all ``fields`` (each blocked) share, or None when one is in NCHW or they share none."""
-    from math import gcd
-    blocks = [block_of(layout.get(f, "NCHW")) for f in fields]
-    if any(b in (None, 1) for b in blocks):
-        return None
-    g = 0
-    for b in blocks:
-        g = gcd(g, b)
-    return g if g > 1 else None
 
 
 def alter(func, target="llvm"):
@@ -130,11 +118,6 @@ def alter(func, target="llvm"):
                     and conv_block(n) == channel_block(n.args[0]._checked_type.shape[1], vb):
                 lay = f"NCHW{conv_block(n)}c"     # only blocked convs read it: pool the blocked input
                 new[n] = Call(n.op, [as_layout(n.args[0], lay)], a.with_(layout=lay))
-                layout[n] = lay
-            elif name == "concatenate" and isinstance(n.args[0], Tuple) and len(n._checked_type.shape) == 4 \
-                    and a.axis % 4 == 1 and _common_block(n.args[0].fields, layout) is not None:
-                lay = f"NCHW{_common_block(n.args[0].fields, layout)}c"   # blocks differ: re-block to a shared one
-                new[n] = Call(n.op, [Tuple([as_layout(f, lay) for f in n.args[0].fields])], a.with_(axis=1))
                 layout[n] = lay
             elif n.op.pattern == OpPattern.ELEMWISE and len(n.args) == 1:
                 new[n] = Call(n.op, [new[n.args[0]]], a)
