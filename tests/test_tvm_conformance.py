@@ -274,3 +274,20 @@ def test_python_numbers_beside_an_expr_become_constants_of_its_type():
     out = tvm.nd.array(np.full(10, -7, "int32"))
     f(out)
     np.testing.assert_array_equal(out.numpy(), (np.arange(10) == 5).astype("int32"))
+
+
+def test_float_size_var_is_a_scalar_parameter():
+    n = te.size_var("n")
+    A = te.placeholder((n,), name="A")
+    scale = te.size_var("scale", dtype="float32")
+    C = te.compute(A.shape, lambda i: A[i] * scale, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[C].vectorize(xi)
+    f = tvm.build(s, [A, C, scale], "llvm")
+    a = np.random.default_rng(6).standard_normal(10).astype("float32")
+    c = tvm.nd.array(np.full(10, np.nan, "float32"))
+    f(tvm.nd.array(a), c, 1.5)
+    np.testing.assert_allclose(c.numpy(), a * 1.5, rtol=1e-6)
+    with pytest.raises(tvm.errors.DSLError, match="integer"):
+        te.size_var("h", dtype="handle")

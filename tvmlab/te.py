@@ -61,7 +61,10 @@ def var(name="tindex", dtype="int32"):
 
 
 def size_var(name="size", dtype="int32"):
-    """A non-negative integer variable, for symbolic shapes."""
+    """A non-negative integer variable, for symbolic shapes (a float one, which TVM also
+    accepts, is a plain scalar variable)."""
+    if dt.is_float(dtype):
+        return E.Var(name, dt.canonical(dtype))
     if not dt.is_int(dtype):
         raise DSLError(f"size_var {name!r} must have an integer dtype, got {dtype}")
     return E.SizeVar(name, dt.canonical(dtype))
