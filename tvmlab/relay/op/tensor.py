@@ -121,13 +121,6 @@ def _bcast_rel(types, attrs):
     return TensorType(broadcast_shape(a.shape, b.shape), a.dtype)
 
 
-def bcast_read(t, out_ndim, idx):
-    """``t`` read at output index ``idx`` under numpy broadcasting."""
-    shape = _ints(t)
-    off = out_ndim - len(shape)
-    return t[tuple(0 if shape[d] == 1 else idx[off + d] for d in range(len(shape)))]
-
-
 def _binary(name):
     def compute(attrs, inputs, out_type):
         from ... import topi
@@ -254,18 +247,9 @@ def unravel(flat, shape):
     return tuple(reversed(idx))
 
 
-def flat_index(idx, shape):
-    f = 0
-    for i, d in zip(idx, shape):
-        f = f * d + i
-    return f
-
-
 def _reshape_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    shape = _ints(x)
-    return [te.compute(out_type.shape, lambda *i: x[unravel(flat_index(i, out_type.shape), shape)],
-                       name="reshape")]
+    from ... import topi
+    return [topi.reshape(inputs[0], tuple(out_type.shape))]
 
 
 register("reshape", _reshape_rel, OpPattern.INJECTIVE, _reshape_compute, {"newshape": None}, 1)
@@ -289,16 +273,8 @@ def _transpose_rel(types, attrs):
 
 
 def _transpose_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    n = len(x.shape)
-    axes = list(reversed(range(n))) if attrs.axes is None else [a % n for a in attrs.axes]
-
-    def body(*i):
-        idx = [None] * n
-        for k, a in enumerate(axes):
-            idx[a] = i[k]
-        return x[tuple(idx)]
-    return [te.compute(out_type.shape, body, name="transpose")]
+    from ... import topi
+    return [topi.transpose(inputs[0], None if attrs.axes is None else list(attrs.axes))]
 
 
 register("transpose", _transpose_rel, OpPattern.INJECTIVE, _transpose_compute, {"axes": None}, 1)
@@ -358,20 +334,8 @@ def _concat_rel(types, attrs):
 
 
 def _concat_compute(attrs, inputs, out_type):
-    n = len(out_type.shape)
-    axis = attrs.axis % n
-    sizes = [_ints(t)[axis] for t in inputs]
-
-    def body(*i):
-        starts = np.cumsum([0] + sizes)
-        val = None
-        for k in reversed(range(len(inputs))):
-            idx = list(i)
-            idx[axis] = i[axis] - int(starts[k])
-            read = inputs[k][tuple(idx)]
-            val = read if val is None else te.if_then_else(i[axis] < int(starts[k + 1]), read, val)
-        return val
-    return [te.compute(out_type.shape, body, name="concatenate")]
+    from ... import topi
+    return [topi.concatenate(list(inputs), attrs.axis)]
 
 
 register("concatenate", _concat_rel, OpPattern.INJECTIVE, _concat_compute, {"axis": 0}, 1)
@@ -542,11 +506,8 @@ def _tile_rel(types, attrs):
 
 
 def _tile_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    shape = _ints(x)
-    off = len(out_type.shape) - len(shape)
-    return [te.compute(out_type.shape, lambda *i: x[tuple(_tir.floormod(i[off + d], shape[d]) if shape[d] > 1
-                                                          else 0 for d in range(len(shape)))], name="tile")]
+    from ... import topi
+    return [topi.tile(inputs[0], list(attrs.reps))]
 
 
 register("tile", _tile_rel, OpPattern.INJECTIVE, _tile_compute, {"reps": None}, 1)
@@ -566,9 +527,8 @@ def _bcast_to_rel(types, attrs):
 
 
 def _bcast_to_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    n = len(out_type.shape)
-    return [te.compute(out_type.shape, lambda *i: bcast_read(x, n, i), name="broadcast_to")]
+    from ... import topi
+    return [topi.broadcast_to(inputs[0], tuple(out_type.shape))]
 
 
 register("broadcast_to", _bcast_to_rel, OpPattern.BROADCAST, _bcast_to_compute, {"shape": None}, 1)
