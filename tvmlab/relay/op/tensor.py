@@ -164,28 +164,14 @@ def reduced_axes(attrs, ndim):
     return [d for d in range(ndim) if d not in axes] if attrs.exclude else axes
 
 
-def _reduce(name, reducer, finish=None):
+def _reduce(name):
     def compute(attrs, inputs, out_type):
+        from ... import topi
         x = inputs[0]
-        shape = _ints(x)
-        axes = reduced_axes(attrs, len(shape))
-        rs = [te.reduce_axis((0, shape[d]), name=f"k{d}") for d in axes]
-
-        def body(*i):
-            idx, it, r = [], iter(i), iter(rs)
-            for d in range(len(shape)):
-                if d in axes:
-                    idx.append(next(r))
-                    if attrs.keepdims:
-                        next(it)
-                else:
-                    idx.append(next(it))
-            return reducer(x[tuple(idx)], axis=rs)
-        red = te.compute(out_type.shape, body, name=name + "_red" if finish else name)
-        if finish is None:
-            return [red]
-        count = int(np.prod([shape[d] for d in axes])) if axes else 1
-        return [te.compute(out_type.shape, lambda *i: finish(red[i], count, out_type.dtype), name=name)]
+        axes = reduced_axes(attrs, len(x.shape))
+        if not axes:                # nothing reduced (exclude=True over every axis): a copy
+            return [topi.identity(x)]
+        return [getattr(topi, name)(x, tuple(axes), attrs.keepdims)]
     register(name, _reduce_rel, OpPattern.COMM_REDUCE, compute,
              {"axis": None, "keepdims": False, "exclude": False}, 1)
 
@@ -198,10 +184,10 @@ def _reduce(name, reducer, finish=None):
     return ctor
 
 
-sum = _reduce("sum", te.sum)  # noqa: A001
-max = _reduce("max", te.max)  # noqa: A001
-min = _reduce("min", te.min)  # noqa: A001
-mean = _reduce("mean", te.sum, lambda s, n, d: s / te.const(float(n), d))
+sum = _reduce("sum")  # noqa: A001
+max = _reduce("max")  # noqa: A001
+min = _reduce("min")  # noqa: A001
+mean = _reduce("mean")
 
 
 # ------------------------------------------------------------------ layout maps (injective)
