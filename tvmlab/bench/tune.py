@@ -52,9 +52,10 @@ def matmul_template(N, L, M, dtype):
     return s, [A, B, C]
 
 
-def _tune(tuner, n_trial, runner_timeout, build_timeout):
+def _tune(tuner, n_trial, runner_timeout, build_timeout, slow_factor=10.0):
     opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=build_timeout),
                                  runner=autotvm.LocalRunner(number=2, repeat=2, timeout=runner_timeout))
+    opt["runner"].slow_factor = slow_factor or None
     t0 = time.perf_counter()
     tuner.tune(n_trial=n_trial, measure_option=opt)
     wall = time.perf_counter() - t0
@@ -82,15 +83,15 @@ def _side_by_side(task, cfg_a, cfg_b):
 
 
 def run(size=512, n_xgb=200, n_random=800, feature_type="itervar", seed=0, runner_timeout=4.0, build_timeout=4.0,
-        out=sys.stdout):
+        slow_factor=10.0, out=sys.stdout):
     task = autotvm.task.create(TEMPLATE, args=(size, size, size, "float32"), target="llvm")
     print(f"matmul {size}^3 template: {len(task.config_space)} configs", file=out)
     xgb = autotvm.tuner.XGBTuner(task, feature_type=feature_type, seed=seed)
-    x_cfg, x_flops, x_rate, x_wall, x_err = _tune(xgb, n_xgb, runner_timeout, build_timeout)
+    x_cfg, x_flops, x_rate, x_wall, x_err = _tune(xgb, n_xgb, runner_timeout, build_timeout, slow_factor)
     print(f"XGBTuner({feature_type}): {n_xgb} trials in {x_wall:.0f} s ({x_rate:.2f} trials/s, {x_err} failed), "
           f"best {x_flops / 1e9:.1f} GFLOP/s while tuning: {x_cfg}", file=out)
     rnd = autotvm.tuner.RandomTuner(task, seed=seed)
-    r_cfg, r_flops, r_rate, r_wall, r_err = _tune(rnd, n_random, runner_timeout, build_timeout)
+    r_cfg, r_flops, r_rate, r_wall, r_err = _tune(rnd, n_random, runner_timeout, build_timeout, slow_factor)
     print(f"RandomTuner: {n_random} trials in {r_wall:.0f} s ({r_rate:.2f} trials/s, {r_err} failed), "
           f"best {r_flops / 1e9:.1f} GFLOP/s while tuning: {r_cfg}", file=out)
     t_x, t_r = _side_by_side(task, x_cfg, r_cfg)
@@ -159,13 +160,16 @@ def main(argv=None):
     p.add_argument("--runner-timeout", type=float, default=4.0)
     p.add_argument("--build-timeout", type=float, default=4.0,
                    help="seconds; a config whose LLVM compile takes longer counts as failed (TVM's default: 10)")
+    p.add_argument("--slow-factor", type=float, default=10.0,
+                   help="a config whose first call is over this times the best so far is costed by that call "
+                        "(0: time every config fully, as TVM does)")
     p.add_argument("--topi", type=int, default=0, metavar="N",
                    help="instead: tune topi.schedule_matmul for N trials and compare it with its fallback")
     a = p.parse_args(argv)
     if a.topi:
         run_topi(a.size, a.topi, a.seed)
     else:
-        run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout, a.build_timeout)
+        run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout, a.build_timeout, a.slow_factor)
 
 
 if __name__ == "__main__":
