@@ -610,8 +610,11 @@ def _pad_rel(types, attrs):
 
 def _pad_compute(attrs, inputs, out_type):
     x = inputs[0]
-    shape = _ints(x)
     pw = attrs.pad_width
+    if attrs.pad_mode == "constant":
+        from ...topi import nn as topi_nn
+        return [topi_nn.pad(x, [a for a, _ in pw], [b for _, b in pw], attrs.pad_value)]
+    shape = _ints(x)           # edge and reflect: topi pads with a constant only
     val = te.const(attrs.pad_value, x.dtype)
 
     def body(*i):
