@@ -11,8 +11,11 @@ import multiprocessing
 import time
 from multiprocessing.connection import wait
 
+STARTUP_TIMEOUT = 120.0     # seconds a fresh worker may take to start before it counts as hung
+
 
 def _serve(conn, fn):
+    # "started" once the item is in hand, so the hang clock leaves interpreter start-up out
     while True:
         try:
             item = conn.recv()
@@ -20,7 +23,8 @@ def _serve(conn, fn):
             return
         if item is None:
             return
-        conn.send(fn(item))
+        conn.send(("started", None))
+        conn.send(("done", fn(item)))
 
 
 class _Worker:
@@ -31,10 +35,15 @@ class _Worker:
         child.close()
         self.item = None
         self.started = 0.0
+        self.running = False
 
     def submit(self, item):
-        self.item, self.started = item, time.monotonic()
+        self.item, self.started, self.running = item, time.monotonic(), False
         self.conn.send(item)
+
+    def overdue(self, timeout):
+        limit = timeout if self.running else max(timeout, STARTUP_TIMEOUT)
+        return time.monotonic() - self.started > limit
 
     def kill(self):
         self.proc.kill()
@@ -56,7 +65,8 @@ def imap(fn, items, jobs=1, timeout=60.0):
 
     ``fn`` must be a module-level function.  Results come in completion order.
     A worker that dies gives ``("crash", exitcode)``; one that runs past
-    ``timeout`` seconds on an item is killed and gives ``("hang", timeout)``;
+    ``timeout`` seconds on an item (counted from when it has the item, so a
+    slow start does not count) is killed and gives ``("hang", timeout)``;
     either way a fresh worker takes its place.
     """
     ctx = multiprocessing.get_context("spawn")
@@ -75,7 +85,7 @@ def imap(fn, items, jobs=1, timeout=60.0):
                 item = w.item
                 if w.conn in ready:
                     try:
-                        value = w.conn.recv()
+                        tag, value = w.conn.recv()
                     except (EOFError, OSError):
                         w.proc.join(5)
                         code = w.proc.exitcode
@@ -83,9 +93,12 @@ def imap(fn, items, jobs=1, timeout=60.0):
                         workers[k] = _Worker(ctx, fn)
                         yield item, "crash", code
                         continue
+                    if tag == "started":
+                        w.started, w.running = time.monotonic(), True
+                        continue
                     w.item = None
                     yield item, "ok", value
-                elif time.monotonic() - w.started > timeout:
+                elif w.overdue(timeout):
                     w.kill()
                     workers[k] = _Worker(ctx, fn)
                     yield item, "hang", timeout
