@@ -214,7 +214,10 @@ def test_residual_block_with_and_without_optimisation(rng):
         np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4, err_msg=f"opt_level={level}")
     text = str(lib.ir_mod)
     assert "nn.contrib_conv2d_NCHWc" in text and "nn.batch_norm" not in text
-    assert lib.memory_plan["planned_bytes"] < lib.memory_plan["unplanned_bytes"]
+    # the skip add now fuses into the second conv's group, so every intermediate is alive at once
+    # here and there is nothing to reuse; the plan must never take more than one buffer per value
+    # (reuse itself is checked on ResNet-18 below)
+    assert lib.memory_plan["planned_bytes"] <= lib.memory_plan["unplanned_bytes"]
 
 
 def test_inception_style_concat_block(rng):
