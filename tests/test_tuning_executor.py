@@ -33,12 +33,12 @@ def test_each_failure_stays_with_its_job(method):
         if method == "spawn":
             ex.run(abs, [(0,)], 120)      # start the interpreters outside the timed part
         t0 = time.monotonic()
-        res = ex.run(work, jobs, timeout=1.5)
+        res = ex.run(work, jobs, timeout=5)      # room for a busy machine; "hang" never ends
         assert time.monotonic() - t0 < 30
         assert [r.status for r in res] == ["ok", "crash", "ok", "timeout", "error", "ok"]
         assert [r.value for r in res if r.ok] == [2, 4, 6]
         assert "SIGSEGV" in res[1].message
-        assert "1.5 s" in res[3].message
+        assert "5 s" in res[3].message
         assert "ValueError: bad job" in res[4].message
         # the pool goes on after the failures
         assert [r.value for r in ex.run(work, [(5,), (6,)], timeout=10)] == [10, 12]

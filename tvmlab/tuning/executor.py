@@ -21,6 +21,7 @@ scales over many machines.
 """
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
@@ -68,6 +69,9 @@ def _call(fn, job):
 def _serve(conn, fn, greet=False):
     # a worker: receive a job (or (fn, job) when fn is None), answer a JobResult; None stops it
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a notebook stops the parent only
+    # a crash is reported to the parent as this job's result; a fault handler inherited from the
+    # parent (pytest, a notebook) would only print the dying worker's stack into its output
+    faulthandler.disable()
     if greet:
         conn.send("ready")
     while True:
