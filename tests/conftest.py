@@ -8,6 +8,7 @@ fitting its dtype.
 """
 from __future__ import annotations
 
+import os
 import zlib
 
 import numpy as np
@@ -19,6 +20,31 @@ from tvmlab.ir import expr as E
 from tvmlab.ir.tensor import PlaceholderOp, Tensor
 from tvmlab.testing import poison as _poison
 from tvmlab.testing import random_data, tolerance
+
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_THREADS_AT_START = {k: os.environ.get(k) for k in _THREAD_VARS}
+
+
+def _restore_threads():
+    for k, v in _THREADS_AT_START.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(autouse=True)
+def _restore_thread_settings():
+    """Each test starts with the thread settings the run started with.
+
+    distributed's LocalCluster writes OMP_NUM_THREADS=1 (and the BLAS ones) into this
+    process's environment for its nanny; left there, processes started by later tests
+    (fresh measurement interpreters) would run their parallel loops on one thread.
+    """
+    _restore_threads()
+    yield
+    _restore_threads()
 
 
 @pytest.fixture
