@@ -54,7 +54,6 @@ def _unroll(stmt, ctx):
 def _vectorize(stmt, ctx):
     """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
     if ctx.config.get("disable_vectorize"):
-        from .vectorize import serialize_vectorized
         return serialize_vectorized(stmt)
     return vectorize(stmt)
 

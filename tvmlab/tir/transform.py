@@ -241,24 +241,35 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
     return module_pass(run, opt_level=0, name="tir.SplitHostDevice")
 
 
+# The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
+_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64),
+                 "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
+                 "vectorize": VectorizeLoop, "unroll": UnrollLoop, "simplify": Simplify,
+                 "remove_no_op": RemoveNoOp}
+
+
 def lower_sequence(simple_mode=False, ctx=None):
     """The passes of ``tvm.lower`` in order, as one Sequential (after ``schedule_to_module``).
 
-    With a PassContext ``ctx``, its ``tir.add_lower_pass`` passes go in at their phases.
+    Built from ``lower.pipeline.PIPELINE`` itself, so a step inserted there (or a
+    new one) runs here too.  With a PassContext ``ctx``, its ``tir.add_lower_pass``
+    passes go in at their phases.
     """
     from ..ir.transform import Sequential
     phases = pipeline_config(ctx).get("phases", {}) if ctx is not None else {}
 
     def extra(phase):
-        out = []
-        for f in phases.get(phase, ()):
-            out.append(prim_func_pass(lambda func, mod, c, f=f: f(func), opt_level=0,
-                                      name=f"phase{phase}.{f.__name__}"))
-        return out
-    passes = extra(0) + [StorageFlatten(64), InjectVirtualThread()] + extra(1)
-    if not simple_mode:
-        passes.append(LoopPartition())
-    passes += [VectorizeLoop(), UnrollLoop()] + extra(2) + [Simplify(), RemoveNoOp()] + extra(3)
+        return [prim_func_pass(lambda func, mod, c, f=f: f(func), opt_level=0,
+                               name=f"phase{phase}.{f.__name__}")
+                for f in phases.get(phase, ())]
+    passes = extra(0)
+    for name, _ in _pl.PIPELINE:
+        if simple_mode and name in _pl.SIMPLE_MODE_SKIPS:
+            continue
+        make = _PASS_OF_STEP.get(name)
+        passes.append(make() if make else _make(name, name, f"lower.pipeline step {name!r}"))
+        passes += [p for phase, after in _pl.PHASE_AFTER.items() if after == name
+                   for p in extra(phase)]
     return Sequential(passes, name="tir.lower")
 
 
