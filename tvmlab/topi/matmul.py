@@ -32,6 +32,19 @@ from .util import check_options, const_int, find_stage_input, pack_blocks, vecto
 MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
 K_UNROLL = 4            # reduction steps per unrolled loop body
+
+
+def accumulate_in_registers(acc):
+    """Schedule a register tile's update stage ``acc`` (rows x vector columns, one reduction):
+    the reduction outermost in steps of K_UNROLL, each step unrolled over k and rows, the
+    columns one vector, so the tile stays in registers for the whole reduction."""
+    *_, ci, cj = acc.op.axis
+    (ck,) = acc.op.reduce_axis
+    ko, ki = acc.split(ck, factor=K_UNROLL)
+    acc.reorder(ko, ki, ci, cj)
+    acc.unroll(ki)
+    acc.unroll(ci)
+    acc.vectorize(cj)
 SMALL_M = 16            # at most this many rows of A: B is read in place, not packed
 STREAM_ROWS = 4         # at most this many: rows of B streamed whole (matrix-vector products)
 STREAM_BYTES = 16 << 10  # the rows of C one task adds into when streaming: they stay in L1
@@ -166,13 +179,7 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
         s[C].unroll(iii)
         s[C].vectorize(ji)
         s[CC].compute_at(s[C], iio)
-        ci, cj = s[CC].op.axis
-        (ck,) = s[CC].op.reduce_axis
-        ko, ki = s[CC].split(ck, factor=K_UNROLL)
-        s[CC].reorder(ko, ki, ci, cj)
-        s[CC].unroll(ki)
-        s[CC].unroll(ci)
-        s[CC].vectorize(cj)
+        accumulate_in_registers(s[CC])
     else:
         if K is not None:          # one chunk when K is small: no guard on the reduction
             k_chunk = min(k_chunk, -(-K // K_UNROLL) * K_UNROLL)

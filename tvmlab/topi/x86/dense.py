@@ -13,7 +13,7 @@ packed panels), one task per (batch, row block).
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..matmul import K_UNROLL, tile_rows
+from ..matmul import accumulate_in_registers, tile_rows
 from ..util import vector_block
 from ..utils import const_or_none, with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
@@ -65,13 +65,7 @@ def _packed(s, dense, out, target):
     s[out].unroll(iii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], iio)
-    ci, cj = s[acc].op.axis
-    (ck,) = s[acc].op.reduce_axis
-    ko, ki = s[acc].split(ck, factor=K_UNROLL)
-    s[acc].reorder(ko, ki, ci, cj)
-    s[acc].unroll(ki)
-    s[acc].unroll(ci)
-    s[acc].vectorize(cj)
+    accumulate_in_registers(s[acc])
 
 
 @with_cpu_target
@@ -98,13 +92,7 @@ def _register_tiles(s, anchor, out, block, target):
     s[out].unroll(ii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], jo)
-    *_, ci, cj = s[acc].op.axis
-    (ck,) = s[acc].op.reduce_axis
-    ko, ki = s[acc].split(ck, factor=K_UNROLL)
-    s[acc].reorder(ko, ki, ci, cj)
-    s[acc].unroll(ki)
-    s[acc].unroll(ci)
-    s[acc].vectorize(cj)
+    accumulate_in_registers(s[acc])
 
 
 @with_cpu_target
