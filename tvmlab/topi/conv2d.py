@@ -103,6 +103,14 @@ def schedule_conv2d_nchw(out, target="llvm", width=None):
     s[packed].parallel(fo)
     s[packed].vectorize(fi)
 
+    register_tile(s, out, blocked, oc_block, target, width)
+    return s
+
+
+def register_tile(s, out, blocked, oc_block, target, width=None):
+    """Tile ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks; each task computes
+    ``blocked`` (the NCHWc sum) one (width x oc_block) register tile at a time, channels in
+    vector lanes, accumulated over the whole reduction."""
     width = width or tile_width(const_int(out.shape[3]), oc_block, out.dtype, target)
     b, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, factor=oc_block)
@@ -110,11 +118,8 @@ def schedule_conv2d_nchw(out, target="llvm", width=None):
     s[out].reorder(b, fo, y, xo, fi, xi)
     s[out].parallel(s[out].fuse(b, fo, y))
     s[out].unroll(fi)
-    # the tile: (width x oc_block) accumulators, channels in vector lanes, over the whole reduction
     s[blocked].compute_at(s[out], xo)
     cb, cf, cy, cx, cfi = s[blocked].op.axis
-    rc, ry, rx = s[blocked].op.reduce_axis
-    s[blocked].reorder(cb, cf, cy, rc, ry, rx, cx, cfi)
+    s[blocked].reorder(cb, cf, cy, *s[blocked].op.reduce_axis, cx, cfi)
     s[blocked].unroll(cx)
     s[blocked].vectorize(cfi)
-    return s

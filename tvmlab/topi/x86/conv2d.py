@@ -13,7 +13,7 @@ stages (an ``expand_dims`` of the bias) are inlined too.
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..conv2d import tile_width
+from ..conv2d import register_tile, tile_width
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
 from ..utils import const_or_none, with_cpu_target
@@ -40,23 +40,6 @@ def _schedule_inputs(s, blocked, skip=()):
         else:                                 # the padded input (N, C, H, W)
             s[op].parallel(s[op].fuse(axes[0], axes[1]))
             s[op].vectorize(axes[-1])
-
-
-def _tile(s, out, blocked, oc_block, target, width=None):
-    """The register tile: ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks."""
-    width = width or tile_width(const_or_none(out.shape[3]), oc_block, out.dtype, target)
-    b, f, y, x = s[out].op.axis
-    fo, fi = s[out].split(f, factor=oc_block)
-    xo, xi = s[out].split(x, factor=width)
-    s[out].reorder(b, fo, y, xo, fi, xi)
-    s[out].parallel(s[out].fuse(b, fo, y))
-    s[out].unroll(fi)
-    s[blocked].compute_at(s[out], xo)
-    axes = s[blocked].op.axis
-    cb, cf, cy, cx, cfi = axes
-    s[blocked].reorder(cb, cf, cy, *s[blocked].op.reduce_axis, cx, cfi)
-    s[blocked].unroll(cx)
-    s[blocked].vectorize(cfi)
 
 
 def _direct(s, conv, out, target):
@@ -91,7 +74,7 @@ def _schedule_blocked(outs, tags, what, target, width):
     _schedule_inputs(s, blocked)
     if tile_out.op is not conv:
         s[conv].compute_inline()     # the NCHW copy: each tile goes through the tail as it is written
-    _tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
+    register_tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
     return schedule_others(s, outs, conv, tile_out, target)
 
 
