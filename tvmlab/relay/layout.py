@@ -158,7 +158,7 @@ register("nn.contrib_conv2d_NCHWc", _nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 
 def schedule_conv2d_nchwc(outs, conv, target):
     """A register tile of ``width`` output columns x one channel block (vectors) over the whole reduction,
     written out through the group's element-wise tail; tasks are (batch, channel block, row)."""
-    from ..topi.conv2d import tile_width
+    from ..topi.conv2d import register_tile_blocked
     from .schedules import inline_injective
     out = outs[0]
     acc = conv.op.input_tensors[0]
@@ -166,22 +166,9 @@ def schedule_conv2d_nchwc(outs, conv, target):
     s = te.create_schedule(out.op)
     keep = {acc.op} | ({pad.op} if pad is not None else set())
     inline_injective(s, keep=keep)
-    ob = int(out.shape[4].value if hasattr(out.shape[4], "value") else out.shape[4])
-    ow = int(out.shape[3].value if hasattr(out.shape[3], "value") else out.shape[3])
     if pad is not None:
         b, c, y, x, ci = s[pad].op.axis
         s[pad].parallel(s[pad].fuse(b, c))
         s[pad].vectorize(ci)
-    width = tile_width(ow, ob, out.dtype, target)
-    b, fo, y, x, fi = s[out].op.axis
-    xo, xi = s[out].split(x, factor=width)
-    s[out].reorder(b, fo, y, xo, xi, fi)
-    s[out].parallel(s[out].fuse(b, fo, y))
-    s[out].vectorize(fi)
-    s[acc].compute_at(s[out], xo)
-    cb, cf, cy, cx, cfi = s[acc].op.axis
-    rco, ry, rx, rci = s[acc].op.reduce_axis
-    s[acc].reorder(cb, cf, cy, rco, ry, rx, rci, cx, cfi)
-    s[acc].unroll(cx)
-    s[acc].vectorize(cfi)
+    register_tile_blocked(s, out, acc, target)
     return s

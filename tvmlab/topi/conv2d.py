@@ -123,3 +123,20 @@ def register_tile(s, out, blocked, oc_block, target, width=None):
     s[blocked].reorder(cb, cf, cy, *s[blocked].op.reduce_axis, cx, cfi)
     s[blocked].unroll(cx)
     s[blocked].vectorize(cfi)
+
+
+def register_tile_blocked(s, out, acc, target, width=None):
+    """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
+    channel block, row), each computing ``acc`` one (width x b) register tile at a time."""
+    block = const_int(out.shape[4])
+    width = width or tile_width(const_int(out.shape[3]), block, out.dtype, target)
+    b, fo, y, x, fi = s[out].op.axis
+    xo, xi = s[out].split(x, factor=width)
+    s[out].reorder(b, fo, y, xo, xi, fi)
+    s[out].parallel(s[out].fuse(b, fo, y))
+    s[out].vectorize(fi)
+    s[acc].compute_at(s[out], xo)
+    cb, cf, cy, cx, cfi = s[acc].op.axis
+    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
+    s[acc].unroll(cx)
+    s[acc].vectorize(cfi)

@@ -13,10 +13,10 @@ stages (an ``expand_dims`` of the bias) are inlined too.
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..conv2d import register_tile, tile_width
+from ..conv2d import register_tile, register_tile_blocked
 from ..nn.conv2d import _largest_divisor
 from ..util import vector_block
-from ..utils import const_or_none, with_cpu_target
+from ..utils import with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
@@ -132,20 +132,9 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
             axes = s[t.op].op.axis
             s[t.op].parallel(s[t.op].fuse(axes[0], axes[1]))
             s[t.op].vectorize(axes[-1])
-    oc = int(conv.attrs["oc_block"])
     ct = conv.output(0)
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
-    width = width or tile_width(const_or_none(ct.shape[3]), oc, ct.dtype, target)
-    b, fo, y, x, fi = s[tile_out].op.axis
-    xo, xi = s[tile_out].split(x, factor=width)
-    s[tile_out].reorder(b, fo, y, xo, xi, fi)
-    s[tile_out].parallel(s[tile_out].fuse(b, fo, y))
-    s[tile_out].vectorize(fi)
-    s[acc].compute_at(s[tile_out], xo)
-    cb, cf, cy, cx, cfi = s[acc].op.axis
-    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
-    s[acc].unroll(cx)
-    s[acc].vectorize(cfi)
+    register_tile_blocked(s, tile_out, acc, target, width)
     return schedule_others(s, outs, conv, tile_out, target)
 
 
