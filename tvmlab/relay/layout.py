@@ -1,4 +1,5 @@
-"""Blocked data layouts (TVM's NCHW[x]c): the layout_transform operator, conv2d in NCHWc and its schedule.
+"""Blocked data layouts (TVM's NCHW[x]c): the layout_transform operator and conv2d in NCHWc (both computed
+by topi; a group anchored at the convolution gets ``topi.x86.schedule_conv2d_NCHWc``).
 
 ``NCHW16c`` stores channel ``c`` of an NCHW tensor at ``[n, c // 16, h, w, c % 16]``:
 the channels a vector register holds are contiguous, so a convolution loads
@@ -11,8 +12,6 @@ import re
 
 import numpy as np
 
-from .. import te
-from ..ir import op as _tir
 from .base import RelayError, TypeInferenceError
 from .op.registry import OpPattern, make_call, register
 from .op.typerel import tensor_arg
@@ -77,19 +76,8 @@ def _lt_rel(types, attrs):
 
 
 def _lt_compute(attrs, inputs, out_type):
-    x = inputs[0]
-    src, dst = attrs.src_layout, attrs.dst_layout
-    if src == "OIHW":
-        i_b, o_b = map(int, _KERNEL.match(dst).groups())
-        return [te.compute(out_type.shape, lambda fo, co, ky, kx, ci, fi: x[fo * o_b + fi, co * i_b + ci, ky, kx],
-                           name="layout_transform")]
-    sb, db = block_of(src), block_of(dst)
-
-    def read(n, c, h, w):
-        return x[n, c, h, w] if sb == 1 else x[n, _tir.floordiv(c, sb), h, w, _tir.floormod(c, sb)]
-    if db == 1:
-        return [te.compute(out_type.shape, lambda n, c, h, w: read(n, c, h, w), name="layout_transform")]
-    return [te.compute(out_type.shape, lambda n, co, h, w, ci: read(n, co * db + ci, h, w), name="layout_transform")]
+    from .. import topi
+    return [topi.layout_transform(inputs[0], attrs.src_layout, attrs.dst_layout)]
 
 
 register("layout_transform", _lt_rel, OpPattern.INJECTIVE, _lt_compute, {"src_layout": "", "dst_layout": ""}, 1)
@@ -124,51 +112,13 @@ def _nchwc_rel(types, attrs):
 
 
 def _nchwc_compute(attrs, inputs, out_type):
-    from .op.tensor import _ints
+    from ..topi import nn as topi_nn
     data, kernel = inputs
-    n, cb, h, w, ib = _ints(data)
-    ob_n, _, kh, kw, _, ob = _ints(kernel)
-    sh, sw = attrs.strides
-    dh, dw = attrs.dilation
-    pt, pl, pb, pr = attrs.padding
-    if any((pt, pl, pb, pr)):
-        zero = te.const(0, data.dtype)
-        pad = te.compute((n, cb, h + pt + pb, w + pl + pr, ib),
-                         lambda b, c, y, x, ci: te.if_then_else(te.all(y >= pt, y < h + pt, x >= pl, x < w + pl),
-                                                                data[b, c, y - pt, x - pl, ci], zero),
-                         name="conv2d_NCHWc_pad")
-    else:
-        pad = data
-    rco = te.reduce_axis((0, cb), name="rco")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-    rci = te.reduce_axis((0, ib), name="rci")
-    acc = te.compute(out_type.shape, lambda b, fo, y, x, fi: te.sum(
-        pad[b, rco, y * sh + ry * dh, x * sw + rx * dw, rci] * kernel[fo, rco, ry, rx, rci, fi],
-        axis=[rco, ry, rx, rci]), name="conv2d_NCHWc_acc")
-    return [te.compute(out_type.shape, lambda *i: acc[i], name="conv2d_NCHWc", tag="conv2d_NCHWc")]
+    return [topi_nn.conv2d_NCHWc(data, kernel, attrs.strides, tuple(attrs.padding), attrs.dilation,
+                                 attrs.data_layout, attrs.out_layout, out_type.dtype)]
 
 
 register("nn.contrib_conv2d_NCHWc", _nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _nchwc_compute,
          {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
           "kernel_size": None, "data_layout": "NCHW8c", "kernel_layout": "OIHW8i8o", "out_layout": "NCHW8c",
           "out_dtype": ""}, 2)
-
-
-def schedule_conv2d_nchwc(outs, conv, target):
-    """A register tile of ``width`` output columns x one channel block (vectors) over the whole reduction,
-    written out through the group's element-wise tail; tasks are (batch, channel block, row)."""
-    from ..topi.conv2d import register_tile_blocked
-    from .schedules import inline_injective
-    out = outs[0]
-    acc = conv.op.input_tensors[0]
-    pad = next((t for t in acc.op.input_tensors if t.op.name == "conv2d_NCHWc_pad"), None)
-    s = te.create_schedule(out.op)
-    keep = {acc.op} | ({pad.op} if pad is not None else set())
-    inline_injective(s, keep=keep)
-    if pad is not None:
-        b, c, y, x, ci = s[pad].op.axis
-        s[pad].parallel(s[pad].fuse(b, c))
-        s[pad].vectorize(ci)
-    register_tile_blocked(s, out, acc, target)
-    return s

@@ -4,11 +4,10 @@ Every group is scheduled from its outputs: stages without a reduction are
 inlined into their readers (a chain of element-wise operators becomes one
 loop), reductions are computed at the root over parallel outer axes, and the
 outputs are flattened, vectorised and spread over the cores.  A group
-anchored at ``nn.contrib_conv2d_NCHWc`` (after AlterOpLayout) gets the
-register-tiled schedule of ``relay.layout``, the fused element-wise tail
-applied as each tile is written out; groups anchored at ``topi.nn``
-operators (conv2d in NCHW, grouped convolutions, dense, matmul) get the
-matching ``topi.x86`` schedule.
+anchored at a ``topi.nn`` operator (conv2d in NCHW or NCHW[x]c after
+AlterOpLayout, grouped convolutions, dense, matmul, ...) gets the matching
+``topi.x86`` schedule, the fused element-wise tail applied as each register
+tile is written out.
 """
 from __future__ import annotations
 
@@ -95,9 +94,6 @@ def schedule_default(outs, target, vectorize=True):
 def schedule_group(outs, anchor_tensor, target):
     """The schedule of one fused group (``anchor_tensor``: the anchor operator's output)."""
     tag = getattr(anchor_tensor.op, "tag", "") if anchor_tensor is not None else ""
-    if tag == "conv2d_NCHWc" and len(outs) == 1 and not anchor_tensor.op.reduce_axis:
-        from .layout import schedule_conv2d_nchwc
-        return schedule_conv2d_nchwc(outs, anchor_tensor, target)
     topi_schedule = _TOPI.get(tag)
     if topi_schedule is not None:
         from ..topi import x86

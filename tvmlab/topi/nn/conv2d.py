@@ -211,7 +211,11 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
 
 def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc"):
     """Blocked convolution: data (N, C/ic, H, W, ic), kernel (O/oc, C/ic, KH, KW, ic, oc) ->
-    (N, O/oc, OH, OW, oc); ``layout`` / ``out_layout`` name the blocking ("NCHW8c"). Tag ``conv2d_NCHWc``."""
+    (N, O/oc, OH, OW, oc); ``layout`` / ``out_layout`` name the blocking ("NCHW8c"). Tag ``conv2d_NCHWc``.
+
+    The reduction runs over (input block, ky, kx, input lane), the lane innermost: each step reads one
+    input value and one contiguous ``oc``-vector of the kernel, so the register tile of
+    ``topi.x86.schedule_conv2d_NCHWc`` needs no index arithmetic in its inner loop."""
     op = "conv2d_NCHWc"
     check_tensor(op, data, "data", 5)
     check_tensor(op, kernel, "kernel", 6)
@@ -230,19 +234,22 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
     out_dtype = dt.canonical(out_dtype or data.dtype)
     sh, sw = pair(op, "strides", stride)
     dh, dw = pair(op, "dilation", dilation)
-    pt, pl, pb, pr = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    pt, pl, pb, pr = pads
     oh = out_size(op, h, pt + pb, kh, sh, dh)
     ow = out_size(op, w, pl + pr, kw, sw, dw)
-    pad = data if not (pt or pl or pb or pr) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0,
-                                                     name=name + "_pad")
-    rc = te.reduce_axis((0, cbk * ic), name="rc")
+    pad = data if not any(pads) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0, name=name + "_pad")
+    rco = te.reduce_axis((0, cbk), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    rci = te.reduce_axis((0, ic), name="rci")
     return te.compute((n, ofo, oh, ow, oc),
                       lambda b, fo, y, x, fi: te.sum(
-                          _cast(out_dtype, pad[b, rc // ic, y * sh + ry * dh, x * sw + rx * dw, rc % ic]) *
-                          _cast(out_dtype, kernel[fo, rc // ic, ry, rx, rc % ic, fi]), axis=[rc, ry, rx]),
-                      name=name, tag="conv2d_NCHWc", attrs={"oc_block": oc, "ic_block": ic})
+                          _cast(out_dtype, pad[b, rco, y * sh + ry * dh, x * sw + rx * dw, rci]) *
+                          _cast(out_dtype, kernel[fo, rco, ry, rx, rci, fi]), axis=[rco, ry, rx, rci]),
+                      name=name, tag="conv2d_NCHWc",
+                      attrs={"oc_block": oc, "ic_block": ic, "strides": (sh, sw), "dilation": (dh, dw),
+                             "padding": pads})
 
 
 @with_cpu_target
