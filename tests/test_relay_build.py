@@ -508,3 +508,39 @@ def test_create_executor_and_the_older_build_spelling(rng):
     m.set_input(**params)
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), np.exp(xv) * yv, rtol=1e-6)
+
+
+def test_profile_times_every_kernel_call(rng):
+    x = relay.var("x", shape=(1, 4, 9, 9))
+    w = relay.const(rand(rng, 8, 4, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
+    z = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(relay.nn.max_pool2d(y, (2, 2), (2, 2))))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], z)), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rand(rng, 1, 4, 9, 9)
+    rep = m.profile(number=2, repeat=2, x=xv)
+    ex = m.module
+    kernels = [n["attrs"]["func_name"] for n in ex.nodes if n["op"] == "tvm_op"]
+    assert sorted(r["name"] for r in rep.rows) == sorted(kernels)
+    assert [r["ms"] for r in rep.rows] == sorted((r["ms"] for r in rep.rows), reverse=True)
+    assert all(r["ms"] > 0 for r in rep.rows) and rep.run_ms > 0
+    assert abs(sum(r["percent"] for r in rep.rows) - 100) < 1e-6
+    out = next(r for r in rep.rows if r["node"] == ex.graph["heads"][0][0])
+    assert out["shape"] == (1, 8) and out["dtype"] == "float32"
+    text = rep.table()
+    assert all(k[:59] in text for k in kernels) and f"{len(kernels)} kernel calls" in text
+    assert rep.csv().count("\n") == len(kernels)
+    assert sum(c for c, _ in rep.by_kernel().values()) == len(kernels)
+    per = m.run_individual(number=1, repeat=1)
+    assert len(per) == len(kernels) and all(t > 0 for t in per)
+    # profiling ran the graph on the input it was given: the output is still right
+    poison_graph(m)
+    m.run()
+    ref_y = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
+    ref_z = ref_y[:, :, :8, :8].reshape(1, 8, 4, 2, 4, 2).max(axis=(3, 5)).mean(axis=(2, 3))
+    np.testing.assert_allclose(m.get_output(0).numpy(), ref_z, rtol=1e-4, atol=1e-5)
+    with pytest.raises(tvm.errors.RuntimeArgError, match="number and repeat"):
+        m.profile(number=0)
+    with pytest.raises(tvm.errors.RuntimeArgError, match="number and repeat"):
+        m.run_individual(repeat=1.5)

@@ -138,25 +138,8 @@ def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, roun
 
 
 def profile(gmod, number=10, rounds=5):
-    """[(kernel name, ms per call, output shape)] per kernel call of the plan, slowest first.
-
-    Each call is timed alone (its inputs as the last run left them): the best
-    of ``rounds`` batches of ``number`` back-to-back calls, so a thread pool's
-    wake-up is paid once per batch, as in a run; the sum is close to one run.
-    """
-    ex = gmod.module
-    ops = [(nid, n) for nid, n in enumerate(ex.nodes) if n["op"] == "tvm_op"]
-    shapes = ex.graph["attrs"]["shape"][1]
-    rows = []
-    for (nid, node), call in zip(ops, ex.calls):
-        best = float("inf")
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                call()
-            best = min(best, (time.perf_counter() - t0) / number)
-        rows.append((node["attrs"]["func_name"], best * 1e3, tuple(shapes[ex.row_ptr[nid]])))
-    return sorted(rows, key=lambda r: -r[1])
+    """[(kernel name, ms per call, output shape)] per kernel call, slowest first (``GraphModule.profile``'s rows)."""
+    return [(r["name"], r["ms"], r["shape"]) for r in gmod.profile(number=number, repeat=rounds).rows]
 
 
 def format_profile(rows, top=15):
@@ -165,6 +148,46 @@ def format_profile(rows, top=15):
     for name, ms, shape in rows[:top]:
         out.append(f"{name[:63]:<64}{ms:>8.3f}{100 * ms / total:>6.1f}%  {shape}")
     out.append(f"{len(rows)} kernel calls, {total:.2f} ms in all")
+    return "\n".join(out)
+
+
+def ort_profile(model, x, nthreads=None, runs=20):
+    """onnxruntime's own per-node profile (SessionOptions.enable_profiling) of ``runs`` runs:
+    ``{op type: ms per run}`` and the mean whole-run ms, for comparison with ``GraphModule.profile``."""
+    import json
+    import os
+    import tempfile
+
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = nthreads or threads()
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    with tempfile.TemporaryDirectory() as d:
+        opts.enable_profiling = True
+        opts.profile_file_prefix = os.path.join(d, "ort")
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        feed = {model.graph.input[0].name: x}
+        for _ in range(runs + 3):
+            sess.run(None, feed)
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
+    runs_at = sorted((e["ts"], e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+    start = runs_at[3][0] if len(runs_at) > 3 else 0        # the first runs warm up
+    run_us = [d for t, d in runs_at if t >= start]
+    by_op = {}
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= start:
+            op = e.get("args", {}).get("op_name", "?")
+            by_op[op] = by_op.get(op, 0.0) + e["dur"] / 1e3 / max(len(run_us), 1)
+    run_ms = (sorted(run_us)[len(run_us) // 2] / 1e3) if run_us else float("nan")
+    return dict(sorted(by_op.items(), key=lambda kv: -kv[1])), run_ms
+
+
+def format_ort_profile(by_op, run_ms):
+    out = [f"{'onnxruntime op type':<40}{'ms/run':>9}"]
+    out += [f"{op:<40}{ms:>9.3f}" for op, ms in by_op.items()]
+    out.append(f"sum {sum(by_op.values()):.3f} ms per run; median run {run_ms:.3f} ms (profiling on)")
     return "\n".join(out)
 
 
@@ -183,17 +206,19 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m tvmlab.bench.graph", description=__doc__.split("\n")[0])
     p.add_argument("--models", default="small_cnn,resnet50", help="comma-separated: " + ", ".join(MODELS))
     p.add_argument("--quick", action="store_true", help="only the full pipeline, no pass-off variants")
-    p.add_argument("--profile", action="store_true", help="time each kernel of the full pipeline instead")
+    p.add_argument("--profile", action="store_true",
+                   help="time each kernel of the full pipeline instead, beside onnxruntime's per-op profile")
     args = p.parse_args(argv)
     names = [m for m in args.models.split(",") if m]
     if args.profile:
         for name in names:
             model, shape = MODELS[name]()
             gmod, _ = compile_onnx(model, {model.graph.input[0].name: shape})
-            gmod.set_input(model.graph.input[0].name, np.random.default_rng(0).standard_normal(shape)
-                           .astype(np.float32))
-            gmod.run()
-            print(f"{name}:\n{format_profile(profile(gmod))}\n", flush=True)
+            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+            gmod.set_input(model.graph.input[0].name, x)
+            rep = gmod.profile(number=10, repeat=3)
+            print(f"{name} (tvmlab, each kernel alone):\n{rep.table(top=25)}\n", flush=True)
+            print(f"{name} (onnxruntime):\n{format_ort_profile(*ort_profile(model, x))}\n", flush=True)
         return
     run(names, VARIANTS[:1] if args.quick else VARIANTS)
 

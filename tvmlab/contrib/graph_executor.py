@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import numpy as np
 
@@ -181,7 +182,7 @@ class GraphExecutor:
         self.input_names = [self.nodes[i]["name"] for i in g["arg_nodes"]]
         self.heads = [self._eid(n, k) for n, k, *_ in g["heads"]]
         self.lib = lib
-        self.calls = []
+        self.calls, self.call_nodes = [], []
         for nid, node in enumerate(self.nodes):
             if node["op"] != "tvm_op":
                 continue
@@ -192,6 +193,7 @@ class GraphExecutor:
             args = [self.entries[self._eid(i, k)] for i, k, *_ in node["inputs"]]
             args += [self.entries[self._eid(nid, k)] for k in range(int(node["attrs"]["num_outputs"]))]
             self.calls.append(fn.prepare(*args))
+            self.call_nodes.append(nid)
         self.bound_params = [name for name in (params or {}) if name in self.input_index]
         for name in self.bound_params:
             self.set_input(name, params[name])
@@ -230,6 +232,28 @@ class GraphExecutor:
         for call in self.calls:
             call()
 
+    def run_individual(self, number=10, repeat=3, min_repeat_ms=0):
+        """Seconds per call of each kernel call, in graph order: the best of ``repeat`` means over ``number``
+        back-to-back calls of that kernel alone (inputs as the last run left them)."""
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (number, repeat)):
+            raise RuntimeArgError(f"run_individual: number and repeat must be ints >= 1, got {number!r}, {repeat!r}")
+        self.run()
+        times = []
+        for call in self.calls:
+            n, best = number, float("inf")
+            for _ in range(repeat):
+                while True:
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        call()
+                    dt = time.perf_counter() - t0
+                    if dt * 1e3 >= min_repeat_ms or n >= 1 << 20:
+                        break
+                    n *= 2
+                best = min(best, dt / n)
+            times.append(best)
+        return times
+
     def get_input(self, key):
         return self._input_entry(key)[1]
 
@@ -247,6 +271,54 @@ class GraphExecutor:
             out.copyfrom(arr.numpy())
             return out
         return nd.array(arr.numpy().copy(), self.device)
+
+
+class GraphProfile:
+    """Where one run's time goes: a row per kernel call (what TVM's debug executor reports), slowest first.
+
+    ``rows``: dicts with ``node`` (graph node id), ``name`` (the kernel), ``ms``, ``percent`` (of the sum of the
+    kernels), ``shape`` and ``dtype`` of its first output.  ``run_ms`` is one whole ``run()`` timed the same way,
+    so ``run_ms - total_ms`` is what the calls cost together beyond each alone (executor, thread wake-ups, caches).
+    """
+
+    def __init__(self, rows, run_ms):
+        total = sum(r["ms"] for r in rows) or 1.0
+        for r in rows:
+            r["percent"] = 100.0 * r["ms"] / total
+        self.rows = sorted(rows, key=lambda r: -r["ms"])
+        self.total_ms = sum(r["ms"] for r in rows)
+        self.run_ms = run_ms
+
+    def by_kernel(self):
+        """``{kernel name: (calls, ms)}``: calls of one compiled function (identical groups share one) summed."""
+        out = {}
+        for r in self.rows:
+            c, ms = out.get(r["name"], (0, 0.0))
+            out[r["name"]] = (c + 1, ms + r["ms"])
+        return out
+
+    def table(self, top=None):
+        head = f"{'node':>5}  {'kernel':<60}{'ms':>9}{'share':>8}  output"
+        out = [head, "-" * (len(head) + 24)]
+        for r in self.rows[:top]:
+            out.append(f"{r['node']:>5}  {r['name'][:59]:<60}{r['ms']:>9.4f}{r['percent']:>7.1f}%  "
+                       f"{r['dtype']}{list(r['shape'])}")
+        if top is not None and len(self.rows) > top:
+            out.append(f"... {len(self.rows) - top} more")
+        out.append(f"{len(self.rows)} kernel calls: {self.total_ms:.3f} ms each alone, summed; one run(): "
+                   f"{self.run_ms:.3f} ms")
+        return "\n".join(out)
+
+    def csv(self):
+        lines = ["node,name,ms,percent,shape,dtype"]
+        lines += [f"{r['node']},{r['name']},{r['ms']:.6f},{r['percent']:.3f},{'x'.join(map(str, r['shape']))},"
+                  f"{r['dtype']}" for r in self.rows]
+        return "\n".join(lines)
+
+    __str__ = table
+
+    def __repr__(self):
+        return f"GraphProfile({len(self.rows)} kernel calls, {self.total_ms:.3f} ms summed, run {self.run_ms:.3f} ms)"
 
 
 class GraphModule:
@@ -299,6 +371,25 @@ class GraphModule:
             raise RuntimeArgError(f"benchmark: number and repeat must be ints >= 1, got {number!r}, {repeat!r}")
         return make_time_evaluator(lambda: self.module.run, device or self.module.device, number, repeat,
                                    min_repeat_ms or 0, name="run")()
+
+    def run_individual(self, number=10, repeat=3, min_repeat_ms=0):
+        """Seconds per call of each kernel call alone, in graph order (TVM's debug executor ``run_individual``)."""
+        return self.module.run_individual(number, repeat, min_repeat_ms)
+
+    def profile(self, number=10, repeat=3, min_repeat_ms=0, **inputs):
+        """A ``GraphProfile``: each kernel call timed alone, and one whole ``run()`` timed the same way."""
+        if inputs:
+            self.set_input(**inputs)
+        ex = self.module
+        per = ex.run_individual(number, repeat, min_repeat_ms)
+        run_s = min(self.benchmark(number=number, repeat=repeat, min_repeat_ms=min_repeat_ms).results)
+        shapes, dtypes = ex.graph["attrs"]["shape"][1], ex.graph["attrs"]["dltype"][1]
+        rows = []
+        for nid, s in zip(ex.call_nodes, per):
+            e = ex.row_ptr[nid]
+            rows.append({"node": nid, "name": ex.nodes[nid]["attrs"]["func_name"], "ms": s * 1e3,
+                         "shape": tuple(shapes[e]), "dtype": dtypes[e]})
+        return GraphProfile(rows, run_s * 1e3)
 
     def __getitem__(self, name):
         return getattr(self, name)
