@@ -1,6 +1,8 @@
 """Graph passes: each one's effect on the graph (fusion groups per rule, layouts, batch-norm folding, constants)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ import tvmlab as tvm
 from tvmlab import relay
 from tvmlab.relay.expr import Call, Function, post_order
 from tvmlab.relay.analysis import count_calls
+from tvmlab.contrib import graph_executor
 
 T = relay.transform
 
@@ -46,8 +49,58 @@ def test_fuse_injective_chain_and_reduction_absorbs_inputs():
     x = relay.var("x", shape=(4, 6))
     y = relay.sum(relay.exp(relay.transpose(relay.reshape(x, (6, 4)))), axis=1)
     z = relay.sqrt(relay.add(y, relay.const(1.0)))
-    mod = run(z, T.FuseOps(2))
-    assert groups(mod) == [["reshape", "transpose", "exp", "sum"], ["add", "sqrt"]]
+    mod = run(z, T.FuseOps(2))       # ... and the injective ops after it: one kernel
+    assert groups(mod) == [["reshape", "transpose", "exp", "sum", "add", "sqrt"]]
+
+
+def test_reduction_absorbs_injective_consumers_one_reduction_per_group():
+    x = relay.var("x", shape=(3, 7))
+    m = relay.max(x, axis=1, keepdims=True)
+    e = relay.exp(relay.subtract(x, m))
+    y = relay.divide(e, relay.sum(e, axis=1, keepdims=True))          # softmax spelled out: two reductions
+    got = groups(run(y, T.FuseOps(2)))
+    assert got == [["max"], ["subtract", "exp", "sum", "divide"]]
+    # a reduction does not join a group holding a complex op, and an opaque consumer stays alone
+    x4 = relay.var("x4", shape=(1, 4, 6, 6))
+    w = relay.var("w", shape=(4, 4, 3, 3))
+    y = relay.nn.conv2d(relay.mean(x4, axis=1, keepdims=True) * x4, w)
+    assert groups(run(y, T.FuseOps(2))) == [["mean", "multiply"], ["nn.conv2d"]]
+    assert groups(run(relay.nn.softmax(relay.sum(x, axis=1)), T.FuseOps(2))) == [["sum"], ["nn.softmax"]]
+
+
+def test_global_pool_absorbs_layout_transform_and_flatten():
+    x = relay.var("x", shape=(1, 2, 5, 5, 4))
+    y = relay.nn.batch_flatten(relay.layout_transform(relay.nn.global_avg_pool2d(x, layout="NCHW4c"),
+                                                      "NCHW4c", "NCHW"))
+    assert groups(run(y, T.FuseOps(2))) == [["nn.global_avg_pool2d", "layout_transform", "nn.batch_flatten"]]
+    # a graph output stays where it is: the pool is the output, the flatten beside it has its own group
+    p = relay.nn.global_max_pool2d(relay.var("y", shape=(1, 3, 4, 4)))
+    assert groups(run(relay.Tuple([p, relay.nn.batch_flatten(p)]), T.FuseOps(2))) == \
+        [["nn.global_max_pool2d"], ["nn.batch_flatten"]]
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 7, 5, 4), (2, 5, 3, 3, 8)])
+def test_reduction_with_injective_tail_matches_numpy(rng, shape):
+    x = relay.var("x", shape=shape)
+    pooled = relay.nn.global_avg_pool2d(x, layout="NCHW4c" if shape[-1] == 4 else "NCHW8c")
+    y = relay.nn.batch_flatten(relay.layout_transform(pooled, f"NCHW{shape[-1]}c", "NCHW"))
+    s = relay.sqrt(relay.sum(relay.exp(relay.var("v", shape=(shape[1], 11))), axis=1))
+    f = relay.Function(relay.analysis.free_vars(relay.Tuple([y, s])), relay.Tuple([y, s]))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rng.standard_normal(shape).astype("float32")
+    vv = rng.standard_normal((shape[1], 11)).astype("float32")
+    m.set_input("x", xv)
+    m.set_input("v", vv)
+    for i in range(2):      # get_output copies: poison the executor's own output buffers
+        m.module.entries[m.module.heads[i]]._arr[...] = np.nan
+    m.run()
+    want = xv.mean(axis=(2, 3)).reshape(shape[0], -1)      # channel = block * c + lane, as NCHW[c]c -> NCHW
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m.get_output(1).numpy(), np.sqrt(np.exp(vv).sum(axis=1)), rtol=1e-5)
+    kernels = [n["attrs"]["func_name"] for n in json.loads(lib.get_graph_json())["nodes"] if n["op"] == "tvm_op"]
+    assert len(kernels) == 2, kernels       # one kernel per reduction with its tail
 
 
 def test_opaque_stays_alone_and_level_zero_fuses_nothing():

@@ -10,8 +10,12 @@ it is not an output of the graph):
 - a complex-out-fusable operator (conv2d, dense, pooling) absorbs the
   element-wise and broadcast operators after it (same output shape), e.g.
   conv2d + bias_add + add + relu;
-- a reduction ends its group (nothing after it fuses into it), and opaque
-  operators (softmax, lrn, ...) stay alone;
+- a reduction (and a global pooling, a reduction over whole axes) absorbs
+  the injective operators after it when they form a group without another
+  reduction or anchor (global_avg_pool2d + layout_transform + batch_flatten
+  is one kernel: the pooled values are written once, in the final layout);
+  nothing else after a reduction fuses into it, and opaque operators
+  (softmax, lrn, ...) stay alone;
 - an element-wise tail of a complex-out-fusable operator prefers that
   operator's group to an injective group after it (an inception branch's
   bias add + relu runs in its conv's output tile; the concatenate and any
@@ -72,9 +76,19 @@ def _downstream_ok(node, group, users, shape):
     return True
 
 
+# out-elemwise-fusable by pattern, but reductions over whole axes: their group's schedule is a reduction's
+GLOBAL_POOLS = frozenset({"nn.global_avg_pool2d", "nn.global_max_pool2d"})
+
+
+def _is_reduction(node, p):
+    return p == P.COMM_REDUCE or (p == P.OUT_ELEMWISE_FUSABLE and getattr(node.op, "name", "") in GLOBAL_POOLS)
+
+
 def _can_join(node, p, group, users):
     if p == P.OPAQUE or group.pattern == P.OPAQUE:
         return False
+    if _is_reduction(node, p):      # a reduction takes the injective group after it (one reduction per group)
+        return group.pattern <= P.INJECTIVE
     if p == P.TUPLE:        # the argument of a concatenate belongs to it
         us = users[node]
         return len(us) == 1 and isinstance(us[0], Call) and getattr(us[0].op, "name", "") == "concatenate"
