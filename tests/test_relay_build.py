@@ -544,3 +544,40 @@ def test_profile_times_every_kernel_call(rng):
         m.profile(number=0)
     with pytest.raises(tvm.errors.RuntimeArgError, match="number and repeat"):
         m.run_individual(repeat=1.5)
+
+
+def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
+    from tvmlab import te
+    from tvmlab.contrib.graph_runner import make_runner
+    from tvmlab.runtime.packed import PackedFuncError
+    seen = []
+
+    def bad(x, y):
+        seen.append(float(x.numpy()[0]))
+        raise ValueError("boom in the graph")
+    tvm.register_func("test.graph_runner.bad", bad, override=True)
+    A = te.placeholder((8,), name="A")
+    B = te.compute(A.shape, lambda i: A[i] * 2 + 1, name="B")
+    f_ok = tvm.build(te.create_schedule(B.op), [A, B], name="twice_plus_one")["twice_plus_one"]
+    E = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("test.graph_runner.bad", ins[0], outs[0]),
+                  name="E")
+    f_bad = tvm.build(te.create_schedule(E.op), [A, E], name="raises")["raises"]
+    a = tvm.nd.array(rand(rng, 8))
+    b, c, d = (tvm.nd.array(np.full(8, np.nan, "float32")) for _ in range(3))
+    ok = make_runner([f_ok, f_ok], [[a, b], [b, c]])
+    assert ok is not None
+    ok()
+    np.testing.assert_allclose(c.numpy(), (a.numpy() * 2 + 1) * 2 + 1, rtol=1e-6)
+    c.copyfrom(np.full(8, np.nan, "float32"))
+    runner = make_runner([f_ok, f_bad, f_ok], [[a, b], [b, c], [c, d]])
+    with pytest.raises(PackedFuncError, match="boom in the graph"):
+        runner()
+    assert seen == [pytest.approx(float(a.numpy()[0]) * 2 + 1)]        # the first kernel ran before it
+    assert np.isnan(d.numpy()).all()                                    # the one after it did not
+    # a graph built for the CPU runs through one native call; a one-kernel graph calls its kernel directly
+    x = relay.var("x", shape=(3, 5))
+    for expr, native in ((relay.exp(relay.sum(x, axis=1)), False), (relay.nn.softmax(relay.exp(x)), True)):
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], expr)), target="llvm")
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        assert (m.module.runner is not None) == native

@@ -7,7 +7,7 @@ AlterOpLayout off, so the help of each pass shows as a ratio. onnxruntime
 runs with as many intra-op threads as tvmlab's parallel loops use. Every
 tvmlab build is first checked against onnxruntime's output (rtol 1e-3).
 
-    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick]
+    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick] [--profile] [--overhead]
 """
 from __future__ import annotations
 
@@ -191,6 +191,30 @@ def format_ort_profile(by_op, run_ms):
     return "\n".join(out)
 
 
+def node_overhead(nodes=200, rounds=3):
+    """Executor cost per graph node: a chain of ``nodes`` tiny kernels (relu / add on 16 floats, fusion off) run
+    by the native runner and by a Python loop over the same prepared calls, side by side.
+    Returns ``{"native": ns per node, "python": ns per node}``."""
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    x = relay.var("x", shape=(1, 16), dtype="float32")
+    y = x
+    for i in range(nodes):
+        y = relay.nn.relu(y) if i % 2 == 0 else relay.add(y, relay.const(np.float32(1.0)))
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    ex = graph_executor.GraphModule(lib["default"](tvm.cpu(0))).module
+    ex.set_input("x", np.random.default_rng(0).random((1, 16), dtype=np.float32))
+    calls = list(ex.calls)
+
+    def python_loop():
+        for call in calls:
+            call()
+    native, py = side_by_side(ex.run, python_loop, rounds=rounds, min_ms=20, settle=0.01)
+    return {"native": native / len(calls) * 1e9, "python": py / len(calls) * 1e9}
+
+
 def run_if_available():
     """The default run, or a note when onnx/onnxruntime (the ``graph`` extra) are missing."""
     try:
@@ -208,7 +232,13 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="only the full pipeline, no pass-off variants")
     p.add_argument("--profile", action="store_true",
                    help="time each kernel of the full pipeline instead, beside onnxruntime's per-op profile")
+    p.add_argument("--overhead", action="store_true", help="executor cost per node (native runner vs Python loop)")
     args = p.parse_args(argv)
+    if args.overhead:
+        o = node_overhead()
+        print(f"executor cost per node: {o['native']:.0f} ns (one native call per run), {o['python']:.0f} ns "
+              f"(one ctypes call per node); {o['python'] / o['native']:.0f}x", flush=True)
+        return
     names = [m for m in args.models.split(",") if m]
     if args.profile:
         for name in names:

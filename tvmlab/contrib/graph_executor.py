@@ -7,7 +7,7 @@
 Storage follows the plan in the graph JSON (``storage_id``): entries with one
 id are views of one block, so intermediate tensors reuse memory.  Every
 call's arguments are checked once, when the executor is created; ``run()`` then
-makes only the native calls.  Only runtime imports here: a library loaded in
+makes only the native calls, on the CPU all in one (``graph_runner``).  Only runtime imports here: a library loaded in
 a fresh process runs without the compiler.
 """
 from __future__ import annotations
@@ -182,7 +182,7 @@ class GraphExecutor:
         self.input_names = [self.nodes[i]["name"] for i in g["arg_nodes"]]
         self.heads = [self._eid(n, k) for n, k, *_ in g["heads"]]
         self.lib = lib
-        self.calls, self.call_nodes = [], []
+        self.calls, self.call_nodes, funcs, arg_lists = [], [], [], []
         for nid, node in enumerate(self.nodes):
             if node["op"] != "tvm_op":
                 continue
@@ -194,6 +194,13 @@ class GraphExecutor:
             args += [self.entries[self._eid(nid, k)] for k in range(int(node["attrs"]["num_outputs"]))]
             self.calls.append(fn.prepare(*args))
             self.call_nodes.append(nid)
+            funcs.append(fn)
+            arg_lists.append(args)
+        # on the CPU one native call runs every kernel (graph_runner); else, or if one cannot, a Python loop
+        self.runner = None
+        if dev.device_type == "cpu" and len(self.calls) > 1:
+            from .graph_runner import make_runner
+            self.runner = make_runner(funcs, arg_lists)
         self.bound_params = [name for name in (params or {}) if name in self.input_index]
         for name in self.bound_params:
             self.set_input(name, params[name])
@@ -229,6 +236,9 @@ class GraphExecutor:
                 self.set_input(k, v)
 
     def run(self):
+        if self.runner is not None:
+            self.runner()
+            return
         for call in self.calls:
             call()
 

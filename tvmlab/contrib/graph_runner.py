@@ -1,0 +1,98 @@
+"""One native call per graph run: a small JIT-compiled function that calls every kernel in order.
+
+The graph executor knows, once it has planned storage, every kernel's address
+and every argument's address; they do not change between runs.  Calling the
+kernels one by one from Python costs a ctypes call each (argument conversion,
+releasing and taking the GIL): a few hundred nanoseconds per node, which is
+most of a small model's run.  ``compile_runner`` writes those calls, with their
+arguments as constants, into one LLVM function; ``run()`` is then a single
+ctypes call.  The first kernel that fails stops the run and its index and error
+code come back, so the error is raised exactly as a direct call would raise it.
+"""
+from __future__ import annotations
+
+import ctypes
+
+_INT_TYPES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
+              "uint32": "i32", "uint64": "i64", "bool": "i1"}
+
+
+def _llvm_args(fn, cargs):
+    """LLVM (type, value) text per native argument, or None when one cannot be a constant here."""
+    out = []
+    for p, v in zip(fn.spec.params, cargs):
+        if p.kind == "buffer":
+            addr = v if isinstance(v, int) else getattr(v, "value", None)
+            if not isinstance(addr, int):
+                return None
+            out.append(("ptr", addr))
+        elif p.dtype in _INT_TYPES and isinstance(v, int):
+            out.append((_INT_TYPES[p.dtype], int(v)))
+        else:
+            return None             # float scalars and the like: the Python loop calls this kernel
+    return out
+
+
+def runner_ir(calls):
+    """LLVM IR of ``i64 @graph_run()`` for ``calls`` = [(kernel address, [(type, value)])]: 0 when every call
+    returns 0, else ``(index + 1) << 32 | code`` of the first that fails."""
+    lines = ["define i64 @graph_run() {", "entry:"]
+    for k, (addr, args) in enumerate(calls):
+        vals = []
+        for j, (ty, v) in enumerate(args):
+            if ty == "ptr":
+                lines.append(f"  %a{k}_{j} = inttoptr i64 {v} to ptr")
+                vals.append(f"ptr %a{k}_{j}")
+            else:
+                vals.append(f"{ty} {v}")
+        lines += [f"  %f{k} = inttoptr i64 {addr} to ptr",
+                  f"  %r{k} = call i32 %f{k}({', '.join(vals)})",
+                  f"  %c{k} = icmp ne i32 %r{k}, 0",
+                  f"  br i1 %c{k}, label %fail{k}, label %ok{k}",
+                  f"fail{k}:",
+                  f"  %z{k} = zext i32 %r{k} to i64",
+                  f"  %e{k} = or i64 %z{k}, {(k + 1) << 32}",
+                  f"  ret i64 %e{k}",
+                  f"ok{k}:"]
+    lines += ["  ret i64 0", "}"]
+    return "\n".join(lines) + "\n"
+
+
+class GraphRunner:
+    """``runner()`` runs every kernel once, in order, in one native call; failures raise as the kernel would."""
+
+    def __init__(self, funcs, cargs_list):
+        import llvmlite.binding as llvm
+
+        from ..runtime import llvm_jit
+        calls = []
+        for fn, cargs in zip(funcs, cargs_list):
+            args = _llvm_args(fn, cargs)
+            addr = ctypes.cast(fn._cfunc, ctypes.c_void_p).value if fn._cfunc is not None else None
+            if args is None or not addr:
+                raise ValueError(f"{fn.name}: its arguments cannot be fixed in native code")
+            calls.append((addr, args))
+        self.funcs = list(funcs)
+        self.keep = list(cargs_list)            # the argument objects stay alive with the runner
+        ref = llvm.parse_assembly(runner_ir(calls))
+        ref.verify()
+        cpu, features = llvm_jit.host_cpu()
+        self.engine = llvm_jit.JitEngine(ref, cpu, features, opt=0)
+        self._call = ctypes.CFUNCTYPE(ctypes.c_uint64)(self.engine.address("graph_run"))
+
+    def __call__(self):
+        rc = self._call()
+        if rc:
+            code = rc & 0xFFFFFFFF
+            self.funcs[(rc >> 32) - 1]._raise(code - (1 << 32) if code >= 1 << 31 else code)
+
+
+def make_runner(funcs, arg_lists):
+    """A ``GraphRunner`` for the kernels ``funcs`` called with ``arg_lists`` (NDArrays), or None when one of
+    them cannot be called from native code (not a CPU function, or a float scalar argument)."""
+    if not funcs or not all(hasattr(f, "_pack") and hasattr(f, "_cfunc") and hasattr(f, "spec") for f in funcs):
+        return None
+    try:
+        return GraphRunner(funcs, [f._pack(a) for f, a in zip(funcs, arg_lists)])
+    except ValueError:
+        return None
