@@ -56,3 +56,97 @@ def test_relay_nn_ops_are_topi_computes():
         out = get(name).compute(call.attrs, [x], None)
         seen[name] = out[0].op.tag
     assert seen == {"nn.softmax": "softmax_output", "nn.log_softmax": "log_softmax_output", "nn.lrn": "lrn"}
+
+
+# ------------------------------------------------------------------ one compute per operator: relay is glue over topi
+
+def test_relay_operator_modules_have_no_computes_of_their_own():
+    """relay's operator files turn attributes into topi arguments; the computes live in topi only."""
+    import pathlib
+    import re
+    root = pathlib.Path(relay.__file__).parent
+    for path in [root / "layout.py", *sorted((root / "op").glob("*.py"))]:
+        src = path.read_text()
+        assert not re.search(r"\bte\.compute\(", src), f"{path.name} defines a compute: move it into topi"
+
+
+def build_run(out, inputs, opt_level=3):
+    f = relay.Function(relay.analysis.free_vars(out), out)
+    with tvm.transform.PassContext(opt_level=opt_level):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm -mcpu=x86-64", params=None)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    gm.set_input(**inputs)
+    gm.run()
+    return [gm.get_output(i).numpy() for i in range(gm.get_num_outputs())]
+
+
+def test_dense_on_3d_data_and_depthwise_conv():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 7)).astype("float32")
+    w = rng.standard_normal((5, 7)).astype("float32")
+    d = relay.nn.dense(relay.var("x", shape=x.shape), relay.var("w", shape=w.shape))
+    (got,) = build_run(d, {"x": x, "w": w})
+    np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-5)
+    xi = rng.standard_normal((1, 6, 9, 8)).astype("float32")
+    wd = rng.standard_normal((6, 1, 3, 3)).astype("float32")
+    c = relay.nn.conv2d(relay.var("x", shape=xi.shape), relay.var("w", shape=wd.shape), strides=(2, 1),
+                        padding=(1, 1), groups=6)
+    (got,) = build_run(c, {"x": xi, "w": wd})
+    want = np.stack([ref_conv(xi[:, k:k + 1], wd[k:k + 1], (2, 1), 1) for k in range(6)], 1)[:, :, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def ref_conv(x, w, stride, pad):
+    from tvmlab.topi.testing import conv2d_nchw_python
+    return conv2d_nchw_python(x.astype("float64"), w.astype("float64"), stride, pad)
+
+
+def test_int8_conv2d_accumulates_in_int32():
+    rng = np.random.default_rng(4)
+    x = rng.integers(-9, 9, (1, 4, 6, 5)).astype("int8")
+    w = rng.integers(-9, 9, (6, 4, 3, 3)).astype("int8")
+    c = relay.nn.conv2d(relay.var("x", shape=x.shape, dtype="int8"), relay.var("w", shape=w.shape, dtype="int8"),
+                        padding=(1, 1), out_dtype="int32")
+    (got,) = build_run(c, {"x": x, "w": w})
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, ref_conv(x, w, 1, 1).round().astype("int32"))
+
+
+def test_take_slice_pad_round_glue():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 6)).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    idx = np.array([[0, -1, 7], [-6, 3, -9]], "int32")            # negatives count from the end, then clamp
+    outs = [relay.take(xv, relay.const(idx), axis=1),
+            relay.take(xv, relay.const(idx), axis=1, mode="wrap"),
+            relay.strided_slice(xv, [4, 5], [-10, 0], [-2, -3]),
+            relay.nn.pad(xv, ((1, 2), (3, 0)), pad_mode="reflect"),
+            relay.nn.pad(xv, ((2, 0), (1, 4)), pad_mode="edge"),
+            relay.round(xv * relay.const(2.0))]
+    got = build_run(relay.Tuple(outs), {"x": x})
+    norm = np.where(idx < 0, idx + 6, idx)
+    want = [np.take(x, norm, axis=1, mode="clip"), np.take(x, idx, axis=1, mode="wrap"), x[4::-2, 5:0:-3],
+            np.pad(x, ((1, 2), (3, 0)), mode="reflect"), np.pad(x, ((2, 0), (1, 4)), mode="edge"), np.round(x * 2)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pools_after_blocked_convolution(kind):
+    """At opt_level 3 the pools read the NCHW[x]c output of the convolution (topi.nn.pool2d in that layout)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 8, 11, 10)).astype("float32")
+    w = rng.standard_normal((16, 8, 3, 3)).astype("float32")
+    c = relay.nn.relu(relay.nn.conv2d(relay.var("x", shape=x.shape), relay.const(w), padding=(1, 1)))
+    if kind == "max":
+        p = relay.nn.max_pool2d(c, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True)
+    else:
+        p = relay.nn.avg_pool2d(c, (3, 3), (2, 2), padding=(0, 1, 1, 0), ceil_mode=True, count_include_pad=True)
+    g = relay.nn.global_avg_pool2d(p)
+    got = build_run(relay.Tuple([p, g]), {"x": x})
+    from tvmlab.topi.testing import pool2d_python
+    cv = np.maximum(ref_conv(x, w, 1, 1), 0)
+    pad = (1, 1, 1, 1) if kind == "max" else (0, 1, 1, 0)
+    want = pool2d_python(cv, 3, 2, 1, pad, kind, True, kind == "avg")
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], want.mean(axis=(2, 3), keepdims=True), rtol=1e-4, atol=1e-4)

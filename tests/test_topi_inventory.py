@@ -68,3 +68,92 @@ def test_conv2d_NCHWc_errors():
         topi.nn.conv2d_NCHWc(X, ph((3, 3, 3, 3, 4, 8), "W2"), 1, 1, 1, "NCHW4c", "NCHW8c")
     with pytest.raises(OperatorError, match="larger than the padded input"):
         topi.nn.conv2d_NCHWc(X, ph((3, 2, 9, 9, 4, 8), "W3"), 1, 0, 1, "NCHW4c", "NCHW8c")
+
+
+# ------------------------------------------------------------------ pooling in NCHW[x]c, TVM's older spelling
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("k,stride,dilation,padding,ceil_mode,include_pad", [
+    (3, 2, 1, (1, 1, 1, 1), True, False),
+    (3, 2, 1, (0, 1, 2, 0), True, True),
+    (2, 2, 1, 0, False, True),
+    (3, 1, 2, (1, 2, 1, 0), False, False),
+])
+def test_pool2d_blocked_layout(kind, k, stride, dilation, padding, ceil_mode, include_pad, check_build):
+    X = ph((2, 3, 11, 10, 4), "X")
+    out = topi.nn.pool2d(X, k, stride, dilation, padding, kind, ceil_mode, "NCHW4c", include_pad)
+    assert out.op.tag == f"pool_{kind}"
+
+    def want(x):
+        xn = ref.layout_transform_python(x, "NCHW4c", "NCHW")
+        y = ref.pool2d_python(xn, k, stride, dilation, padding, kind, ceil_mode, include_pad)
+        return ref.layout_transform_python(y, "NCHW", "NCHW4c")
+    check_build(x86.schedule_pool([out], target=TARGET), [X, out], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_global_pool_blocked_layout(kind, check_build):
+    X = ph((1, 2, 7, 9, 8), "X")
+    out = topi.nn.global_pool(X, kind, "NCHW8c")
+    assert tuple(out.shape) == (1, 2, 1, 1, 8)
+    red = np.max if kind == "max" else np.mean
+    check_build(x86.schedule_adaptive_pool([out], target=TARGET), [X, out],
+                lambda x: red(x, axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_pool_layout_errors():
+    with pytest.raises(OperatorError, match="NCHW8c"):
+        topi.nn.pool2d(ph((1, 2, 5, 5, 4), "X"), 2, 2, 1, 0, "max", layout="NCHW8c")
+    with pytest.raises(OperatorError, match="layout must be"):
+        topi.nn.pool2d(ph((1, 2, 5, 5), "X"), 2, 2, 1, 0, "max", layout="NCWH")
+    with pytest.raises(OperatorError, match="5"):
+        topi.nn.global_pool(ph((1, 2, 5, 5), "X"), "avg", "NCHW4c")
+
+
+def test_pooling_pool_tvm_spelling(check_build):
+    from tvmlab.topi.nn.pooling import pool
+    X = ph((1, 3, 9, 8), "X")
+    out = pool(X, (3, 3), (2, 2), (1, 1, 1, 1), "avg", ceil_mode=True, count_include_pad=False)
+    check_build(x86.schedule_pool([out], target=TARGET), [X, out],
+                lambda x: ref.pool2d_python(x, 3, 2, 1, 1, "avg", True, False), rtol=1e-5, atol=1e-5)
+    assert topi.nn.pool is pool
+
+
+# ------------------------------------------------------------------ pad modes, nearbyint
+
+@pytest.mark.parametrize("mode,np_mode", [("edge", "edge"), ("reflect", "reflect"), ("constant", "constant")])
+def test_pad_modes(mode, np_mode, check_build):
+    X = ph((2, 5, 4), "X")
+    before, after = (0, 2, 3), (1, 4, 0)
+    out = topi.nn.pad(X, before, after, 0.0, pad_mode=mode)
+    assert out.op.tag == "injective,pad"
+    check_build(x86.schedule_injective([out], target=TARGET), [X, out],
+                lambda x: np.pad(x, list(zip(before, after)), mode=np_mode))
+
+
+@pytest.mark.parametrize("mode", ["SYMMETRIC", "REFLECT"])
+def test_mirror_pad(mode, check_build):
+    n = te.var("n")
+    X = ph((n, 6), "X")
+    out = topi.nn.mirror_pad(X, (0, 3), (0, 2), mode=mode)
+    check_build(x86.schedule_injective([out], target=TARGET), [X, out],
+                lambda x: np.pad(x, [(0, 0), (3, 2)], mode=mode.lower()), env={"n": 3})
+
+
+def test_pad_mode_errors():
+    X = ph((2, 3), "X")
+    with pytest.raises(OperatorError, match="pad_mode"):
+        topi.nn.pad(X, (0, 1), pad_mode="wrap")
+    with pytest.raises(OperatorError, match="size - 1"):
+        topi.nn.pad(X, (0, 3), (0, 0), pad_mode="reflect")
+    with pytest.raises(OperatorError, match="at most size"):
+        topi.nn.mirror_pad(X, (0, 4), mode="SYMMETRIC")
+    with pytest.raises(OperatorError, match="SYMMETRIC"):
+        topi.nn.mirror_pad(X, (0, 1), mode="EDGE")
+
+
+def test_nearbyint_rounds_halves_to_even(check_build):
+    X = ph((12,), "X")
+    out = topi.nearbyint(X)
+    halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -3.2, 0.7, 4.5, 5.5, -0.49], "float32")
+    check_build(x86.schedule_injective([out], target=TARGET), [X, out], np.round, inputs={"X": halves})

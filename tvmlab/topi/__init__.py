@@ -12,7 +12,7 @@ from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mo
                         greater_equal, less, less_equal, logical_and, logical_or, maximum, minimum, mod,
                         multiply, not_equal, power, subtract)
 from .math import (abs, cast, ceil, clip, cos, elemwise_sum, erf, exp, fast_exp, floor, identity, log, negative,  # noqa: F401
-                   round, rsqrt, sigmoid, sin, sqrt, tanh)
+                   nearbyint, round, rsqrt, sigmoid, sin, sqrt, tanh)
 from .reduction import argmax, argmin, max, mean, min, prod, sum  # noqa: F401
 from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
                         split, squeeze, stack, strided_slice, take, tile, transpose, where)
@@ -22,7 +22,7 @@ __all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_ele
 __all__ += ["cuda", "generic", "nn", "tag", "testing", "utils", "x86", "broadcast_to", "divide", "equal",
             "floor_divide", "floor_mod", "greater", "greater_equal", "less", "less_equal", "logical_and",
             "logical_or", "maximum", "minimum", "mod", "multiply", "not_equal", "power", "subtract", "cast",
-            "ceil", "clip", "cos", "elemwise_sum", "erf", "exp", "fast_exp", "floor", "identity", "log", "negative", "rsqrt",
+            "ceil", "clip", "cos", "elemwise_sum", "erf", "exp", "fast_exp", "floor", "identity", "log", "nearbyint", "negative", "rsqrt",
             "sigmoid", "sin", "sqrt", "tanh", "argmax", "argmin", "mean", "prod", "concatenate", "expand_dims",
             "full", "full_like", "gather", "layout_transform", "repeat", "reshape", "split", "squeeze", "stack",
             "strided_slice", "take", "tile", "transpose", "where"]

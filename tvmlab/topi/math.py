@@ -32,6 +32,7 @@ erf = _unary("erf", _op.erf, True)
 floor = _unary("floor", _op.floor)
 ceil = _unary("ceil", _op.ceil)
 round = _unary("round", _op.round)  # noqa: A001
+nearbyint = _unary("nearbyint", _op.nearbyint)   # halves to even, as numpy.round
 abs = _unary("abs", _op.abs)  # noqa: A001
 negative = _unary("negative", _op.neg)
 identity = _unary("identity", lambda v: v)

@@ -1,9 +1,8 @@
 """Neural-network operators: ``relay.nn.conv2d``, ``dense``, pools, normalisations, ... (TVM's names and attrs)."""
 from __future__ import annotations
 
-from ... import te
-from ...errors import TVMLabError
-from ...ir import op as _tir
+import numpy as np
+
 from ..base import RelayError, TypeInferenceError
 from ..expr import TupleWrapper
 from ..ty import TensorType, TupleType
@@ -52,44 +51,16 @@ def _conv2d_rel(types, attrs):
     return TensorType((n, o, oh, ow), attrs.out_dtype or d.dtype)
 
 
-def pad_stage(x, pads, value, name):
-    """``x`` (N, C, H, W) padded by (top, left, bottom, right) with ``value``, or ``x`` itself."""
-    pt, pl, pb, pr = pads
-    if not any(pads):
-        return x
-    n, c, h, w = _ints(x)
-    val = te.const(value, x.dtype)
-    return te.compute((n, c, h + pt + pb, w + pl + pr),
-                      lambda b, ch, y, xx: te.if_then_else(te.all(y >= pt, y < h + pt, xx >= pl, xx < w + pl),
-                                                            x[b, ch, y - pt, xx - pl], val), name=name)
-
-
 def _conv2d_compute(attrs, inputs, out_type):
+    from ...topi import nn as topi_nn
     data, kernel = inputs
-    sh, sw = attrs.strides
-    dh, dw = attrs.dilation
-    pads = attrs.padding
-    dtype = out_type.dtype
-    if dtype == data.dtype:
-        from ...topi import nn as topi_nn
-        try:
-            if attrs.groups == 1:
-                return [topi_nn.conv2d_nchw(data, kernel, (sh, sw), tuple(pads), (dh, dw))]
-            return [topi_nn.group_conv2d_nchw(data, kernel, (sh, sw), tuple(pads), (dh, dw), attrs.groups)]
-        except TVMLabError:
-            pass            # shapes topi does not cover: the direct sum below
-    o, ci, kh, kw = _ints(kernel)
-    og = o // attrs.groups
-    p = pad_stage(data, pads, 0, "pad")
-    rc = te.reduce_axis((0, ci), name="rc")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-
-    def body(b, f, y, x):
-        ch = (f // og) * ci + rc if attrs.groups > 1 else rc
-        return te.sum(p[b, ch, y * sh + ry * dh, x * sw + rx * dw].astype(dtype) *
-                      kernel[f, rc, ry, rx].astype(dtype), axis=[rc, ry, rx])
-    return [te.compute(out_type.shape, body, name="conv2d", tag="conv2d_generic")]
+    args = (attrs.strides, tuple(attrs.padding), attrs.dilation)
+    o, ipg = _ints(kernel)[:2]
+    if attrs.groups == 1:
+        return [topi_nn.conv2d_nchw(data, kernel, *args, out_dtype=out_type.dtype)]
+    if attrs.groups == o and ipg == 1:           # one output channel per input channel
+        return [topi_nn.depthwise_conv2d_nchw(data, kernel, *args, out_dtype=out_type.dtype)]
+    return [topi_nn.group_conv2d_nchw(data, kernel, *args, attrs.groups, out_dtype=out_type.dtype)]
 
 
 register("nn.conv2d", _conv2d_rel, OUT_FUSABLE, _conv2d_compute,
@@ -178,17 +149,13 @@ def _dense_rel(types, attrs):
 
 
 def _dense_compute(attrs, inputs, out_type):
+    from ... import topi
     a, w = inputs
     if len(a.shape) == 2:
-        from ...topi import nn as topi_nn
-        try:
-            return [topi_nn.dense(a, w, out_dtype=out_type.dtype)]
-        except TVMLabError:
-            pass
-    k = te.reduce_axis((0, _ints(w)[1]), name="k")
-    dt = out_type.dtype
-    return [te.compute(out_type.shape, lambda *i: te.sum(a[i[:-1] + (k,)].astype(dt) * w[i[-1], k].astype(dt),
-                                                         axis=k), name="dense", tag="dense_generic")]
+        return [topi.nn.dense(a, w, out_dtype=out_type.dtype)]
+    lead = _ints(a)[:-1]                  # (..., K): the leading axes as the rows of one product
+    rows = topi.reshape(a, (int(np.prod(lead)), _ints(a)[-1]))
+    return [topi.reshape(topi.nn.dense(rows, w, out_dtype=out_type.dtype), tuple(out_type.shape))]
 
 
 register("nn.dense", _dense_rel, OUT_FUSABLE, _dense_compute, {"units": None, "out_dtype": ""}, 2)
@@ -213,22 +180,10 @@ def _matmul_rel(types, attrs):
 
 
 def _matmul_compute(attrs, inputs, out_type):
-    a, b = inputs
     from ...topi import nn as topi_nn
-    try:
-        return [topi_nn.matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
-                               transpose_b=attrs.transpose_b)]
-    except TVMLabError:
-        pass
-    kk = _ints(a)[0] if attrs.transpose_a else _ints(a)[1]
-    k = te.reduce_axis((0, kk), name="k")
-    dt = out_type.dtype
-
-    def body(i, j):
-        x = a[k, i] if attrs.transpose_a else a[i, k]
-        y = b[j, k] if attrs.transpose_b else b[k, j]
-        return te.sum(x.astype(dt) * y.astype(dt), axis=k)
-    return [te.compute(out_type.shape, body, name="matmul", tag="matmul_generic")]
+    a, b = inputs
+    return [topi_nn.matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
+                           transpose_b=attrs.transpose_b)]
 
 
 register("nn.matmul", _matmul_rel, OUT_FUSABLE, _matmul_compute,
@@ -255,22 +210,10 @@ def _bmm_rel(types, attrs):
 
 
 def _bmm_compute(attrs, inputs, out_type):
-    a, b = inputs
     from ...topi import nn as topi_nn
-    try:
-        return [topi_nn.batch_matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
-                                     transpose_b=attrs.transpose_b)]
-    except TVMLabError:
-        pass
-    sa, sb = _ints(a), _ints(b)
-    k = te.reduce_axis((0, sa[1] if attrs.transpose_a else sa[2]), name="k")
-
-    def body(z, i, j):
-        za, zb = (0 if sa[0] == 1 else z), (0 if sb[0] == 1 else z)
-        x = a[za, k, i] if attrs.transpose_a else a[za, i, k]
-        y = b[zb, j, k] if attrs.transpose_b else b[zb, k, j]
-        return te.sum(x * y, axis=k)
-    return [te.compute(out_type.shape, body, name="batch_matmul", tag="matmul_generic")]
+    a, b = inputs
+    return [topi_nn.batch_matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
+                                 transpose_b=attrs.transpose_b)]
 
 
 register("nn.batch_matmul", _bmm_rel, OUT_FUSABLE, _bmm_compute,
@@ -308,6 +251,11 @@ def bias_add(data, bias, axis=1):
     return make_call("nn.bias_add", [data, bias], axis=int(axis))
 
 
+def _topi_identity(x, a, d):
+    from ... import topi
+    return topi.identity(x)
+
+
 def _topi_relu(x, a, d):
     from ...topi import nn as topi_nn
     return topi_nn.relu(x)
@@ -318,8 +266,8 @@ def _topi_leaky(x, a, d):
     return topi_nn.leaky_relu(x, a.alpha)
 
 
-relu = _unary("nn.relu", None, topi=_topi_relu)
-_leaky = _unary("nn.leaky_relu", None, topi=_topi_leaky, alpha=0.01)
+relu = _unary("nn.relu", topi=_topi_relu)
+_leaky = _unary("nn.leaky_relu", topi=_topi_leaky, alpha=0.01)
 
 
 def leaky_relu(data, alpha=0.01):
@@ -353,11 +301,11 @@ def _bn_rel(types, attrs):
 
 
 def _bn_compute(attrs, inputs, out_type):
-    from ...topi import nn as topi_nn
+    from ... import topi
     x, g, b, m, v = inputs
-    out = topi_nn.batch_norm(x, g, b, m, v, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)[0]
+    out, mean, var = topi.nn.batch_norm(x, g, b, m, v, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
     # the statistics come back unchanged, as copies: a group's outputs are computed tensors
-    return [out, te.compute(m.shape, lambda c: m[c], name="bn_mean"), te.compute(v.shape, lambda c: v[c], name="bn_var")]
+    return [out, topi.identity(mean), topi.identity(var)]
 
 
 register("nn.batch_norm", _bn_rel, OpPattern.OPAQUE, _bn_compute,
@@ -371,7 +319,7 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
     return TupleWrapper(call, 3)
 
 
-_dropout = _unary("nn.dropout", lambda x, a, d: x, rate=0.5)
+_dropout = _unary("nn.dropout", topi=_topi_identity, rate=0.5)
 
 
 def dropout(data, rate=0.5):
@@ -498,34 +446,9 @@ def _pool_rel(types, attrs):
 
 def _pool_compute(kind):
     def compute(attrs, inputs, out_type):
-        x = inputs[0]
-        h, w = _ints(x)[2:4]
-        kh, kw = attrs.pool_size
-        sh, sw = attrs.strides
-        dh, dw = attrs.dilation
-        pt, pl, pb, pr = attrs.padding
-        ry = te.reduce_axis((0, kh), name="ry")
-        rx = te.reduce_axis((0, kw), name="rx")
-
-        def window(i, fill):            # i: (n, c, y, x) and, in NCHW[x]c, the channel lane
-            yy, xv = i[2] * sh - pt + ry * dh, i[3] * sw - pl + rx * dw
-            return te.if_then_else(te.all(yy >= 0, yy < h, xv >= 0, xv < w), x[(i[0], i[1], yy, xv) + tuple(i[4:])],
-                                   fill)
-        if kind == "max":
-            low = te.min_value(x.dtype)
-            return [te.compute(out_type.shape, lambda *i: te.max(window(i, low), axis=[ry, rx]),
-                               name="max_pool2d", tag="pool")]
-        zero = te.const(0, x.dtype)
-        total = te.compute(out_type.shape, lambda *i: te.sum(window(i, zero), axis=[ry, rx]),
-                           name="avg_pool2d_sum", tag="pool")
-
-        def count(y, xx):
-            lo_y, lo_x = (-pt, -pl) if attrs.count_include_pad else (0, 0)
-            hi_y, hi_x = (h + pb, w + pr) if attrs.count_include_pad else (h, w)
-            cy = _tir.min(y * sh - pt + kh, hi_y) - _tir.max(y * sh - pt, lo_y)
-            cx = _tir.min(xx * sw - pl + kw, hi_x) - _tir.max(xx * sw - pl, lo_x)
-            return _tir.max(cy * cx, 1).astype(x.dtype)
-        return [te.compute(out_type.shape, lambda *i: total[i] / count(i[2], i[3]), name="avg_pool2d")]
+        from ...topi import nn as topi_nn
+        return [topi_nn.pool2d(inputs[0], attrs.pool_size, attrs.strides, attrs.dilation, tuple(attrs.padding), kind,
+                               attrs.ceil_mode, attrs.layout, attrs.get("count_include_pad", False))]
     return compute
 
 
@@ -570,17 +493,8 @@ def _gpool_rel(types, attrs):
 
 def _gpool_compute(kind):
     def compute(attrs, inputs, out_type):
-        x = inputs[0]
-        h, w = _ints(x)[2:4]
-        ry = te.reduce_axis((0, h), name="ry")
-        rx = te.reduce_axis((0, w), name="rx")
-        if kind == "max":
-            return [te.compute(out_type.shape, lambda *i: te.max(x[(i[0], i[1], ry, rx) + tuple(i[4:])], axis=[ry, rx]),
-                               name="global_max_pool2d", tag="pool")]
-        s = te.compute(out_type.shape, lambda *i: te.sum(x[(i[0], i[1], ry, rx) + tuple(i[4:])], axis=[ry, rx]),
-                       name="global_avg_pool2d_sum", tag="pool")
-        inv = te.const(1.0 / (h * w), x.dtype)
-        return [te.compute(out_type.shape, lambda *i: s[i] * inv, name="global_avg_pool2d")]
+        from ...topi import nn as topi_nn
+        return [topi_nn.global_pool(inputs[0], kind, attrs.layout)]
     return compute
 
 
@@ -609,26 +523,9 @@ def _pad_rel(types, attrs):
 
 
 def _pad_compute(attrs, inputs, out_type):
-    x = inputs[0]
+    from ...topi import nn as topi_nn
     pw = attrs.pad_width
-    if attrs.pad_mode == "constant":
-        from ...topi import nn as topi_nn
-        return [topi_nn.pad(x, [a for a, _ in pw], [b for _, b in pw], attrs.pad_value)]
-    shape = _ints(x)           # edge and reflect: topi pads with a constant only
-    val = te.const(attrs.pad_value, x.dtype)
-
-    def body(*i):
-        src = [j - a for j, (a, _) in zip(i, pw)]
-        if attrs.pad_mode == "edge":
-            return x[tuple(_tir.min(_tir.max(s, 0), n - 1) for s, n in zip(src, shape))]
-        if attrs.pad_mode == "reflect":
-            def refl(s, n):
-                s = te.if_then_else(s < 0, -s, s)
-                return te.if_then_else(s >= n, 2 * (n - 1) - s, s)
-            return x[tuple(refl(s, n) for s, n in zip(src, shape))]
-        conds = [c for s, n, (a, b) in zip(src, shape, pw) if a or b for c in (s >= 0, s < n)]
-        return te.if_then_else(te.all(*conds), x[tuple(src)], val) if conds else x[tuple(src)]
-    return [te.compute(out_type.shape, body, name="pad")]
+    return [topi_nn.pad(inputs[0], [a for a, _ in pw], [b for _, b in pw], attrs.pad_value, pad_mode=attrs.pad_mode)]
 
 
 register("nn.pad", _pad_rel, OpPattern.INJECTIVE, _pad_compute,
@@ -656,8 +553,8 @@ def _flatten_rel(types, attrs):
 
 
 def _flatten_compute(attrs, inputs, out_type):
-    from .tensor import _reshape_compute
-    return _reshape_compute(attrs, inputs, out_type)
+    from ...topi import nn as topi_nn
+    return [topi_nn.flatten(inputs[0])]
 
 
 register("nn.batch_flatten", _flatten_rel, OpPattern.INJECTIVE, _flatten_compute, {}, 1)

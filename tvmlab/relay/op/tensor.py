@@ -9,8 +9,6 @@ import builtins
 
 import numpy as np
 
-from ... import te
-from ...ir import op as _tir
 from ..base import RelayError, TypeInferenceError
 from ..expr import Tuple, TupleWrapper
 from ..ty import TensorType, TupleType
@@ -27,14 +25,10 @@ def _unary_rel(types, attrs):
     return tensor_arg(types, 0)
 
 
-def _unary(name, fn, pattern=OpPattern.ELEMWISE, rel=_unary_rel, topi=None, **defaults):
-    """Register element-wise ``name``: computed by ``topi(x, attrs, dtype)`` (a topi operator) when given,
-    else by the element expression ``fn(x[i], attrs, dtype)``."""
+def _unary(name, pattern=OpPattern.ELEMWISE, rel=_unary_rel, topi=None, **defaults):
+    """Register element-wise ``name``, computed by ``topi(x, attrs, dtype)`` (a topi operator)."""
     def compute(attrs, inputs, out_type):
-        x = inputs[0]
-        if topi is not None:
-            return [topi(x, attrs, out_type.dtype)]
-        return [te.compute(x.shape, lambda *i: fn(x[i], attrs, out_type.dtype), name=name.replace(".", "_"))]
+        return [topi(inputs[0], attrs, out_type.dtype)]
     register(name, rel, pattern, compute, defaults, 1)
 
     def ctor(data, **attrs):
@@ -61,20 +55,20 @@ def _topi(name):
     return call
 
 
-exp = _unary("exp", None, rel=_float_only("exp"), topi=_topi("exp"))
-log = _unary("log", None, rel=_float_only("log"), topi=_topi("log"))
-sqrt = _unary("sqrt", None, rel=_float_only("sqrt"), topi=_topi("sqrt"))
-rsqrt = _unary("rsqrt", None, rel=_float_only("rsqrt"), topi=_topi("rsqrt"))
-sigmoid = _unary("sigmoid", None, rel=_float_only("sigmoid"), topi=_topi("sigmoid"))
-tanh = _unary("tanh", None, rel=_float_only("tanh"), topi=_topi("tanh"))
-erf = _unary("erf", None, rel=_float_only("erf"), topi=_topi("erf"))
-floor = _unary("floor", None, rel=_float_only("floor"), topi=_topi("floor"))
-ceil = _unary("ceil", None, rel=_float_only("ceil"), topi=_topi("ceil"))
+exp = _unary("exp", rel=_float_only("exp"), topi=_topi("exp"))
+log = _unary("log", rel=_float_only("log"), topi=_topi("log"))
+sqrt = _unary("sqrt", rel=_float_only("sqrt"), topi=_topi("sqrt"))
+rsqrt = _unary("rsqrt", rel=_float_only("rsqrt"), topi=_topi("rsqrt"))
+sigmoid = _unary("sigmoid", rel=_float_only("sigmoid"), topi=_topi("sigmoid"))
+tanh = _unary("tanh", rel=_float_only("tanh"), topi=_topi("tanh"))
+erf = _unary("erf", rel=_float_only("erf"), topi=_topi("erf"))
+floor = _unary("floor", rel=_float_only("floor"), topi=_topi("floor"))
+ceil = _unary("ceil", rel=_float_only("ceil"), topi=_topi("ceil"))
 # half to even, as ONNX and numpy round (topi.round rounds halves away from zero)
-round = _unary("round", lambda x, a, d: te.nearbyint(x), rel=_float_only("round"))  # noqa: A001
-negative = _unary("negative", None, topi=_topi("negative"))
-abs = _unary("abs", None, topi=_topi("abs"))  # noqa: A001
-copy = _unary("copy", None, topi=_topi("identity"))
+round = _unary("round", rel=_float_only("round"), topi=_topi("nearbyint"))  # noqa: A001
+negative = _unary("negative", topi=_topi("negative"))
+abs = _unary("abs", topi=_topi("abs"))  # noqa: A001
+copy = _unary("copy", topi=_topi("identity"))
 
 
 def _topi_clip(x, a, d):
@@ -82,7 +76,7 @@ def _topi_clip(x, a, d):
     return topi.clip(x, a.a_min, a.a_max)
 
 
-clip = _unary("clip", None, topi=_topi_clip, a_min=None, a_max=None)
+clip = _unary("clip", topi=_topi_clip, a_min=None, a_max=None)
 _clip = clip
 
 
@@ -101,7 +95,7 @@ def _topi_cast(x, a, d):
     return topi.cast(x, d)
 
 
-_cast = _unary("cast", None, rel=_cast_rel, topi=_topi_cast, dtype="float32")
+_cast = _unary("cast", rel=_cast_rel, topi=_topi_cast, dtype="float32")
 
 
 def cast(data, dtype):
@@ -222,15 +216,6 @@ def infer_reshape(shape, newshape):
     if int(np.prod(out) if out else 1) != total:
         raise TypeInferenceError(f"cannot reshape {tuple(shape)} ({total} elements) to {tuple(out)}")
     return tuple(out)
-
-
-def unravel(flat, shape):
-    """Indices into ``shape`` of flat position ``flat`` (row-major)."""
-    idx = []
-    for d in reversed(shape):
-        idx.append(_tir.floormod(flat, d) if d != 1 else 0)
-        flat = _tir.floordiv(flat, d)
-    return tuple(reversed(idx))
 
 
 def _reshape_compute(attrs, inputs, out_type):
@@ -355,17 +340,11 @@ def _split_rel(types, attrs):
 
 
 def _split_compute(attrs, inputs, out_type):
+    from ... import topi
     x = inputs[0]
     axis = attrs.axis % len(x.shape)
     pts = split_points(attrs, _ints(x)[axis])
-    outs = []
-    for k, (a, f) in enumerate(zip(pts, out_type.fields)):
-        def body(*i, a=a):
-            idx = list(i)
-            idx[axis] = i[axis] + a
-            return x[tuple(idx)]
-        outs.append(te.compute(f.shape, body, name=f"split{k}"))
-    return outs
+    return topi.split(x, pts[1:-1], axis)
 
 
 register("split", _split_rel, OpPattern.INJECTIVE, _split_compute, {"indices_or_sections": 1, "axis": 0}, 1)
@@ -408,10 +387,12 @@ def _slice_rel(types, attrs):
 
 
 def _slice_compute(attrs, inputs, out_type):
+    from ... import topi
     x = inputs[0]
     params = slice_params(attrs, _ints(x))
-    return [te.compute(out_type.shape, lambda *i: x[tuple(b + st * j for j, (b, e, st) in zip(i, params))],
-                       name="strided_slice")]
+    # numpy's normalised (begin, end, stride) per axis; an end of -1 (before the first element) as None
+    return [topi.strided_slice(x, [b for b, _, _ in params], [None if e < 0 else e for _, e, _ in params],
+                               [st for _, _, st in params])]
 
 
 register("strided_slice", _slice_rel, OpPattern.INJECTIVE, _slice_compute,
@@ -442,32 +423,12 @@ def _take_rel(types, attrs):
 
 
 def _take_compute(attrs, inputs, out_type):
+    from ... import topi
     x, ind = inputs
-    shape = _ints(x)
-    ni = len(ind.shape)
-    if attrs.axis is None:
-        total = int(np.prod(shape))
-
-        def body(*i):
-            j = _clamp(ind[i], total, attrs.mode)
-            return x[unravel(j, shape)]
-        return [te.compute(out_type.shape, body, name="take")]
-    a = attrs.axis % len(shape)
-
-    def body(*i):
-        j = _clamp(ind[tuple(i[a:a + ni])], shape[a], attrs.mode)
-        return x[tuple(i[:a]) + (j,) + tuple(i[a + ni:])]
-    return [te.compute(out_type.shape, body, name="take")]
-
-
-def _clamp(j, n, mode):
-    j = j.astype("int32")
-    if mode == "wrap":
-        return _tir.floormod(j, n)
-    if mode == "fast":
-        return j
-    j = te.if_then_else(j < 0, j + n, j)       # numpy / ONNX negative indices
-    return _tir.min(_tir.max(j, 0), n - 1)
+    n = int(np.prod(_ints(x))) if attrs.axis is None else _ints(x)[attrs.axis % len(x.shape)]
+    if attrs.mode == "clip":            # numpy / ONNX negative indices count from the end, then clamp
+        ind = topi.where(topi.less(ind, 0), topi.add(ind, n), ind)
+    return [topi.take(x, ind, attrs.axis, mode=attrs.mode)]
 
 
 register("take", _take_rel, OpPattern.INJECTIVE, _take_compute, {"axis": None, "mode": "clip"}, 2)
@@ -535,11 +496,8 @@ def _gather_rel(types, attrs):
 
 
 def _gather_compute(attrs, inputs, out_type):
-    x, ind = inputs
-    shape = _ints(x)
-    a = attrs.axis % len(shape)
-    return [te.compute(out_type.shape, lambda *i: x[tuple(i[:a]) + (_clamp(ind[i], shape[a], "clip"),) +
-                                                    tuple(i[a + 1:])], name="gather")]
+    from ... import topi
+    return [topi.gather(inputs[0], attrs.axis, inputs[1])]
 
 
 register("gather", _gather_rel, OpPattern.INJECTIVE, _gather_compute, {"axis": 0}, 2)

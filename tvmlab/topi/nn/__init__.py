@@ -8,6 +8,6 @@ from .conv2d import (conv2d, conv2d_hwcn, conv2d_NCHWc, conv2d_nchw, conv2d_tran
                      dilate, group_conv2d_nchw)
 from .dense import batch_matmul, dense, dense_pack, matmul  # noqa: F401
 from .elemwise import elu, gelu, hard_sigmoid, leaky_relu, prelu, relu, selu, softplus  # noqa: F401
-from .pad import pad  # noqa: F401
-from .pooling import adaptive_pool, global_pool, pool2d  # noqa: F401
+from .pad import mirror_pad, pad  # noqa: F401
+from .pooling import adaptive_pool, global_pool, pool, pool2d  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

@@ -9,6 +9,8 @@ or inside the input only; a window the ceil mode adds past the padding counts ne
 """
 from __future__ import annotations
 
+import re
+
 from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
@@ -19,6 +21,20 @@ from .utils import get_pad_tuple, pair
 builtins_max = max
 
 LAYOUTS = {"NCHW": (2, 3), "NHWC": (1, 2)}
+_BLOCKED = re.compile(r"NCHW(\d+)c")
+
+
+def layout_axes(op, data, layout):
+    """The (height, width) axes of ``data`` in ``layout``: NCHW, NHWC or blocked NCHW[x]c (5-D, the
+    channel block last, as ``conv2d_NCHWc`` leaves it); checks the data's rank and block."""
+    m = _BLOCKED.fullmatch(layout) if isinstance(layout, str) else None
+    if layout not in LAYOUTS and not m:
+        raise OperatorError(f"{op}: layout must be NCHW, NHWC or NCHW[x]c (e.g. NCHW16c), got {layout!r}")
+    check_tensor(op, data, "data", 5 if m else 4)
+    if m and const_or_none(data.shape[4]) != int(m.group(1)):
+        raise OperatorError(f"{op}: data {shape_str(data)} is not in layout {layout} (its last axis must be "
+                            f"{m.group(1)})")
+    return (2, 3) if m else LAYOUTS[layout]
 
 
 def _out(op, size, lo, hi, k, s, d, ceil_mode):
@@ -40,12 +56,10 @@ def _out(op, size, lo, hi, k, s, d, ceil_mode):
 
 def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
            count_include_pad=True):
-    """Max or average pooling over the two spatial axes of ``layout`` (NCHW or NHWC).
+    """Max or average pooling over the two spatial axes of ``layout`` (NCHW, NHWC or NCHW[x]c).
 
     ``padding`` is (top, left, bottom, right) (an int or (h, w) also works)."""
-    check_tensor("pool2d", data, "data", 4)
-    if layout not in LAYOUTS:
-        raise OperatorError(f"pool2d: layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+    ha, wa = layout_axes("pool2d", data, layout)
     if pool_type not in ("max", "avg"):
         raise OperatorError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
     if pool_type == "avg" and not dt.is_float(data.dtype):
@@ -54,7 +68,6 @@ def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
     sh, sw = pair("pool2d", "stride", stride)
     dh, dw = pair("pool2d", "dilation", dilation)
     pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), "pool2d")
-    ha, wa = LAYOUTS[layout]
     H, W = data.shape[ha], data.shape[wa]
     oh = _out("pool2d", H, pt, pb, kh, sh, dh, ceil_mode)
     ow = _out("pool2d", W, pl, pr, kw, sw, dw, ceil_mode)
@@ -67,7 +80,7 @@ def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
         # one padded copy (the ceil mode's extra windows included): the windows then read it unguarded
         after_h = pb if not ceil_mode else builtins_max(pb, (oh - 1) * sh + (kh - 1) * dh + 1 - get_const_int(H) - pt)
         after_w = pr if not ceil_mode else builtins_max(pr, (ow - 1) * sw + (kw - 1) * dw + 1 - get_const_int(W) - pl)
-        before, after = [0] * 4, [0] * 4
+        before, after = [0] * len(data.shape), [0] * len(data.shape)
         before[ha], before[wa], after[ha], after[wa] = pt, pl, after_h, after_w
         fill = _op.min_value(data.dtype) if pool_type == "max" else _op.const(0, data.dtype)
         src = _pad(data, before, after, fill, name="T_pool_pad")
@@ -106,13 +119,10 @@ def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
 
 def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
     """Pooling to ``output_size`` (oh, ow): output (y, x) covers rows floor(y*H/oh) .. ceil((y+1)*H/oh)."""
-    check_tensor("adaptive_pool", data, "data", 4)
-    if layout not in LAYOUTS:
-        raise OperatorError(f"adaptive_pool: layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+    ha, wa = layout_axes("adaptive_pool", data, layout)
     if pool_type not in ("max", "avg"):
         raise OperatorError(f"adaptive_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
     oh, ow = pair("adaptive_pool", "output_size", output_size)
-    ha, wa = LAYOUTS[layout]
     H, W = data.shape[ha], data.shape[wa]
     shape = list(data.shape)
     shape[ha], shape[wa] = oh, ow
@@ -130,7 +140,7 @@ def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
         if not dt.is_float(data.dtype):
             raise OperatorError(f"adaptive_pool: average pooling needs a float tensor, got {shape_str(data)}")
         s = te.compute(tuple(shape), lambda *i: te.sum(at(i), axis=[ry, rx]), name="T_global_pool_sum",
-                       tag="adaptive_pool_sum", attrs={"axis": (ha, wa), "ndim": 4})
+                       tag="adaptive_pool_sum", attrs={"axis": (ha, wa), "ndim": len(data.shape)})
         return te.compute(tuple(shape), lambda *i: s(*i) / _op.cast(data.dtype, H * W), name="T_global_pool_avg",
                           tag="adaptive_pool_avg")
     Hc, Wc = get_const_int(H), get_const_int(W)
@@ -171,3 +181,9 @@ def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
 def global_pool(data, pool_type, layout="NCHW"):
     """Max or average over the whole spatial extent: (N, C, 1, 1) for NCHW."""
     return adaptive_pool(data, (1, 1), pool_type, layout)
+
+
+def pool(data, kernel, stride, padding, pool_type, ceil_mode=False, layout="NCHW", count_include_pad=True):
+    """TVM's earlier spelling of ``pool2d`` (no dilation argument): ``topi.nn.pool(X, (2, 2), (2, 2),
+    (0, 0, 0, 0), "max")``."""
+    return pool2d(data, kernel, stride, 1, padding, pool_type, ceil_mode, layout, count_include_pad)
