@@ -14,10 +14,11 @@ import os
 import shutil
 import tempfile
 import time
-from collections import namedtuple
+from collections import deque, namedtuple
+from multiprocessing.connection import wait
 
 from ..errors import TVMLabError
-from ..tuning.executor import DaskExecutor, LocalExecutor
+from ..tuning.executor import DaskExecutor, LocalExecutor, WorkerPool
 from ..tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate
 
 MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
@@ -46,13 +47,35 @@ def _build_job(task, config, target, out_dir):
         return ("error", e.error_no, str(e), time.perf_counter() - t0)
 
 
-def _run_job(lib, info, number, repeat, min_repeat_ms, ref, remove, budget=None):
-    # in a runner worker (a fresh interpreter or a Dask worker)
+def _run_job(lib, info, number, repeat, min_repeat_ms, ref, remove, budget=None, kill_after=None):
+    # in a runner worker (a fresh interpreter or a Dask worker), or in a child forked from one
     try:
         return ("ok", run_candidate(lib, info, number, repeat, min_repeat_ms, ref=ref, remove=remove,
-                                    budget=budget))
+                                    budget=budget, kill_after=kill_after))
     except MeasureError as e:
         return ("error", e.error_no, str(e))
+
+
+def _run_forked(job, timeout, kill_after):
+    # in LocalRunner's worker interpreter, which never runs compiled code itself: each candidate runs in
+    # a child forked from it, so a crash, a hang or a first call past ``kill_after`` ends only that child
+    import signal
+
+    from ..runtime import llvm_jit
+    from ..tuning.forked import call_forked
+    from ..tuning.measure import shared_inputs
+    llvm_jit.initialize()
+    shared_inputs(job[1])          # made here once per task; every child inherits them
+    jr = call_forked(_run_job, tuple(job) + (kill_after,), timeout)
+    if jr.status == "ok":
+        return jr.value
+    if jr.status == "crash" and kill_after is not None and jr.value == signal.SIGALRM:
+        return ("slow", kill_after)
+    if jr.status == "timeout":
+        return ("error", MeasureErrorNo.RUN_TIMEOUT, jr.message)
+    if jr.status == "crash":
+        return ("error", MeasureErrorNo.RUNTIME_DEVICE, jr.message)
+    return ("error", MeasureErrorNo.UNKNOWN_ERROR, jr.message)
 
 
 class Builder:
@@ -85,23 +108,26 @@ class LocalBuilder(Builder):
         self.tmp_dir = tempfile.mkdtemp(prefix="tvmlab_autotvm_")
 
     def build(self, measure_inputs):
-        jobs = [(inp.task, inp.config, str(inp.target), self.tmp_dir) for inp in measure_inputs]
-        out = []
-        for jr in self.executor.run(_build_job, jobs, self.timeout):
-            if jr.status == "ok" and jr.value[0] == "ok":
-                out.append(BuildResult(jr.value[1], jr.value[2], None, jr.value[3]))
-            elif jr.status == "ok":
-                out.append(BuildResult(None, None, MeasureError(jr.value[1], jr.value[2]), jr.value[3]))
-            elif jr.status == "timeout":
-                out.append(BuildResult(None, None, MeasureError(MeasureErrorNo.BUILD_TIMEOUT, jr.message),
-                                       jr.elapsed))
-            elif jr.status == "crash":
-                out.append(BuildResult(None, None, MeasureError(MeasureErrorNo.COMPILE_HOST,
-                                                                f"the build crashed: {jr.message}"), jr.elapsed))
-            else:
-                out.append(BuildResult(None, None, MeasureError(MeasureErrorNo.UNKNOWN_ERROR, jr.message),
-                                       jr.elapsed))
-        return out
+        jobs = [self.job_of(inp)[1] for inp in measure_inputs]
+        return [self.result_of(jr) for jr in self.executor.run(_build_job, jobs, self.timeout)]
+
+    def job_of(self, inp):
+        """``(fn, job, timeout)`` that builds ``inp`` on a builder worker."""
+        return _build_job, (inp.task, inp.config, str(inp.target), self.tmp_dir), self.timeout
+
+    @staticmethod
+    def result_of(jr):
+        """The BuildResult of a builder worker's JobResult."""
+        if jr.status == "ok" and jr.value[0] == "ok":
+            return BuildResult(jr.value[1], jr.value[2], None, jr.value[3])
+        if jr.status == "ok":
+            return BuildResult(None, None, MeasureError(jr.value[1], jr.value[2]), jr.value[3])
+        if jr.status == "timeout":
+            return BuildResult(None, None, MeasureError(MeasureErrorNo.BUILD_TIMEOUT, jr.message), jr.elapsed)
+        if jr.status == "crash":
+            return BuildResult(None, None, MeasureError(MeasureErrorNo.COMPILE_HOST,
+                                                        f"the build crashed: {jr.message}"), jr.elapsed)
+        return BuildResult(None, None, MeasureError(MeasureErrorNo.UNKNOWN_ERROR, jr.message), jr.elapsed)
 
     def reference(self, task):
         """A library of ``task``'s computation under the default schedule (for check_correctness)."""
@@ -124,15 +150,21 @@ class LocalBuilder(Builder):
 class Runner:
     """Times built libraries; ``run(measure_inputs, build_results) -> [MeasureResult]``.
 
-    A candidate whose first call shows that ``number * repeat`` calls would take
-    more than half of ``timeout``, or whose first call is over ``slow_factor``
-    times the best cost measured so far for the task, is timed by that first
-    call alone (it is far from the best anyway, and its cost still teaches the
-    cost model); one that does not finish within ``timeout`` is a RUN_TIMEOUT.
-    ``slow_factor=None`` times every candidate fully, as TVM does.
+    Accurate timings matter near the best; elsewhere one call ranks a config
+    well enough.  So a candidate is timed by its first call alone when the
+    ``number * repeat`` calls would take over half of ``timeout``, when its
+    first call is over ``slow_factor`` times the best cost measured so far for
+    the task, or when they would take over ``full_timing_s`` while its first
+    call is over ``contender_factor`` times that best; a candidate whose first call
+    runs past ``slow_factor`` times the best (10 ms at least) is ended there
+    (by LocalRunner, unless ``check_correctness``) and recorded with that time,
+    a lower bound (it still teaches the cost model it is slow).  One that does not finish within ``timeout`` is a
+    RUN_TIMEOUT.  ``slow_factor=None`` times every candidate fully, as TVM does.
     """
 
     slow_factor = 10.0
+    contender_factor = 1.5
+    full_timing_s = 0.25
 
     def __init__(self, timeout=5, number=1, repeat=1, min_repeat_ms=0, cooldown_interval=0.0,
                  check_correctness=False, enable_cpu_cache_flush=False):
@@ -169,52 +201,82 @@ class Runner:
 
     def run(self, measure_inputs, build_results):
         results = [None] * len(build_results)
-        jobs, where = [], []
+        todo = []
         for k, b in enumerate(build_results):
             if b.error is not None:
-                code = getattr(b.error, "error_no", MeasureErrorNo.UNKNOWN_ERROR)
-                results[k] = MeasureResult((b.error,), code, b.time_cost, time.time())
+                results[k] = self.result_of(b, None)
             else:
-                jobs.append((self._payload(b.filename), b.arg_info, self.number, self.repeat, self.min_repeat_ms,
-                             self.ref, True, self._budget()))
-                where.append(k)
-        for k, b, jr in zip(where, [build_results[k] for k in where], self._run_jobs(jobs)):
-            total = b.time_cost + jr.elapsed
-            if jr.status == "ok" and jr.value[0] == "ok":
-                results[k] = MeasureResult(tuple(jr.value[1]), MeasureErrorNo.NO_ERROR, total, time.time())
-                mean = sum(jr.value[1]) / len(jr.value[1])
-                self.best_cost = mean if self.best_cost is None else min(self.best_cost, mean)
-            elif jr.status == "ok":
-                results[k] = MeasureResult((MeasureError(jr.value[1], jr.value[2]),), jr.value[1], total,
-                                           time.time())
-            elif jr.status == "timeout":
-                results[k] = MeasureResult((MeasureError(MeasureErrorNo.RUN_TIMEOUT, jr.message),),
-                                           MeasureErrorNo.RUN_TIMEOUT, total, time.time())
-            else:
-                code = MeasureErrorNo.RUNTIME_DEVICE if jr.status == "crash" else MeasureErrorNo.UNKNOWN_ERROR
-                results[k] = MeasureResult((MeasureError(code, jr.message),), code, total, time.time())
-            if os.path.exists(b.filename):
-                os.unlink(b.filename)
+                todo.append(k)
+        for k, jr in zip(todo, self._run_jobs([build_results[k] for k in todo])):
+            results[k] = self.result_of(build_results[k], jr)
         return results
+
+    def _job(self, b):
+        return (self._payload(b.filename), b.arg_info, self.number, self.repeat, self.min_repeat_ms, self.ref, True,
+                self._budget())
+
+    def result_of(self, b, jr):
+        """The MeasureResult of build ``b`` given its runner JobResult ``jr`` (None: the build failed)."""
+        if jr is None:
+            code = getattr(b.error, "error_no", MeasureErrorNo.UNKNOWN_ERROR)
+            return MeasureResult((b.error,), code, b.time_cost, time.time())
+        total = b.time_cost + jr.elapsed
+        if jr.status == "ok" and jr.value[0] == "ok":
+            res = MeasureResult(tuple(jr.value[1]), MeasureErrorNo.NO_ERROR, total, time.time())
+            mean = sum(jr.value[1]) / len(jr.value[1])
+            self.best_cost = mean if self.best_cost is None else min(self.best_cost, mean)
+        elif jr.status == "ok" and jr.value[0] == "slow":
+            # ended after its first call ran past slow_factor x the best: that time is a lower bound
+            res = MeasureResult((jr.value[1],) * self.repeat, MeasureErrorNo.NO_ERROR, total, time.time())
+        elif jr.status == "ok":
+            res = MeasureResult((MeasureError(jr.value[1], jr.value[2]),), jr.value[1], total, time.time())
+        elif jr.status == "timeout":
+            res = MeasureResult((MeasureError(MeasureErrorNo.RUN_TIMEOUT, jr.message),),
+                                MeasureErrorNo.RUN_TIMEOUT, total, time.time())
+        else:
+            code = MeasureErrorNo.RUNTIME_DEVICE if jr.status == "crash" else MeasureErrorNo.UNKNOWN_ERROR
+            res = MeasureResult((MeasureError(code, jr.message),), code, total, time.time())
+        if b.filename and os.path.exists(b.filename):
+            os.unlink(b.filename)
+        return res
 
     def _budget(self):
         # seconds of number * repeat calls beyond which a candidate is costed by its first call
         budget = self.timeout / 2
-        if self.slow_factor is not None and self.best_cost is not None:
-            budget = min(budget, self.slow_factor * self.best_cost * self.number * self.repeat)
+        if self.slow_factor is not None:
+            calls = self.number * self.repeat
+            if self.best_cost is None:
+                return min(budget, self.full_timing_s)
+            budget = min(budget, self.slow_factor * self.best_cost * calls,
+                         max(self.full_timing_s, self.contender_factor * self.best_cost * calls))
         return budget
 
-    def _run_jobs(self, jobs):
+    def _kill_after(self):
+        # seconds a first call may take before the candidate is ended (None: never).  Not with
+        # check_correctness: every candidate's outputs are checked.  At least 10 ms, so a tiny kernel's
+        # first-touch costs never end it.
+        if self.slow_factor is None or self.best_cost is None or self.check_correctness:
+            return None
+        return max(self.slow_factor * self.best_cost, 0.01)
+
+    def _run_jobs(self, builds):
         out = []
-        for job in jobs:           # one at a time: concurrent timings disturb each other
-            out += self._executor().run(_run_job, [job], self.timeout)
+        for b in builds:           # one at a time: concurrent timings disturb each other
+            out += self._executor().run(_run_job, [self._job(b)], self.timeout)
             if self.cooldown_interval:
                 time.sleep(self.cooldown_interval)
         return out
 
 
 class LocalRunner(Runner):
-    """Times each library in a worker interpreter on this machine, one at a time."""
+    """Times each library on this machine, one at a time.
+
+    One worker interpreter serves the whole tune; each candidate runs in a
+    child forked from it, so a candidate that crashes, hangs or whose first
+    call runs past ``slow_factor`` times the best is ended without starting a
+    new interpreter.  Such a slow candidate is recorded (no error) with that
+    limit as its cost: a lower bound, enough for the cost model to learn it is slow.
+    """
 
     def __init__(self, timeout=10, number=4, repeat=3, min_repeat_ms=0, cooldown_interval=0.0,
                  check_correctness=False, enable_cpu_cache_flush=False):
@@ -224,10 +286,24 @@ class LocalRunner(Runner):
 
     def _executor(self):
         if self._exec is None:
-            self._exec = LocalExecutor(1, method="spawn")
-            # the first job also pays for the worker's start: give it time
-            self._exec.run(abs, [(0,)], 120)
+            # the worker interpreter starts once, outside any candidate's time
+            self._exec = WorkerPool(1, method="spawn").start()
         return self._exec
+
+    def job_of(self, b):
+        """``(fn, job, timeout)`` that times build ``b`` (built without error) on a runner worker."""
+        return _run_forked, (self._job(b), self.timeout, self._kill_after()), self.timeout + 60
+
+    def measure_one(self, b):
+        """The JobResult of timing the library of build ``b`` (which built without error)."""
+        fn, job, timeout = self.job_of(b)
+        jr = self._executor().run(fn, [job], timeout)[0]
+        if self.cooldown_interval:
+            time.sleep(self.cooldown_interval)
+        return jr
+
+    def _run_jobs(self, builds):
+        return [self.measure_one(b) for b in builds]
 
     def close(self):
         if self._exec is not None:
@@ -284,8 +360,116 @@ def measure_option(builder="local", runner="local"):
     return {"builder": builder, "runner": runner}
 
 
+class MeasurePipeline:
+    """Builds and times several batches at once, so neither the builder nor the runner waits for the other.
+
+    ``submit(inputs)`` queues a batch and returns at once; ``result(handle)``
+    returns its MeasureResults (in input order) once every config is built and
+    timed, moving all queued work along meanwhile: builds run on persistent
+    builder workers (forked when the pipeline starts, so templates defined
+    before the tune work), and each finished build is timed as soon as the
+    runner is free, one at a time, with the best cost known at that moment.
+    A build that hits its timeout holds one builder worker only.  With
+    ``quiet`` (the default) the builders are paused while a candidate is timed,
+    so compiles do not disturb its timing (the pause does not count against
+    their timeout).
+    """
+
+    def __init__(self, builder, runner, quiet=True):
+        self.builder, self.runner, self.quiet = builder, runner, quiet
+        self.builders = WorkerPool(builder.n_parallel, method="fork")
+        self.timer = runner._executor()
+        self._builds, self._runs = deque(), deque()   # (handle, k) to build; (handle, k, BuildResult) to time
+        self._batches = {}                             # handle -> [inputs, results, left]
+        self._building = {}                            # builder ticket -> (handle, k)
+        self._timing = None                            # (ticket, handle, k, BuildResult)
+        self._run_after = 0.0                          # cooldown_interval
+        self._handle = 0
+
+    def submit(self, inputs):
+        """Queue a batch of MeasureInputs; returns the handle for ``result``."""
+        self._handle += 1
+        inputs = list(inputs)
+        self._batches[self._handle] = [inputs, [None] * len(inputs), len(inputs)]
+        self._builds.extend((self._handle, k) for k in range(len(inputs)))
+        return self._handle
+
+    def result(self, handle, refill=None):
+        """The MeasureResults of batch ``handle`` (waits until it is measured).
+
+        ``refill()`` is called whenever a builder worker would otherwise idle: it
+        may ``submit`` another batch, and returns False when it has none.
+        """
+        if handle not in self._batches:
+            raise MeasureOptionError(f"no pending batch {handle!r}")
+        while self._batches[handle][2]:
+            while refill is not None and len(self._builds) < self.builders.idle() and refill():
+                pass
+            self._step()
+        return self._batches.pop(handle)[1]
+
+    def _done(self, handle, k, res):
+        batch = self._batches[handle]
+        batch[1][k] = res
+        batch[2] -= 1
+
+    def _step(self):
+        while self._builds and self.builders.idle():
+            handle, k = self._builds.popleft()
+            fn, job, timeout = self.builder.job_of(self._batches[handle][0][k])
+            self._building[self.builders.submit(fn, job, timeout)] = (handle, k)
+        now = time.monotonic()
+        if self._timing is None and self._runs and now >= self._run_after:
+            handle, k, b = self._runs.popleft()
+            fn, job, timeout = self.runner.job_of(b)
+            if self.quiet:
+                self.builders.pause()
+            self._timing = (self.timer.submit(fn, job, timeout), handle, k, b)
+        waits = [d for d in (self.builders.deadline(), self.timer.deadline()) if d is not None]
+        if self._timing is None and self._runs:
+            waits.append(max(0.0, self._run_after - now))
+        conns = self.builders.waitables() + self.timer.waitables()
+        if conns:
+            wait(conns, timeout=min(waits) + 0.01 if waits else None)
+        elif waits:
+            time.sleep(min(waits))
+        for ticket, jr in self.builders.collect():
+            handle, k = self._building.pop(ticket)
+            b = self.builder.result_of(jr)
+            if b.error is not None:
+                self._done(handle, k, self.runner.result_of(b, None))
+            else:
+                self._runs.append((handle, k, b))
+        for ticket, jr in self.timer.collect():
+            _, handle, k, b = self._timing
+            self._timing = None
+            self.builders.resume()
+            self._done(handle, k, self.runner.result_of(b, jr))
+            self._run_after = time.monotonic() + self.runner.cooldown_interval
+
+    def close(self):
+        """Drop every batch not yet returned (their libraries are deleted); stop the builder workers."""
+        self.builders.resume()
+        self.builders.close()
+        if self._timing is not None:         # a runner worker busy with a dropped job is replaced
+            self.timer.close()
+            self.runner._exec = None
+        for _, _, b in list(self._runs) + ([self._timing[1:]] if self._timing else []):
+            if b.filename and os.path.exists(b.filename):
+                os.unlink(b.filename)
+        self._builds.clear()
+        self._runs.clear()
+        self._batches.clear()
+        self._building.clear()
+        self._timing = None
+
+
 def create_measure_batch(task, option):
-    """``measure_batch(inputs) -> results`` for ``task``; ``.n_parallel`` is how many to ask for at once."""
+    """``measure_batch(inputs) -> results`` for ``task``; ``.n_parallel`` is how many to ask for at once.
+
+    ``.pipeline`` is a MeasurePipeline when the builder and runner are local
+    (the tuner then keeps several batches in flight), else None.
+    """
     builder, runner = option["builder"], option["runner"]
     builder.set_task(task)
     runner.set_task(task, builder)
@@ -294,4 +478,11 @@ def create_measure_batch(task, option):
         return runner.run(measure_inputs, builder.build(measure_inputs))
 
     measure_batch.n_parallel = max(builder.n_parallel or 1, runner.n_parallel or 1)
+    measure_batch.pipeline = None
+    # only when neither side changes how it builds or runs (a subclass overriding build or run is used as is)
+    if isinstance(builder, LocalBuilder) and isinstance(runner, LocalRunner) and \
+            all(getattr(type(builder), m) is getattr(LocalBuilder, m) for m in ("build", "job_of", "result_of")) \
+            and all(getattr(type(runner), m) is getattr(LocalRunner, m)
+                    for m in ("run", "job_of", "result_of", "_run_jobs", "_executor")):
+        measure_batch.pipeline = MeasurePipeline(builder, runner)
     return measure_batch

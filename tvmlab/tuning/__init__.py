@@ -2,7 +2,7 @@
 
 Used by ``tvmlab.autotvm`` (templates) and by template-free searches alike.
 """
-from .executor import DaskExecutor, Executor, ExecutorError, JobResult, LocalExecutor  # noqa: F401
+from .executor import DaskExecutor, Executor, ExecutorError, JobResult, LocalExecutor, WorkerPool  # noqa: F401
 from .measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate  # noqa: F401
 from .features import curve_features, itervar_features, knob_features  # noqa: F401
 

@@ -171,6 +171,7 @@ class _Pipes:
 class _SpawnedProcess:
     def __init__(self, popen):
         self.popen = popen
+        self.pid = popen.pid
 
     def is_alive(self):
         return self.popen.poll() is None
@@ -321,6 +322,189 @@ class LocalExecutor(Executor):
 
     def __repr__(self):
         return f"LocalExecutor(n_parallel={self.n_parallel}, method={self.method!r})"
+
+
+class WorkerPool:
+    """Persistent workers that take one job each, for a caller that keeps jobs in flight while it works.
+
+    ``submit(fn, job, timeout)`` hands ``fn(*job)`` to an idle worker and
+    returns a ticket; ``collect(wait_s)`` returns the ``(ticket, JobResult)``
+    pairs finished since (waiting up to ``wait_s`` seconds for one), with the
+    same statuses as ``LocalExecutor.run``; a worker that crashed or timed out
+    is replaced on its next job.  ``fn`` and the job travel pickled, so ``fn``
+    must be importable.  ``method="fork"`` forks workers from this process on
+    first use (they see its modules as they were then); "spawn" starts fresh
+    interpreters.  ``waitables()`` and ``deadline()`` let a caller wait on
+    several pools at once with ``multiprocessing.connection.wait``.
+    ``pause()`` stops the busy workers (SIGSTOP) until ``resume()``; time paused
+    does not count against a job's timeout.
+    """
+
+    def __init__(self, n_parallel, method="fork"):
+        if isinstance(n_parallel, bool) or not isinstance(n_parallel, int) or n_parallel < 1:
+            raise ExecutorError(f"n_parallel must be an int >= 1, got {n_parallel!r}")
+        if method not in ("fork", "spawn"):
+            raise ExecutorError(f"method must be 'fork' or 'spawn', got {method!r}")
+        self.n_parallel, self.method = n_parallel, method
+        self._workers = [None] * n_parallel
+        self._limits = [0.0] * n_parallel
+        self._done = []
+        self._ticket = 0
+        self._paused = False
+
+    def _new(self):
+        w = _Worker(multiprocessing.get_context("fork"), None) if self.method == "fork" else _SpawnWorker()
+        w.stopped = None
+        return w
+
+    def _signal(self, w, sig):
+        try:
+            os.kill(w.proc.pid, sig)
+        except (ProcessLookupError, TypeError):
+            pass
+
+    def pause(self):
+        """Stop every busy worker (and any job submitted until ``resume``) where it is."""
+        self._paused = True
+        now = time.monotonic()
+        for w in self._workers:
+            if w is not None and w.index is not None and w.stopped is None:
+                self._signal(w, signal.SIGSTOP)
+                w.stopped = now
+
+    def resume(self):
+        """Let the paused workers go on; their jobs' clocks skip the pause."""
+        self._paused = False
+        now = time.monotonic()
+        for w in self._workers:
+            if w is not None and w.stopped is not None:
+                self._signal(w, signal.SIGCONT)
+                w.started += now - w.stopped
+                w.stopped = None
+
+    def idle(self):
+        """How many jobs can be submitted now."""
+        return sum(1 for w in self._workers if w is None or w.index is None)
+
+    def busy(self):
+        return self.n_parallel - self.idle()
+
+    def start(self):
+        """Start every worker now (a spawned interpreter takes a while); returns self."""
+        for slot, w in enumerate(self._workers):
+            if w is None:
+                w = self._workers[slot] = self._new()
+            if isinstance(w, _SpawnWorker) and not w._ready:
+                if not wait([w.conn], timeout=STARTUP_TIMEOUT) or w.conn.recv() != "ready":
+                    raise ExecutorError(f"a worker interpreter did not start within {STARTUP_TIMEOUT} s")
+                w._ready = True
+        return self
+
+    def submit(self, fn, job, timeout):
+        """Ticket of ``fn(*job)`` started on an idle worker; ExecutorError when none is idle."""
+        if not isinstance(job, tuple):
+            raise ExecutorError(f"a job must be a tuple of fn's arguments, got {type(job).__name__}")
+        check_jobs([], timeout)
+        slot = next((i for i, w in enumerate(self._workers) if w is None or w.index is None), None)
+        if slot is None:
+            raise ExecutorError(f"all {self.n_parallel} workers are busy; collect() results first")
+        self._ticket += 1
+        ticket = self._ticket
+        if self._workers[slot] is None:
+            self._workers[slot] = self._new()
+        w = self._workers[slot]
+        try:
+            w.submit(ticket, (fn, job))
+        except Exception as e:  # noqa: BLE001 - unpicklable fn or job, a worker that died
+            w.index = None
+            self._done.append((ticket, JobResult("error", None, f"the job could not be sent: {e}")))
+            if not w.proc.is_alive():
+                w.kill()
+                self._workers[slot] = None
+        else:
+            if self._paused:
+                self._signal(w, signal.SIGSTOP)
+                w.stopped = time.monotonic()
+        self._limits[slot] = timeout
+        return ticket
+
+    def waitables(self):
+        return [w.conn for w in self._workers if w is not None and w.index is not None]
+
+    def deadline(self):
+        """Seconds until the first busy job runs out of time (None when none is busy)."""
+        now = time.monotonic()
+        left = [self._limits[i] - (now - w.started) for i, w in enumerate(self._workers)
+                if w is not None and w.index is not None and w.stopped is None]
+        return max(0.0, min(left)) if left else None
+
+    def collect(self, wait_s=0.0):
+        """``[(ticket, JobResult)]`` of the jobs that ended, waiting up to ``wait_s`` for one."""
+        busy = self.waitables()
+        if busy and not self._done and wait_s > 0:
+            left = self.deadline()
+            wait(busy, timeout=wait_s if left is None else min(wait_s, left + 0.01))
+        out, self._done = self._done, []
+        ready = set(wait(busy, timeout=0)) if busy else set()
+        for slot, w in enumerate(self._workers):
+            if w is None or w.index is None:
+                continue
+            ticket, elapsed = w.index, time.monotonic() - w.started
+            if w.conn in ready:
+                try:
+                    out.append((ticket, w.conn.recv()))
+                    w.index = None
+                    continue
+                except (EOFError, OSError):
+                    w.proc.join(5)
+                    code = w.proc.exitcode
+                    sig = f", signal {signal.Signals(-code).name}" if code and code < 0 else ""
+                    out.append((ticket, JobResult("crash", None, f"worker died (exit code {code}{sig})", elapsed)))
+            elif w.stopped is None and elapsed > self._limits[slot]:
+                out.append((ticket, JobResult("timeout", None, f"no result after {self._limits[slot]:g} s",
+                                              elapsed)))
+            else:
+                continue
+            w.kill()
+            self._workers[slot] = None
+        return out
+
+    def run(self, fn, jobs, timeout):
+        """``LocalExecutor.run`` on these workers: ``[JobResult]`` in job order."""
+        jobs = check_jobs(jobs, timeout)
+        results, pending, where = [None] * len(jobs), list(range(len(jobs)))[::-1], {}
+        try:
+            while pending or where:
+                while pending and self.idle():
+                    k = pending.pop()
+                    where[self.submit(fn, jobs[k], timeout)] = k
+                for ticket, jr in self.collect(wait_s=timeout):
+                    results[where.pop(ticket)] = jr
+        except BaseException:
+            self.close()          # a busy worker cannot be left with a job nobody collects
+            raise
+        return results
+
+    def close(self):
+        """Stop every worker (busy ones are killed)."""
+        for slot, w in enumerate(self._workers):
+            if w is not None:
+                if w.index is not None:
+                    w.kill()
+                else:
+                    w.stop()
+            self._workers[slot] = None
+        self._done = []
+        self._paused = False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self):
+        return f"WorkerPool(n_parallel={self.n_parallel}, method={self.method!r}, busy={self.busy()})"
 
 
 def _dask_call(fn, job):

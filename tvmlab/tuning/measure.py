@@ -128,7 +128,21 @@ def random_inputs(info, seed=0):
     return [random_data(shape, dtype, rng) for shape, dtype in info]
 
 
-def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budget=None):
+_INPUTS = {}     # (arg_info, seed) -> inputs: the candidates of one task share them
+
+
+def shared_inputs(info, seed=0):
+    """``random_inputs(info, seed)``, made once per process (callers must not write to them)."""
+    key = (tuple((tuple(s), d) for s, d in info), seed)
+    if key not in _INPUTS:
+        if len(_INPUTS) >= 8:
+            _INPUTS.pop(next(iter(_INPUTS)))
+        _INPUTS[key] = random_inputs(info, seed)
+    return _INPUTS[key]
+
+
+def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budget=None, kill_after=None):
+    import signal
     import time
 
     import tvmlab
@@ -137,9 +151,15 @@ def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budge
     f = fn_module.get_function(fn_module.entry_name)
     written = [i for i, p in enumerate(f.spec.params) if p.kind == "buffer" and p.written]
     try:
+        if kill_after is not None:
+            # SIGALRM's default action ends the process, even inside native code
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.setitimer(signal.ITIMER_REAL, kill_after)
         t0 = time.perf_counter()
         f(*arrays)
         first = time.perf_counter() - t0
+        if kill_after is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         outputs = [arrays[i].numpy().copy() for i in written]
         if budget is not None and first * number * repeat > budget:
             # so slow that timing it fully would use up the budget: its first call is its cost
@@ -161,7 +181,8 @@ def _check(outputs, ref_outputs, written, info, rtol=1e-3, atol=1e-3):
                                f"argument {i} {info[i][0]}: {bad} elements differ from the reference")
 
 
-def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed=0, remove=True, budget=None):
+def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed=0, remove=True, budget=None,
+                  kill_after=None):
     """Seconds per call (one per repeat) of the library ``lib`` (a path or its bytes).
 
     ``ref`` (a path or bytes of a library with the same arguments) gives the
@@ -169,7 +190,9 @@ def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed
     ``remove`` deletes ``lib`` afterwards.  With ``budget`` (seconds), a
     candidate whose first call times ``number * repeat`` exceeds it is not
     timed further: that call is its cost (slow candidates finish quickly
-    instead of running into the runner's timeout).
+    instead of running into the runner's timeout).  ``kill_after`` (seconds)
+    ends this very process with SIGALRM when the first call runs longer: use it
+    only in a disposable process (``tvmlab.tuning.forked.call_forked``).
     """
     import tvmlab
     path, temp = _materialise(lib)
@@ -178,9 +201,9 @@ def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed
             mod = tvmlab.runtime.load_module(path)
         except Exception as e:  # noqa: BLE001
             raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"cannot load the build: {e}") from None
-        inputs = random_inputs(info, seed)
+        inputs = shared_inputs(info, seed)
         costs, written, outputs = _time_function(mod, info, number, repeat, min_repeat_ms,
-                                                 _poisoned(inputs, mod), budget)
+                                                 _poisoned(inputs, mod), budget, kill_after)
         if ref is not None:
             rpath, rtemp = _materialise(ref)
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ...errors import TVMLabError
 from ..measure import MeasureInput, create_measure_batch
 
 logger = logging.getLogger("autotvm")
+MAX_IN_FLIGHT = 8       # batches proposed ahead while earlier ones are measured (the tuner learns later)
 
 
 class TunerError(TVMLabError, ValueError):
@@ -93,41 +95,67 @@ class Tuner:
                 raise TunerError(f"callbacks must be callables fn(tuner, inputs, results), got {cb!r}")
         measure_batch = create_measure_batch(self.task, measure_option)
         n_parallel = getattr(measure_batch, "n_parallel", 1)
+        pipe = getattr(measure_batch, "pipeline", None)
         early_stopping = early_stopping or 10 ** 9
         self.n_trial = n_trial
         self._stop.clear()
         i = 0
         error_ct = 0
-        while i < n_trial and not self._stop.is_set():
-            if not self.has_next():
-                break
-            configs = self.next_batch(min(n_parallel, n_trial - i))
+        inflight = deque()          # (inputs, pipeline handle) proposed and not yet processed
+        state = {"planned": 0, "exhausted": False}
+
+        def propose():
+            # one more batch in flight; False when there is none to propose
+            if state["exhausted"] or state["planned"] >= n_trial or self._stop.is_set():
+                return False
+            configs = self.next_batch(min(n_parallel, n_trial - state["planned"])) if self.has_next() else []
             if not configs:
-                break
+                state["exhausted"] = True
+                return False
             inputs = [MeasureInput(self.task.target, self.task, c) for c in configs]
-            results = measure_batch(inputs)
-            for k, (inp, res) in enumerate(zip(inputs, results)):
-                flops = self.throughput(inp, res)
-                error_ct = 0 if res.error_no == 0 else error_ct + 1
-                if flops > self.best_flops:
-                    self.best_flops, self.best_config = flops, inp.config
-                    self.best_measure_pair, self.best_iter = (inp, res), i + k
-                self.history.append((inp.config.index, flops))
-                logger.debug("No: %d\t%sFLOPS: %.2f/%.2f\tresult: %s\t%s", i + k + 1, si_prefix, flops / scale,
-                             self.best_flops / scale, res, inp.config)
-            i += len(results)
-            self.trials_done = i
-            self.ttl = min(early_stopping + self.best_iter, n_trial) - i
-            self.update(inputs, results)
-            for cb in callbacks:
-                cb(self, inputs, results)
-            if i >= self.best_iter + early_stopping:
-                logger.debug("Early stopped. Best iter: %d.", self.best_iter)
-                break
-            if error_ct > 150:
-                logger.warning("Too many errors happen in the tuning: %d in a row. The last: %s", error_ct,
-                               results[-1].costs[0] if results and results[-1].costs else "?")
-                error_ct = 0
+            inflight.append((inputs, pipe.submit(inputs) if pipe is not None else None))
+            state["planned"] += len(inputs)
+            return True
+
+        def refill():
+            # the pipeline's builders ran out of work while it waits for the oldest batch
+            return sum(len(b) for b, _ in inflight) < MAX_IN_FLIGHT * n_parallel and propose()
+
+        try:
+            while True:
+                if not inflight:
+                    propose()
+                if not inflight:
+                    break
+                inputs, handle = inflight.popleft()
+                results = pipe.result(handle, refill) if pipe is not None else measure_batch(inputs)
+                for k, (inp, res) in enumerate(zip(inputs, results)):
+                    flops = self.throughput(inp, res)
+                    error_ct = 0 if res.error_no == 0 else error_ct + 1
+                    if flops > self.best_flops:
+                        self.best_flops, self.best_config = flops, inp.config
+                        self.best_measure_pair, self.best_iter = (inp, res), i + k
+                    self.history.append((inp.config.index, flops))
+                    logger.debug("No: %d\t%sFLOPS: %.2f/%.2f\tresult: %s\t%s", i + k + 1, si_prefix,
+                                 flops / scale, self.best_flops / scale, res, inp.config)
+                i += len(results)
+                self.trials_done = i
+                self.ttl = min(early_stopping + self.best_iter, n_trial) - i
+                self.update(inputs, results)
+                for cb in callbacks:
+                    cb(self, inputs, results)
+                if self._stop.is_set():
+                    break
+                if i >= self.best_iter + early_stopping:
+                    logger.debug("Early stopped. Best iter: %d.", self.best_iter)
+                    break
+                if error_ct > 150:
+                    logger.warning("Too many errors happen in the tuning: %d in a row. The last: %s", error_ct,
+                                   results[-1].costs[0] if results and results[-1].costs else "?")
+                    error_ct = 0
+        finally:
+            if pipe is not None:
+                pipe.close()        # batches proposed but not processed are dropped, unrecorded
         return self.best_config
 
     def reset(self):
