@@ -150,3 +150,33 @@ def test_pools_after_blocked_convolution(kind):
     want = pool2d_python(cv, 3, 2, 1, pad, kind, True, kind == "avg")
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got[1], want.mean(axis=(2, 3), keepdims=True), rtol=1e-4, atol=1e-4)
+
+
+def test_glue_ops_compile_for_cuda():
+    """The same topi computes go through the CUDA path (NVRTC compiles here; running needs a GPU)."""
+    w = np.random.default_rng(7).standard_normal((6, 1, 3, 3)).astype("float32")
+    x = relay.var("x", shape=(1, 6, 11, 10))
+    c = relay.nn.relu(relay.nn.conv2d(x, relay.const(w), padding=(1, 1), groups=6))
+    outs = [relay.nn.max_pool2d(c, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True),
+            relay.nn.avg_pool2d(c, (3, 3), (2, 2), padding=(0, 1, 1, 0), ceil_mode=True, count_include_pad=True),
+            relay.nn.global_avg_pool2d(c), relay.nn.pad(c, ((0, 0), (0, 0), (1, 2), (2, 1)), pad_mode="reflect"),
+            relay.take(c, relay.const(np.array([0, -1, 3], "int32")), axis=1), relay.round(c),
+            relay.strided_slice(c, [0, 5], [1, 0], [1, -2])]
+    try:
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], relay.Tuple(outs))), target="cuda")
+    except tvm.TVMLabError as e:
+        if "NVRTC" in str(e) or "nvcc" in str(e):
+            pytest.skip(f"no CUDA compiler here: {e}")
+        raise
+    src = lib.get_lib().get_source()
+    assert src.count("__global__") == len(lib.get_lib().function_names) >= 7
+    if not tvm.cuda(0).exist:
+        pytest.skip("no CUDA GPU here: the graph compiled; running it needs one")
+    m = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+    xv = np.random.default_rng(8).standard_normal((1, 6, 11, 10)).astype("float32")
+    m.set_input("x", xv)
+    m.run()
+    got = m.get_output(3).numpy()
+    cv = np.maximum(np.stack([ref_conv(xv[:, k:k + 1], w[k:k + 1], 1, 1)[:, 0] for k in range(6)], 1), 0)
+    np.testing.assert_allclose(got, np.pad(cv, ((0, 0), (0, 0), (1, 2), (2, 1)), mode="reflect"), rtol=1e-4, atol=1e-4)
