@@ -180,3 +180,35 @@ def test_glue_ops_compile_for_cuda():
     got = m.get_output(3).numpy()
     cv = np.maximum(np.stack([ref_conv(xv[:, k:k + 1], w[k:k + 1], 1, 1)[:, 0] for k in range(6)], 1), 0)
     np.testing.assert_allclose(got, np.pad(cv, ((0, 0), (0, 0), (1, 2), (2, 1)), mode="reflect"), rtol=1e-4, atol=1e-4)
+
+
+def test_anchor_schedules_apply_without_falling_back(monkeypatch):
+    """Each group anchored at a topi operator gets its topi.x86 schedule (a failure there would fall back to a
+    plain schedule silently, correct but slow)."""
+    from tvmlab.relay import schedules
+    failures = []
+    original = schedules.schedule_group
+
+    def recording(outs, anchor, target):
+        try:
+            return original(outs, anchor, target)
+        except tvm.TVMLabError as e:
+            failures.append((getattr(anchor.op, "tag", ""), str(e)))
+            raise
+    monkeypatch.setattr(schedules, "schedule_group", recording)
+    rng = np.random.default_rng(9)
+    x = relay.var("x", shape=(1, 8, 12, 12))
+
+    def conv(v, o, c, k=3, groups=1, stride=1):
+        w = rng.standard_normal((o, c // groups, k, k)).astype("float32") * 0.2
+        return relay.nn.conv2d(v, relay.const(w), strides=(stride, stride), padding=(k // 2, k // 2), groups=groups)
+    a = relay.nn.relu(relay.nn.bias_add(conv(x, 16, 8), relay.const(rng.standard_normal(16).astype("float32"))))
+    p = relay.nn.max_pool2d(a, (3, 3), (2, 2), padding=(1, 1))
+    b = relay.nn.relu(relay.add(conv(p, 16, 16), p))
+    d = relay.nn.relu(conv(b, 16, 16, groups=16))
+    q = relay.nn.avg_pool2d(d, (2, 2), (2, 2), count_include_pad=True)
+    g = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(q))
+    y = relay.nn.softmax(relay.nn.dense(g, relay.const(rng.standard_normal((10, 16)).astype("float32"))))
+    (got,) = build_run(y, {"x": rng.standard_normal((1, 8, 12, 12)).astype("float32")})
+    assert failures == []
+    np.testing.assert_allclose(got.sum(), 1.0, rtol=1e-5)
