@@ -212,3 +212,15 @@ def test_anchor_schedules_apply_without_falling_back(monkeypatch):
     (got,) = build_run(y, {"x": rng.standard_normal((1, 8, 12, 12)).astype("float32")})
     assert failures == []
     np.testing.assert_allclose(got.sum(), 1.0, rtol=1e-5)
+
+
+def test_dilated_avg_pool():
+    from tvmlab.topi.testing import pool2d_python
+    x = np.random.default_rng(10).standard_normal((2, 3, 9, 10)).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    outs = [relay.nn.avg_pool2d(xv, (3, 2), (2, 1), (2, 3), padding=(1, 0, 2, 1),
+                                ceil_mode=ceil, count_include_pad=inc) for ceil, inc in ((True, False), (False, True))]
+    got = build_run(relay.Tuple(outs), {"x": x}, opt_level=0)
+    for g, (ceil, inc) in zip(got, ((True, False), (False, True))):
+        np.testing.assert_allclose(g, pool2d_python(x, (3, 2), (2, 1), (2, 3), (1, 0, 2, 1), "avg", ceil, inc),
+                                   rtol=1e-5, atol=1e-5)

@@ -478,10 +478,9 @@ def max_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=
 
 def avg_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
                out_layout="", ceil_mode=False, count_include_pad=False):
-    """``relay.nn.avg_pool2d`` (NCHW; ``count_include_pad`` counts the padding in the divisor)."""
+    """``relay.nn.avg_pool2d`` (NCHW; ``count_include_pad`` counts the padding in the divisor; a dilated
+    window divides by the taps it reads)."""
     a = _pool_attrs(pool_size, strides, dilation, padding)
-    if a["dilation"] != (1, 1):
-        raise RelayError(f"nn.avg_pool2d: dilation {a['dilation']} is not supported (only (1, 1))")
     return make_call("nn.avg_pool2d", [data], layout=layout, out_layout=out_layout, ceil_mode=bool(ceil_mode),
                      count_include_pad=bool(count_include_pad), **a)
 
