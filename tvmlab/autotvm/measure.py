@@ -340,8 +340,8 @@ class DaskRunner(Runner):
     def _executor(self):
         return self._exec
 
-    def _run_jobs(self, jobs):
-        return self._exec.run(_run_job, jobs, self.timeout)
+    def _run_jobs(self, builds):
+        return self._exec.run(_run_job, [self._job(b) for b in builds], self.timeout)
 
     def close(self):
         self._exec.close()
