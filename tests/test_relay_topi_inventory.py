@@ -224,3 +224,10 @@ def test_dilated_avg_pool():
     for g, (ceil, inc) in zip(got, ((True, False), (False, True))):
         np.testing.assert_allclose(g, pool2d_python(x, (3, 2), (2, 1), (2, 3), (1, 0, 2, 1), "avg", ceil, inc),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_reflect_pad_wider_than_the_axis_is_a_type_error():
+    x = relay.var("x", shape=(2, 3))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.pad(x, ((0, 0), (3, 0)), pad_mode="reflect")))
+    with pytest.raises(tvm.TVMLabError, match="size - 1"):
+        relay.transform.InferType()(mod)

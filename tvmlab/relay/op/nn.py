@@ -518,6 +518,8 @@ def _pad_rel(types, attrs):
     if len(pw) != len(d.shape) or any(len(p) != 2 or min(p) < 0 for p in pw):
         raise TypeInferenceError(f"pad_width must give (before, after) >= 0 for each of the {len(d.shape)} "
                                  f"axes, got {pw}")
+    if attrs.pad_mode == "reflect" and any(max(p) >= n for p, n in zip(pw, d.shape) if max(p)):
+        raise TypeInferenceError(f"reflect padding {pw} needs at most size - 1 elements each side of {d.shape}")
     return TensorType([s + a + b for s, (a, b) in zip(d.shape, pw)], d.dtype)
 
 

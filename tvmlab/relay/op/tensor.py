@@ -1,7 +1,7 @@
 """Element-wise, broadcast, reduction and layout operators: ``relay.add``, ``relay.sum``, ``relay.reshape`` ...
 
 Each operator is its constructor (TVM's name and attributes), its type
-relation and its TE compute, registered together.
+relation and its compute (a call of the topi operator), registered together.
 """
 from __future__ import annotations
 
