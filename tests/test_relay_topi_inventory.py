@@ -231,3 +231,23 @@ def test_reflect_pad_wider_than_the_axis_is_a_type_error():
     mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.pad(x, ((0, 0), (3, 0)), pad_mode="reflect")))
     with pytest.raises(tvm.TVMLabError, match="size - 1"):
         relay.transform.InferType()(mod)
+
+
+def test_contrib_conv2d_nchwc_constructor():
+    from tvmlab.topi.testing import layout_transform_python
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 8, 7, 9)).astype("float32")
+    w = rng.standard_normal((12, 8, 3, 3)).astype("float32")
+    xv = relay.var("x", shape=x.shape)
+    xc = relay.layout_transform(xv, "NCHW", "NCHW4c")
+    wc = relay.layout_transform(relay.const(w), "OIHW", "OIHW4i6o")
+    y = relay.nn.contrib_conv2d_nchwc(xc, wc, strides=(2, 1), padding=(1, 2), channels=12, kernel_size=(3, 3),
+                                      data_layout="NCHW4c", kernel_layout="OIHW4i6o", out_layout="NCHW6c")
+    (got,) = build_run(relay.layout_transform(y, "NCHW6c", "NCHW"), {"x": x}, opt_level=0)
+    np.testing.assert_allclose(got, ref_conv(x, w, (2, 1), (1, 2)), rtol=1e-4, atol=1e-4)
+    assert layout_transform_python(got, "NCHW", "NCHW6c").shape == (1, 2, 4, 11, 6)
+    with pytest.raises(tvm.TVMLabError, match="groups must be 1"):
+        relay.nn.contrib_conv2d_nchwc(xc, wc, groups=2)
+    bad = relay.nn.contrib_conv2d_nchwc(xc, wc, data_layout="NCHW4c", kernel_layout="OIHW4i6o", out_layout="NCHW4c")
+    with pytest.raises(tvm.TVMLabError, match="do not form"):
+        relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([xv], bad)))
