@@ -581,3 +581,15 @@ def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], expr)), target="llvm")
         m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
         assert (m.module.runner is not None) == native
+
+
+@pytest.mark.parametrize("env, want", [({}, "1000"), ({"GOMP_SPINCOUNT": "50"}, "50"),
+                                       ({"OMP_WAIT_POLICY": "active"}, None)])
+def test_openmp_spin_is_bounded_unless_the_user_chose(env, want):
+    code = ("import os, tvmlab.runtime.llvm_jit as j; j.initialize(); "
+            "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == str(want)
+    assert out[1] == env.get("OMP_WAIT_POLICY", "None")
