@@ -593,3 +593,40 @@ def test_openmp_spin_is_bounded_unless_the_user_chose(env, want):
                          check=True).stdout.split()
     assert out[0] == str(want)
     assert out[1] == env.get("OMP_WAIT_POLICY", "None")
+
+
+def test_debug_executor_gives_each_nodes_output_and_time(rng):
+    from tvmlab.contrib.debugger import debug_executor
+    x = relay.var("x", shape=(3, 8))
+    a = relay.nn.softmax(relay.exp(x))                  # exp | softmax | negative | softmax | add: storage reused
+    b = relay.nn.softmax(relay.negative(a))
+    y = relay.add(b, relay.const(1.0))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    m = debug_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cpu(0))
+    xv = rand(rng, 3, 8)
+    m.set_input("x", xv)
+    poison_graph(m)
+    m.run()
+
+    def softmax(v):
+        e = np.exp(v - v.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    want = [np.exp(xv), softmax(np.exp(xv)), -softmax(np.exp(xv))]
+    want += [softmax(want[2]), softmax(want[2]) + 1]
+    np.testing.assert_allclose(m.get_output(0).numpy(), want[-1], rtol=1e-5)
+    times = m.last_node_times()
+    assert [name for _, name, _ in times] == [n["name"] for n in m.module.nodes if n["op"] == "tvm_op"]
+    assert all(t > 0 for _, _, t in times)
+    for (nid, name, _), w in zip(times, want):     # every node's value, though later nodes reuse storage
+        np.testing.assert_allclose(m.debug_get_output(nid).numpy(), w, rtol=1e-5, err_msg=name)
+    np.testing.assert_allclose(m.debug_get_output(times[0][1]).numpy(), want[0], rtol=1e-5)
+    np.testing.assert_allclose(m.debug_get_output("x").numpy(), xv)
+    assert len(m.profile(number=1, repeat=1).rows) == len(times)
+    with pytest.raises(tvm.errors.RuntimeArgError, match="out of range"):
+        m.debug_get_output(99)
+    with pytest.raises(tvm.errors.RuntimeArgError, match="no node named 'nope'"):
+        m.debug_get_output("nope")
+    fresh = debug_executor.create(lib.get_graph_json(), lib, tvm.cpu(0))
+    with pytest.raises(tvm.errors.RuntimeArgError, match="run\\(\\) the graph first"):
+        fresh.last_node_times()
