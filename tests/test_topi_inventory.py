@@ -157,3 +157,36 @@ def test_nearbyint_rounds_halves_to_even(check_build):
     out = topi.nearbyint(X)
     halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -3.2, 0.7, 4.5, 5.5, -0.49], "float32")
     check_build(x86.schedule_injective([out], target=TARGET), [X, out], np.round, inputs={"X": halves})
+
+
+def test_cuda_schedules_for_blocked_conv_and_pools():
+    """topi.cuda.schedule_conv2d_NCHWc, and schedule_pool / schedule_adaptive_pool with TVM's (outs, layout)."""
+    import tvmlab
+    from tvmlab.errors import TVMLabError
+    X, W = ph((1, 2, 9, 8, 4), "X"), ph((3, 2, 3, 3, 4, 8), "W")
+    conv = topi.nn.relu(topi.nn.conv2d_NCHWc(X, W, 2, 1, 1, "NCHW4c", "NCHW8c"))
+    pool = topi.nn.pool2d(X, 3, 2, 1, 1, "max", True, "NCHW4c")
+    gp = topi.nn.global_pool(X, "avg", "NCHW4c")
+    groups = [(topi.cuda.schedule_conv2d_NCHWc([conv]), [X, W, conv],
+               lambda x, w: np.maximum(blocked_ref(x, w, 4, 8, 2, 1, 1), 0)),
+              (topi.cuda.schedule_pool([pool], "NCHW4c"), [X, pool], lambda x: ref.layout_transform_python(
+                  ref.pool2d_python(ref.layout_transform_python(x, "NCHW4c", "NCHW"), 3, 2, 1, 1, "max", True),
+                  "NCHW", "NCHW4c")),
+              (topi.cuda.schedule_adaptive_pool([gp], layout="NCHW4c"), [X, gp],
+               lambda x: x.mean(axis=(2, 3), keepdims=True))]
+    for s, args, fn in groups:
+        try:
+            f = tvmlab.build(s, args, "cuda")
+        except TVMLabError as e:
+            if "NVRTC is not available" in str(e) or "neither NVRTC" in str(e):
+                pytest.skip(f"no CUDA compiler here: {e}")
+            raise
+        assert "threadIdx.x" in f.imported_modules[0].get_source()
+        if not tvmlab.cuda(0).exist:
+            continue
+        dev = tvmlab.cuda(0)
+        rng = np.random.default_rng(0)
+        ins = [rng.standard_normal([int(d) for d in t.shape]).astype("float32") for t in args[:-1]]
+        out = tvmlab.nd.array(np.full([int(d) for d in args[-1].shape], np.nan, "float32"), dev)
+        f(*[tvmlab.nd.array(x, dev) for x in ins], out)
+        np.testing.assert_allclose(out.numpy(), fn(*ins), rtol=1e-4, atol=1e-4)

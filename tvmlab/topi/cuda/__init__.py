@@ -64,8 +64,18 @@ def _named(name):
     return schedule
 
 
-for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_pool",
-           "schedule_adaptive_pool", "schedule_softmax", "schedule_dense", "schedule_batch_matmul",
-           "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw", "schedule_group_conv2d_nchw", "schedule_lrn",
-           "schedule_conv2d_transpose_nchw", "schedule_instance_norm", "schedule_conv2d_hwcn"):
+for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_softmax",
+           "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
+           "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
+           "schedule_instance_norm", "schedule_conv2d_hwcn"):
     globals()[_n] = _named(_n)
+
+
+def schedule_pool(outs, layout="NCHW", target="cuda"):
+    """CUDA ``schedule_pool(outs, layout)`` (TVM's arguments; any layout): one thread per output element."""
+    return schedule_simple(outs, target, "schedule_pool")
+
+
+def schedule_adaptive_pool(outs, layout="NCHW", target="cuda"):
+    """CUDA ``schedule_adaptive_pool(outs, layout)``: one thread per output element."""
+    return schedule_simple(outs, target, "schedule_adaptive_pool")
