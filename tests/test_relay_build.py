@@ -18,7 +18,7 @@ def poison_graph(m):
     """NaN in every tensor a kernel writes, so a kernel that skips an element is caught."""
     ex = m.module
     for nid, node in enumerate(ex.nodes):
-        if node["op"] == "tvm_op":
+        if node["op"] == "tvm_op" and node["attrs"]["func_name"] != "__nop":     # a __nop's output is a view
             for k in range(int(node["attrs"]["num_outputs"])):
                 arr = ex.entries[ex.row_ptr[nid] + k]._arr
                 if arr.dtype.kind == "f":
@@ -406,15 +406,22 @@ def _lifetimes_disjoint(graph):
     nodes, ptr = graph["nodes"], graph["node_row_ptr"]
     sids = graph["attrs"]["storage_id"][1]
     heads = {ptr[n] + k for n, k, _ in graph["heads"]}
-    life = {}
+    life, root = {}, {}         # a __nop's output is a view: its reads and its being an output are its input's
     for nid, node in enumerate(nodes):
-        if node["op"] == "tvm_op":
+        if node["op"] == "tvm_op" and node["attrs"]["func_name"] == "__nop":
+            i, k, _ = node["inputs"][0]
+            root[ptr[nid]] = root.get(ptr[i] + k, ptr[i] + k)
+            assert sids[ptr[nid]] == sids[root[ptr[nid]]]
+        elif node["op"] == "tvm_op":
             for k in range(ptr[nid + 1] - ptr[nid]):
-                life[ptr[nid] + k] = [nid, len(nodes) if ptr[nid] + k in heads else nid]
+                life[ptr[nid] + k] = [nid, nid]
         for i, k, _ in node.get("inputs", []):
-            e = ptr[i] + k
+            e = root.get(ptr[i] + k, ptr[i] + k)
             if e in life:
                 life[e][1] = max(life[e][1], nid)
+    for h in heads:
+        if root.get(h, h) in life:
+            life[root.get(h, h)][1] = len(nodes)
     by_sid = {}
     for e, (a, b) in life.items():
         by_sid.setdefault(sids[e], []).append((a, b))
@@ -630,3 +637,49 @@ def test_debug_executor_gives_each_nodes_output_and_time(rng):
     fresh = debug_executor.create(lib.get_graph_json(), lib, tvm.cpu(0))
     with pytest.raises(tvm.errors.RuntimeArgError, match="run\\(\\) the graph first"):
         fresh.last_node_times()
+
+
+def test_reshape_only_groups_are_views_without_a_kernel(rng):
+    import json
+    x = relay.var("x", shape=(2, 3, 4))
+    a = relay.nn.softmax(relay.exp(x))
+    b = relay.nn.softmax(relay.reshape(a, (6, 4)))                  # a view between two kernels
+    c = relay.expand_dims(relay.squeeze(relay.reshape(b, (1, 24))), 0)     # a chain of views: one __nop
+    d = relay.nn.softmax(relay.nn.batch_flatten(relay.exp(b)))     # the flatten fuses into the exp's group
+    f = relay.Function([x], relay.Tuple([c, relay.reshape(x, (24,)), d, relay.reshape(d, (4, 6))]))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm")
+    g = json.loads(lib.get_graph_json())
+    names = [n["name"] for n in g["nodes"] if n["op"] == "tvm_op"]
+    assert names.count("__nop") == 4 and "__nop" not in lib.get_lib().function_names
+    assert _lifetimes_disjoint(g)
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    assert len(m.module.calls) == len(names) - 4
+    xv = rand(rng, 2, 3, 4)
+    m.set_input("x", xv)
+    poison_graph(m)
+    m.run()
+
+    def softmax(v):
+        e = np.exp(v - v.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    bv = softmax(softmax(np.exp(xv)).reshape(6, 4))
+    dv = softmax(np.exp(bv))
+    for i, want in enumerate([bv.reshape(1, 24), xv.reshape(24), dv, dv.reshape(4, 6)]):
+        np.testing.assert_allclose(m.get_output(i).numpy(), want, rtol=1e-5, err_msg=f"output {i}")
+    xv2 = rand(rng, 2, 3, 4)            # a view of an input follows the input
+    m.set_input("x", xv2)
+    m.run()
+    np.testing.assert_allclose(m.get_output(1).numpy(), xv2.reshape(24))
+    from tvmlab.contrib.debugger import debug_executor
+    dbg = debug_executor.create(lib.get_graph_json(), lib, tvm.cpu(0))
+    dbg.set_input("x", xv)
+    nop = names.index("__nop") + 1      # node ids: x is node 0
+    np.testing.assert_allclose(dbg.debug_get_output(nop).numpy(), softmax(np.exp(xv)).reshape(6, 4), rtol=1e-5)
+    # a graph of views only compiles nothing and still runs
+    with tvm.transform.PassContext(opt_level=3):
+        only = relay.build(tvm.IRModule.from_expr(relay.Function([x], relay.reshape(x, (4, 6)))), target="llvm")
+    m = graph_executor.GraphModule(only["default"](tvm.cpu(0)))
+    m.set_input("x", xv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), xv.reshape(4, 6))

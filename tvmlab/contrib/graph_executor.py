@@ -69,10 +69,11 @@ class GraphExecutorFactoryModule:
 
     def __repr__(self):
         g = json.loads(self.graph_json)
-        ops = sum(1 for n in g["nodes"] if n["op"] == "tvm_op")
+        ops = sum(1 for n in g["nodes"] if n["op"] == "tvm_op" and n["attrs"]["func_name"] != NOP)
         return f"GraphExecutorFactoryModule({self.libmod_name!r}, {ops} kernel calls, {len(self.params)} params)"
 
 
+NOP = "__nop"       # a node that only reshapes: its output is a view of its input (relay.build plans it so)
 GRAPH_SUFFIX = ".graph.json"
 PARAMS_SUFFIX = ".params.npz"
 
@@ -184,7 +185,7 @@ class GraphExecutor:
         self.lib = lib
         self.calls, self.call_nodes, funcs, arg_lists = [], [], [], []
         for nid, node in enumerate(self.nodes):
-            if node["op"] != "tvm_op":
+            if node["op"] != "tvm_op" or node["attrs"]["func_name"] == NOP:    # a reshape: a view, no call
                 continue
             if not hasattr(lib, "get_function"):
                 raise RuntimeArgError(f"the graph calls {node['attrs']['func_name']!r} but no compiled library was "

@@ -148,6 +148,21 @@ def lower_group(fn, name, target):
 
 
 # ------------------------------------------------------------------ graph codegen
+RESHAPES = frozenset({"reshape", "squeeze", "expand_dims", "nn.batch_flatten"})
+
+
+def reshape_only(fn):
+    """Whether fused group ``fn`` only changes its one input's shape (same elements, same order, same dtype)."""
+    if len(fn.params) != 1 or not isinstance(fn.body, Call):
+        return False
+    tin, tout = fn.params[0]._checked_type, fn.body._checked_type
+    if not isinstance(tin, TensorType) or not isinstance(tout, TensorType) or tin.dtype != tout.dtype:
+        return False
+    return all(not isinstance(n, (Call, Tuple, TupleGetItem, Constant)) or
+               (isinstance(n, Call) and getattr(n.op, "name", None) in RESHAPES)
+               for n in post_order(fn.body) if n is not fn.params[0])
+
+
 class GraphCodegen:
     """The graph JSON, the lowered functions (shared by identical groups) and the parameters of a fused main."""
 
@@ -191,9 +206,10 @@ class GraphCodegen:
                 start = sum(len(tensor_types(f)) for f in t.fields[:n.index])
                 entries[n] = entries[n.tuple_value][start:start + len(tensor_types(t.fields[n.index]))]
             elif isinstance(n, Call) and isinstance(n.op, Function):
-                fname = self._function(n.op)
                 ins = [e for a in n.args for e in entries[a]]
                 outs = tensor_types(n._checked_type)
+                # a group that only reshapes is a view of its input: no kernel, shared storage (TVM's __nop)
+                fname = "__nop" if self.target.kind == "llvm" and reshape_only(n.op) else self._function(n.op)
                 nid = self._add_node({"op": "tvm_op", "name": fname,
                                       "attrs": {"func_name": fname, "num_inputs": str(len(ins)),
                                                 "num_outputs": str(len(outs)), "flatten_data": "0"},

@@ -64,11 +64,10 @@ class GraphModuleDebug(GraphModule):
         """Output 0 of ``node`` (index or name) for the current inputs: the graph is run up to that node."""
         ex = self.module
         nid = self._node_id(node)
-        if ex.nodes[nid]["op"] == "tvm_op":
-            for call, cid in zip(ex.calls, ex.call_nodes):
-                call()
-                if cid == nid:
-                    break
+        for call, cid in zip(ex.calls, ex.call_nodes):     # up to the node (a view's input, for a __nop)
+            if cid > nid:
+                break
+            call()
         arr = ex.entries[ex.row_ptr[nid]]
         if out is not None:
             out.copyfrom(arr.numpy())
