@@ -190,3 +190,24 @@ def test_cuda_schedules_for_blocked_conv_and_pools():
         out = tvmlab.nd.array(np.full([int(d) for d in args[-1].shape], np.nan, "float32"), dev)
         f(*[tvmlab.nd.array(x, dev) for x in ins], out)
         np.testing.assert_allclose(out.numpy(), fn(*ins), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ layout_transform and its numpy reference
+
+@pytest.mark.parametrize("shape,src,dst", [
+    ((2, 12, 3, 5), "NCHW", "NCHW4c"), ((2, 3, 3, 5, 4), "NCHW4c", "NCHW"), ((1, 2, 3, 4, 8), "NCHW8c", "NCHW4c"),
+    ((1, 10, 3, 2), "NCHW", "NCHW4c"),                      # a last block past the 10 channels: zeros
+    ((16, 8, 3, 3), "OIHW", "OIHW4i8o"), ((37, 24), "NK", "NK16n"), ((2, 3, 4, 12), "NHWC", "NCHW4c"),
+])
+def test_layout_transform_against_numpy_reference(shape, src, dst, check_build):
+    X = ph(shape, "X")
+    Y = topi.layout_transform(X, src, dst)
+    check_build(x86.schedule_injective([Y], target=TARGET), [X, Y], lambda x: ref.layout_transform_python(x, src, dst))
+
+
+def test_relay_folds_constant_layouts_with_the_numpy_reference():
+    from tvmlab.relay.layout import transform_array
+    w = np.random.default_rng(1).standard_normal((16, 8, 3, 3)).astype("float32")
+    got = transform_array(w, "OIHW", "OIHW4i8o")
+    assert got.shape == (2, 2, 3, 3, 4, 8)
+    np.testing.assert_array_equal(got[1, 0, 2, 1, 3, 5], w[1 * 8 + 5, 0 * 4 + 3, 2, 1])

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from .base import RelayError, TypeInferenceError
 from .op.registry import OpPattern, make_call, register
 from .op.typerel import tensor_arg
@@ -54,19 +52,9 @@ def transformed_shape(shape, src, dst):
 
 
 def transform_array(a, src, dst):
-    """numpy version of layout_transform (for constants)."""
-    if src == "OIHW":
-        i_b, o_b = map(int, _KERNEL.match(dst).groups())
-        o, i, kh, kw = a.shape
-        return np.ascontiguousarray(a.reshape(o // o_b, o_b, i // i_b, i_b, kh, kw).transpose(0, 2, 4, 5, 3, 1))
-    sb, db = block_of(src), block_of(dst)
-    if sb > 1:
-        n, cb, h, w, b = a.shape
-        a = a.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
-    if db > 1:
-        n, c, h, w = a.shape
-        a = a.reshape(n, c // db, db, h, w).transpose(0, 1, 3, 4, 2)
-    return np.ascontiguousarray(a)
+    """numpy version of layout_transform (for constants): ``topi.testing.layout_transform_python``."""
+    from ..topi.testing import layout_transform_python
+    return layout_transform_python(a, src, dst)
 
 
 def _lt_rel(types, attrs):

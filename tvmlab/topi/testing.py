@@ -159,15 +159,34 @@ def instance_norm_python(x, gamma, beta, axis=None, epsilon=1e-5):
 
 
 def layout_transform_python(a_np, src, dst):
-    """NCHW <-> NCHW{x}c (blocks past the channel count are zero)."""
-    if src == "NCHW" and dst.startswith("NCHW") and dst.endswith("c"):
-        b = int(dst[4:-1])
-        n, c, h, w = a_np.shape
-        nb = -(-c // b)
-        pad = np.zeros((n, nb * b, h, w), a_np.dtype)
-        pad[:, :c] = a_np
-        return pad.reshape(n, nb, b, h, w).transpose(0, 1, 3, 4, 2).copy()
-    if dst == "NCHW" and src.startswith("NCHW") and src.endswith("c"):
-        n, nb, h, w, b = a_np.shape
-        return a_np.transpose(0, 1, 4, 2, 3).reshape(n, nb * b, h, w)
-    raise ValueError(f"layout_transform_python: {src} -> {dst} is not covered")
+    """``a_np`` in layout ``src`` rewritten in ``dst`` (any layouts ``topi.layout_transform`` reads: "NCHW" <->
+    "NCHW16c", "NCHW8c" -> "NCHW4c", "OIHW" -> "OIHW8i16o", "NK" -> "NK16n"); blocks past the end are zero."""
+    from .transform import parse_layout
+    s_axes, d_axes = parse_layout(src), parse_layout(dst)
+    if a_np.ndim != len(s_axes):
+        raise ValueError(f"layout_transform_python: {src!r} has {len(s_axes)} axes, the array {a_np.ndim}")
+    pos = {x: k for k, (x, _) in enumerate(s_axes)}
+    primal = [x for x, f in s_axes if f is None]
+    order = [k for x in primal for k in ([pos[x]] + ([pos[x.lower()]] if x.lower() in pos else []))]
+    a = a_np.transpose(order)
+    sizes = {x: a_np.shape[pos[x]] * (a_np.shape[pos[x.lower()]] if x.lower() in pos else 1) for x in primal}
+    a = a.reshape([sizes[x] for x in primal])                  # plain: one axis per primal letter, src order
+    want = [x for x, f in d_axes if f is None]
+    a = a.transpose([primal.index(x) for x in want])
+    factor = {x.upper(): f for x, f in d_axes if f is not None}
+    split, names = [], []
+    for k, x in enumerate(want):
+        n, f = a.shape[k], factor.get(x)
+        if f is None:
+            split.append(n)
+            names.append(x)
+            continue
+        nb = -(-n // f)
+        if nb * f != n:                                         # zero blocks past the end
+            widths = [(0, 0)] * a.ndim
+            widths[k] = (0, nb * f - n)
+            a = np.pad(a, widths)
+        split += [nb, f]
+        names += [x, x.lower()]
+    a = a.reshape(split)
+    return np.ascontiguousarray(a.transpose([names.index(x) for x, _ in d_axes]))
