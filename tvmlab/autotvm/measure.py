@@ -10,9 +10,11 @@ libraries to a Dask cluster instead.  Every failure becomes a
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections import deque, namedtuple
 from multiprocessing.connection import wait
@@ -183,7 +185,7 @@ class Runner:
 
     def set_task(self, task, builder=None):
         self.task = task
-        self.ref = None
+        self._drop_ref()
         self.best_cost = None
         if self.check_correctness:
             if builder is None or not hasattr(builder, "reference"):
@@ -192,6 +194,12 @@ class Runner:
 
     def _ref_payload(self, path):
         return path
+
+    def _drop_ref(self):
+        # the reference library of the last task (check_correctness) is this runner's to remove
+        if isinstance(self.ref, str) and os.path.exists(self.ref):
+            os.unlink(self.ref)
+        self.ref = None
 
     def _payload(self, path):
         return path
@@ -306,6 +314,7 @@ class LocalRunner(Runner):
         return [self.measure_one(b) for b in builds]
 
     def close(self):
+        self._drop_ref()
         if self._exec is not None:
             self._exec.close()
             self._exec = None
@@ -370,9 +379,9 @@ class MeasurePipeline:
     before the tune work), and each finished build is timed as soon as the
     runner is free, one at a time, with the best cost known at that moment.
     A build that hits its timeout holds one builder worker only.  With
-    ``quiet`` (the default) the builders are paused while a candidate is timed,
-    so compiles do not disturb its timing (the pause does not count against
-    their timeout).
+    ``quiet`` (the default) the builders are paused while a candidate is timed
+    once a best cost is known (so runs are short), and compiles do not disturb
+    the timings that rank contenders; the pause does not count against their timeout.
     """
 
     def __init__(self, builder, runner, quiet=True):
@@ -403,7 +412,9 @@ class MeasurePipeline:
         if handle not in self._batches:
             raise MeasureOptionError(f"no pending batch {handle!r}")
         while self._batches[handle][2]:
-            while refill is not None and len(self._builds) < self.builders.idle() and refill():
+            # a queue as deep as the builders, so they stay busy while the caller learns (in_background)
+            while refill is not None and len(self._builds) < self.builders.idle() + self.builders.n_parallel \
+                    and refill():
                 pass
             self._step()
         return self._batches.pop(handle)[1]
@@ -413,8 +424,32 @@ class MeasurePipeline:
         batch[1][k] = res
         batch[2] -= 1
 
-    def _step(self):
-        while self._builds and self.builders.idle():
+    @contextlib.contextmanager
+    def in_background(self):
+        """Keep queued builds and timings moving in a thread while the caller does other work.
+
+        The caller must not use the pipeline meanwhile.  The thread starts no
+        worker process (forking from it while the caller runs would be unsafe).
+        """
+        done = threading.Event()
+
+        def loop():
+            while not done.is_set():
+                if not self._step(max_wait=0.05, start_workers=False):
+                    done.wait(0.02)
+
+        t = threading.Thread(target=loop, name="tvmlab-measure", daemon=True)
+        t.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            t.join()
+
+    def _step(self, max_wait=None, start_workers=True):
+        # dispatch what can start, wait for something to end (at most max_wait s), collect; False: idle
+        idle = self.builders.idle if start_workers else self.builders.idle_started
+        while self._builds and idle():
             handle, k = self._builds.popleft()
             fn, job, timeout = self.builder.job_of(self._batches[handle][0][k])
             self._building[self.builders.submit(fn, job, timeout)] = (handle, k)
@@ -422,16 +457,20 @@ class MeasurePipeline:
         if self._timing is None and self._runs and now >= self._run_after:
             handle, k, b = self._runs.popleft()
             fn, job, timeout = self.runner.job_of(b)
-            if self.quiet:
+            if self.quiet and self.runner.best_cost is not None:
                 self.builders.pause()
             self._timing = (self.timer.submit(fn, job, timeout), handle, k, b)
         waits = [d for d in (self.builders.deadline(), self.timer.deadline()) if d is not None]
         if self._timing is None and self._runs:
             waits.append(max(0.0, self._run_after - now))
         conns = self.builders.waitables() + self.timer.waitables()
+        if max_wait is not None:
+            waits.append(max_wait)
+        if not conns and not waits:
+            return False
         if conns:
             wait(conns, timeout=min(waits) + 0.01 if waits else None)
-        elif waits:
+        else:
             time.sleep(min(waits))
         for ticket, jr in self.builders.collect():
             handle, k = self._building.pop(ticket)
@@ -446,11 +485,20 @@ class MeasurePipeline:
             self.builders.resume()
             self._done(handle, k, self.runner.result_of(b, jr))
             self._run_after = time.monotonic() + self.runner.cooldown_interval
+        return True
 
     def close(self):
         """Drop every batch not yet returned (their libraries are deleted); stop the builder workers."""
         self.builders.resume()
+        pids = self.builders.pids()
         self.builders.close()
+        # libraries written by builds that were dropped (collected or not, or cut off mid-export)
+        names = tuple(f"tvmlab_tune_{pid}_" for pid in pids)
+        for name in os.listdir(self.builder.tmp_dir) if names and os.path.isdir(self.builder.tmp_dir) else ():
+            path = os.path.join(self.builder.tmp_dir, name)
+            if name.startswith(names) and path != self.runner.ref and \
+                    (self._timing is None or path != self._timing[3].filename):
+                os.unlink(path)
         if self._timing is not None:         # a runner worker busy with a dropped job is replaced
             self.timer.close()
             self.runner._exec = None

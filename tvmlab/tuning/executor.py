@@ -389,6 +389,14 @@ class WorkerPool:
     def busy(self):
         return self.n_parallel - self.idle()
 
+    def pids(self):
+        """Process ids of the workers started so far."""
+        return [w.proc.pid for w in self._workers if w is not None]
+
+    def idle_started(self):
+        """How many jobs can be submitted now without starting a worker."""
+        return sum(1 for w in self._workers if w is not None and w.index is None)
+
     def start(self):
         """Start every worker now (a spawned interpreter takes a while); returns self."""
         for slot, w in enumerate(self._workers):

@@ -9,6 +9,7 @@ must never run parallel code itself (libgomp's threads do not survive a fork).
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import select
@@ -31,6 +32,7 @@ def call_forked(fn, job, timeout):
         code = 0
         try:
             os.close(r)
+            faulthandler.disable()      # a crash is this call's result, not a stack dump in the output
             res = _call(fn, job)
             try:
                 data = pickle.dumps(res)

@@ -9,6 +9,7 @@ thread, e.g. the explorer).  ``best_config`` / ``best_flops`` hold the winner.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -141,9 +142,10 @@ class Tuner:
                 i += len(results)
                 self.trials_done = i
                 self.ttl = min(early_stopping + self.best_iter, n_trial) - i
-                self.update(inputs, results)
-                for cb in callbacks:
-                    cb(self, inputs, results)
+                with pipe.in_background() if pipe is not None else contextlib.nullcontext():
+                    self.update(inputs, results)
+                    for cb in callbacks:
+                        cb(self, inputs, results)
                 if self._stop.is_set():
                     break
                 if i >= self.best_iter + early_stopping:
