@@ -7,7 +7,7 @@ AlterOpLayout off, so the help of each pass shows as a ratio. onnxruntime
 runs with as many intra-op threads as tvmlab's parallel loops use. Every
 tvmlab build is first checked against onnxruntime's output (rtol 1e-3).
 
-    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick] [--profile] [--overhead]
+    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick] [--profile] [--overhead] [--wait-policy]
 """
 from __future__ import annotations
 
@@ -215,6 +215,59 @@ def node_overhead(nodes=200, rounds=3):
     return {"native": native / len(calls) * 1e9, "python": py / len(calls) * 1e9}
 
 
+WAIT_POLICIES = (("libgomp's own (spin 300000)", {"GOMP_SPINCOUNT": "300000"}),
+                 ("tvmlab's default (spin 1000)", {}),
+                 ("OMP_WAIT_POLICY=passive", {"OMP_WAIT_POLICY": "passive"}))
+
+
+def _loop_child(name, seconds):
+    """Run ``name`` back to back for ``seconds``; print best / median / wall ms per run as JSON (one line)."""
+    import json
+    model, shape = MODELS[name]()
+    gmod, _ = compile_onnx(model, {model.graph.input[0].name: shape})
+    gmod.set_input(model.graph.input[0].name, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    run = gmod.module.run
+    run()
+    ts, t0 = [], time.perf_counter()
+    while time.perf_counter() - t0 < seconds or len(ts) < 5:
+        t = time.perf_counter()
+        run()
+        ts.append(time.perf_counter() - t)
+    wall = (time.perf_counter() - t0) / len(ts)
+    ts.sort()
+    print(json.dumps({"best": ts[0] * 1e3, "median": ts[len(ts) // 2] * 1e3, "wall": wall * 1e3}), flush=True)
+
+
+def wait_policies(name="small_cnn", seconds=2.0, out=sys.stdout):
+    """Each libgomp wait policy in a fresh process (it is read when libgomp loads), alone and beside a second
+    process running the same model with the same policy (two tvmlab processes on the machine). Rows:
+    (load, policy, best ms, median ms, wall ms per run: the time between runs included)."""
+    import json
+    import os
+    import subprocess
+    rows = []
+    for load in ("alone", "beside another"):
+        for policy, env in WAIT_POLICIES:
+            e = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+            e.update(env)
+            cmd = [sys.executable, "-m", "tvmlab.bench.graph", "--loop-child", name]
+            other = None
+            if load != "alone":
+                other = subprocess.Popen(cmd + ["1000"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(4)       # its build, then it runs
+            try:
+                res = subprocess.run(cmd + [str(seconds)], env=e, capture_output=True, text=True, timeout=600)
+            finally:
+                if other is not None:
+                    other.kill()
+                    other.wait()
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            rows.append((load, policy, r["best"], r["median"], r["wall"]))
+            print(f"{name} {load:<15} {policy:<30} best {r['best']:8.3f} ms  median {r['median']:8.3f} ms  "
+                  f"wall {r['wall']:8.3f} ms per run", file=out, flush=True)
+    return rows
+
+
 def run_if_available():
     """The default run, or a note when onnx/onnxruntime (the ``graph`` extra) are missing."""
     try:
@@ -233,7 +286,17 @@ def main(argv=None):
     p.add_argument("--profile", action="store_true",
                    help="time each kernel of the full pipeline instead, beside onnxruntime's per-op profile")
     p.add_argument("--overhead", action="store_true", help="executor cost per node (native runner vs Python loop)")
+    p.add_argument("--wait-policy", action="store_true",
+                   help="libgomp wait policies, each in a fresh process, alone and beside another tvmlab process")
+    p.add_argument("--loop-child", nargs=2, metavar=("MODEL", "SECONDS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.loop_child:
+        _loop_child(args.loop_child[0], float(args.loop_child[1]))
+        return
+    if args.wait_policy:
+        for name in [m for m in args.models.split(",") if m]:
+            wait_policies(name)
+        return
     if args.overhead:
         o = node_overhead()
         print(f"executor cost per node: {o['native']:.0f} ns (one native call per run), {o['python']:.0f} ns "
