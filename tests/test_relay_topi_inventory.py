@@ -183,19 +183,22 @@ def test_glue_ops_compile_for_cuda():
 
 
 def test_anchor_schedules_apply_without_falling_back(monkeypatch):
-    """Each group anchored at a topi operator gets its topi.x86 schedule (a failure there would fall back to a
-    plain schedule silently, correct but slow)."""
+    """Each group anchored at a topi operator gets its topi.x86 schedule: a failure in scheduling or lowering
+    would fall back to a plain, unvectorised schedule silently (correct but slow)."""
     from tvmlab.relay import schedules
-    failures = []
-    original = schedules.schedule_group
+    fallbacks, anchors = [], []
+    plain, by_anchor = schedules.schedule_default, schedules.schedule_group
 
-    def recording(outs, anchor, target):
-        try:
-            return original(outs, anchor, target)
-        except tvm.TVMLabError as e:
-            failures.append((getattr(anchor.op, "tag", ""), str(e)))
-            raise
-    monkeypatch.setattr(schedules, "schedule_group", recording)
+    def recording_default(outs, target, vectorize=True):
+        if not vectorize:
+            fallbacks.append([o.op.name for o in outs])
+        return plain(outs, target, vectorize)
+
+    def recording_group(outs, anchor, target):
+        anchors.append(anchor.op.tag)
+        return by_anchor(outs, anchor, target)
+    monkeypatch.setattr(schedules, "schedule_default", recording_default)
+    monkeypatch.setattr(schedules, "schedule_group", recording_group)
     rng = np.random.default_rng(9)
     x = relay.var("x", shape=(1, 8, 12, 12))
 
@@ -209,9 +212,16 @@ def test_anchor_schedules_apply_without_falling_back(monkeypatch):
     q = relay.nn.avg_pool2d(d, (2, 2), (2, 2), count_include_pad=True)
     g = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(q))
     y = relay.nn.softmax(relay.nn.dense(g, relay.const(rng.standard_normal((10, 16)).astype("float32"))))
-    (got,) = build_run(y, {"x": rng.standard_normal((1, 8, 12, 12)).astype("float32")})
-    assert failures == []
-    np.testing.assert_allclose(got.sum(), 1.0, rtol=1e-5)
+    sums = [relay.sum(b, axis=1), relay.mean(b, axis=[1, 2], keepdims=True), relay.max(b, axis=0)]
+    xv = rng.standard_normal((1, 8, 12, 12)).astype("float32")
+    got = build_run(relay.Tuple([y] + sums), {"x": xv})
+    assert fallbacks == []
+    assert {"conv2d_NCHWc", "pool_max", "pool_avg", "depthwise_conv2d_nchw", "adaptive_pool_avg", "dense",
+            "softmax_output", "comm_reduce"} <= set(anchors)
+    np.testing.assert_allclose(got[0].sum(), 1.0, rtol=1e-5)
+    bv = build_run(b, {"x": xv})[0]
+    for g_, w_ in zip(got[1:], [bv.sum(axis=1), bv.mean(axis=(1, 2), keepdims=True), bv.max(axis=0)]):
+        np.testing.assert_allclose(g_, w_, rtol=1e-4, atol=1e-4)
 
 
 def test_dilated_avg_pool():
@@ -251,3 +261,17 @@ def test_contrib_conv2d_nchwc_constructor():
     bad = relay.nn.contrib_conv2d_nchwc(xc, wc, data_layout="NCHW4c", kernel_layout="OIHW4i6o", out_layout="NCHW4c")
     with pytest.raises(tvm.TVMLabError, match="do not form"):
         relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([xv], bad)))
+
+
+def test_reduction_groups_take_the_x86_reduce_schedule(check_build):
+    """A group anchored at a topi reduction (sum, or mean's division after one) is scheduled by
+    topi.x86.schedule_reduce: lanes of the kept last axis accumulate side by side (vector code)."""
+    from tvmlab import te, topi
+    from tvmlab.relay.schedules import schedule_group
+    target = tvm.target.Target("llvm -mcpu=haswell")
+    X = te.placeholder((6, 37, 40), name="X")
+    for fn, ref_fn in ((topi.sum, np.sum), (topi.mean, np.mean), (topi.max, np.max)):
+        Y = fn(X, (1,), False)
+        s = schedule_group([Y], Y, target)
+        assert "ramp" in str(tvm.lower(s, [X, Y])).lower(), fn.__name__
+        check_build(s, [X, Y], lambda x, ref_fn=ref_fn: ref_fn(x, axis=1), rtol=1e-5, atol=1e-5)
