@@ -71,7 +71,7 @@ def _run_forked(job, timeout, kill_after):
     jr = call_forked(_run_job, tuple(job) + (kill_after,), timeout)
     if jr.status == "ok":
         return jr.value
-    if jr.status == "crash" and kill_after is not None and jr.value == signal.SIGALRM:
+    if jr.status == "crash" and kill_after is not None and jr.value == -signal.SIGALRM:
         return ("slow", kill_after)
     if jr.status == "timeout":
         return ("error", MeasureErrorNo.RUN_TIMEOUT, jr.message)

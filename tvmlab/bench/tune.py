@@ -6,7 +6,9 @@ and k, a reorder of the inner loops, an annotation of the innermost axis
 (200), RandomTuner ``--random`` trials (800); their two best configs are then
 built here and timed side by side in one process (``bench.timing``), so the
 ratio does not depend on what the machine did during either tune.  Trials per
-second count every trial, failed ones included, over each tune's wall time.
+second count every trial, failed ones included, over each tune's wall time;
+CPU seconds per trial (this process and its workers) say what a quiet machine
+allows (at most cores / that) when other work shares the cores.
 A config whose compile takes over ``--build-timeout`` (4 s) counts as failed:
 a few unrolled-and-vectorised configs make LLVM's O3 pipeline take 5-20 s.
 """
@@ -56,12 +58,21 @@ def _tune(tuner, n_trial, runner_timeout, build_timeout, slow_factor=10.0):
     opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=build_timeout),
                                  runner=autotvm.LocalRunner(number=2, repeat=2, timeout=runner_timeout))
     opt["runner"].slow_factor = slow_factor or None
+    cpu0 = _cpu_seconds()
     t0 = time.perf_counter()
     tuner.tune(n_trial=n_trial, measure_option=opt)
     wall = time.perf_counter() - t0
     opt["runner"].close()
+    cpu = _cpu_seconds() - cpu0
     errors = sum(1 for _, f in tuner.history if f == 0)
-    return tuner.best_config, tuner.best_flops, len(tuner.history) / wall, wall, errors
+    return tuner.best_config, tuner.best_flops, len(tuner.history) / wall, wall, errors, cpu / len(tuner.history)
+
+
+def _cpu_seconds():
+    # CPU time of this process and its finished workers: trials/s on a quiet machine is at most cores / this
+    import resource
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def _side_by_side(task, cfg_a, cfg_b):
@@ -87,13 +98,13 @@ def run(size=512, n_xgb=200, n_random=800, feature_type="itervar", seed=0, runne
     task = autotvm.task.create(TEMPLATE, args=(size, size, size, "float32"), target="llvm")
     print(f"matmul {size}^3 template: {len(task.config_space)} configs", file=out)
     xgb = autotvm.tuner.XGBTuner(task, feature_type=feature_type, seed=seed)
-    x_cfg, x_flops, x_rate, x_wall, x_err = _tune(xgb, n_xgb, runner_timeout, build_timeout, slow_factor)
-    print(f"XGBTuner({feature_type}): {n_xgb} trials in {x_wall:.0f} s ({x_rate:.2f} trials/s, {x_err} failed), "
-          f"best {x_flops / 1e9:.1f} GFLOP/s while tuning: {x_cfg}", file=out)
+    x_cfg, x_flops, x_rate, x_wall, x_err, x_cpu = _tune(xgb, n_xgb, runner_timeout, build_timeout, slow_factor)
+    print(f"XGBTuner({feature_type}): {n_xgb} trials in {x_wall:.0f} s ({x_rate:.2f} trials/s, {x_err} failed, "
+          f"{x_cpu:.3f} CPU s per trial), best {x_flops / 1e9:.1f} GFLOP/s while tuning: {x_cfg}", file=out)
     rnd = autotvm.tuner.RandomTuner(task, seed=seed)
-    r_cfg, r_flops, r_rate, r_wall, r_err = _tune(rnd, n_random, runner_timeout, build_timeout, slow_factor)
-    print(f"RandomTuner: {n_random} trials in {r_wall:.0f} s ({r_rate:.2f} trials/s, {r_err} failed), "
-          f"best {r_flops / 1e9:.1f} GFLOP/s while tuning: {r_cfg}", file=out)
+    r_cfg, r_flops, r_rate, r_wall, r_err, r_cpu = _tune(rnd, n_random, runner_timeout, build_timeout, slow_factor)
+    print(f"RandomTuner: {n_random} trials in {r_wall:.0f} s ({r_rate:.2f} trials/s, {r_err} failed, "
+          f"{r_cpu:.3f} CPU s per trial), best {r_flops / 1e9:.1f} GFLOP/s while tuning: {r_cfg}", file=out)
     t_x, t_r = _side_by_side(task, x_cfg, r_cfg)
     flop = 2.0 * size ** 3
     print(f"side by side: XGB best {t_x * 1e3:.3f} ms ({flop / t_x / 1e9:.1f} GFLOP/s), random best "

@@ -2,62 +2,21 @@
 
 Compiled code can kill its process (a segmentation fault, an LLVM abort) and a
 compiler bug can hang in native code where no Python signal can stop it.  The
-fuzzer therefore runs programs in spawned workers: each result comes back as
+fuzzer therefore runs programs in spawned workers (``tvmlab.tuning``'s
+``WorkerPool``, the pool tuning measures with): each result comes back as
 ``("ok", value)``, ``("crash", exitcode)`` or ``("hang", seconds)``.
 """
 from __future__ import annotations
 
-import multiprocessing
-import time
-from multiprocessing.connection import wait
 
-STARTUP_TIMEOUT = 120.0     # seconds a fresh worker may take to start before it counts as hung
-
-
-def _serve(conn, fn):
-    # "started" once the item is in hand, so the hang clock leaves interpreter start-up out
-    while True:
-        try:
-            item = conn.recv()
-        except (EOFError, OSError):
-            return
-        if item is None:
-            return
-        conn.send(("started", None))
-        conn.send(("done", fn(item)))
-
-
-class _Worker:
-    def __init__(self, ctx, fn):
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
-        self.proc.start()
-        child.close()
-        self.item = None
-        self.started = 0.0
-        self.running = False
-
-    def submit(self, item):
-        self.item, self.started, self.running = item, time.monotonic(), False
-        self.conn.send(item)
-
-    def overdue(self, timeout):
-        limit = timeout if self.running else max(timeout, STARTUP_TIMEOUT)
-        return time.monotonic() - self.started > limit
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.join()
-        self.conn.close()
-
-    def stop(self):
-        try:
-            self.conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
-        self.proc.join(5)
-        if self.proc.is_alive():
-            self.kill()
+def _outcome(jr, timeout):
+    if jr.status == "ok":
+        return "ok", jr.value
+    if jr.status == "timeout":
+        return "hang", timeout
+    if jr.status == "crash":
+        return "crash", jr.value
+    return "crash", 1         # fn raised: an uncaught exception ends a plain worker with exit code 1
 
 
 def imap(fn, items, jobs=1, timeout=60.0):
@@ -69,42 +28,19 @@ def imap(fn, items, jobs=1, timeout=60.0):
     slow start does not count) is killed and gives ``("hang", timeout)``;
     either way a fresh worker takes its place.
     """
-    ctx = multiprocessing.get_context("spawn")
+    from ..tuning import executor
     pending = list(items)[::-1]
-    workers = [_Worker(ctx, fn) for _ in range(max(1, min(jobs, len(pending))))]
+    pool = executor.WorkerPool(max(1, min(jobs, len(pending))), method="spawn")
+    where = {}
     try:
-        while pending or any(w.item is not None for w in workers):
-            for w in workers:
-                if w.item is None and pending:
-                    w.submit(pending.pop())
-            busy = [w for w in workers if w.item is not None]
-            ready = wait([w.conn for w in busy], timeout=0.5)
-            for k, w in enumerate(workers):
-                if w.item is None:
-                    continue
-                item = w.item
-                if w.conn in ready:
-                    try:
-                        tag, value = w.conn.recv()
-                    except (EOFError, OSError):
-                        w.proc.join(5)
-                        code = w.proc.exitcode
-                        w.kill()
-                        workers[k] = _Worker(ctx, fn)
-                        yield item, "crash", code
-                        continue
-                    if tag == "started":
-                        w.started, w.running = time.monotonic(), True
-                        continue
-                    w.item = None
-                    yield item, "ok", value
-                elif w.overdue(timeout):
-                    w.kill()
-                    workers[k] = _Worker(ctx, fn)
-                    yield item, "hang", timeout
+        while pending or where:
+            while pending and pool.idle():
+                item = pending.pop()
+                where[pool.submit(fn, (item,), timeout)] = item
+            for ticket, jr in pool.collect(wait_s=0.5):
+                yield (where.pop(ticket),) + _outcome(jr, timeout)
     finally:
-        for w in workers:
-            w.stop()
+        pool.close()
 
 
 def call(fn, arg, timeout=60.0):

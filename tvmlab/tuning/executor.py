@@ -330,8 +330,9 @@ class WorkerPool:
     ``submit(fn, job, timeout)`` hands ``fn(*job)`` to an idle worker and
     returns a ticket; ``collect(wait_s)`` returns the ``(ticket, JobResult)``
     pairs finished since (waiting up to ``wait_s`` seconds for one), with the
-    same statuses as ``LocalExecutor.run``; a worker that crashed or timed out
-    is replaced on its next job.  ``fn`` and the job travel pickled, so ``fn``
+    same statuses as ``LocalExecutor.run`` (a "crash" has the exit code as its
+    value, minus the signal number when a signal ended the worker); a worker
+    that crashed or timed out is replaced on its next job.  ``fn`` and the job travel pickled, so ``fn``
     must be importable.  ``method="fork"`` forks workers from this process on
     first use (they see its modules as they were then); "spawn" starts fresh
     interpreters.  ``waitables()`` and ``deadline()`` let a caller wait on
@@ -467,7 +468,7 @@ class WorkerPool:
                     w.proc.join(5)
                     code = w.proc.exitcode
                     sig = f", signal {signal.Signals(-code).name}" if code and code < 0 else ""
-                    out.append((ticket, JobResult("crash", None, f"worker died (exit code {code}{sig})", elapsed)))
+                    out.append((ticket, JobResult("crash", code, f"worker died (exit code {code}{sig})", elapsed)))
             elif w.stopped is None and elapsed > self._limits[slot]:
                 out.append((ticket, JobResult("timeout", None, f"no result after {self._limits[slot]:g} s",
                                               elapsed)))

@@ -22,8 +22,9 @@ from .executor import JobResult, _call
 def call_forked(fn, job, timeout):
     """``JobResult`` of ``fn(*job)`` run in a forked child, within ``timeout`` seconds.
 
-    Status "crash" when the child dies (``value`` is the signal number that
-    killed it, or None); "timeout" when it is killed after ``timeout`` seconds.
+    Status "crash" when the child dies (``value`` is its exit code, or minus
+    the signal number that ended it, as ``WorkerPool`` reports); "timeout" when
+    it is killed after ``timeout`` seconds.
     """
     r, w = os.pipe()
     t0 = time.monotonic()
@@ -69,9 +70,9 @@ def call_forked(fn, job, timeout):
         return JobResult("timeout", None, f"no result after {timeout:g} s", elapsed)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        return JobResult("crash", sig, f"the process died (signal {signal.Signals(sig).name})", elapsed)
+        return JobResult("crash", -sig, f"the process died (signal {signal.Signals(sig).name})", elapsed)
     try:
         return pickle.loads(b"".join(chunks))
     except Exception:  # noqa: BLE001 - the child exited before it finished writing
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        return JobResult("crash", None, f"the process died (exit code {code})", elapsed)
+        return JobResult("crash", code, f"the process died (exit code {code})", elapsed)
