@@ -176,3 +176,20 @@ def test_outputs_match_onnxruntime(name):
 
 def test_inception_with_odd_size_matches_onnxruntime():
     _run_vs_ort(models.inception_block(channels=12, size=7, seed=3))
+
+
+def test_profiles_side_by_side_with_onnxruntime():
+    from tvmlab.bench import graph as gbench
+    model = models.small_cnn(size=16)
+    x = np.random.default_rng(2).standard_normal((1, 3, 16, 16)).astype("float32")
+    by_op, run_ms = gbench.ort_profile(model, x, nthreads=1, runs=3)
+    assert {"Conv", "Gemm", "Softmax"} <= set(by_op) and all(ms > 0 for ms in by_op.values()) and run_ms > 0
+    assert "Conv" in gbench.format_ort_profile(by_op, run_ms)
+    gmod, _ = gbench.compile_onnx(model, {"data": (1, 3, 16, 16)})
+    rep = gmod.profile(number=1, repeat=1, data=x)
+    names = [r["name"] for r in rep.rows]
+    assert sum("conv2d" in n for n in names) == 4 and any("softmax" in n for n in names)
+    # the global pool took the layout_transform and the flatten: no kernel of its own for them
+    assert not any(n.startswith("fused_layout_transform_nn_batch_flatten") for n in names)
+    o = gbench.node_overhead(nodes=8, rounds=1)
+    assert o["native"] > 0 and o["python"] > 0
