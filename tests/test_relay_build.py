@@ -683,3 +683,30 @@ def test_reshape_only_groups_are_views_without_a_kernel(rng):
     m.set_input("x", xv)
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), xv.reshape(4, 6))
+
+
+def test_small_kernels_run_on_one_thread_and_the_thread_count_is_restored(rng):
+    import ctypes
+    from tvmlab.runtime import llvm_jit
+    if not llvm_jit.has_openmp():
+        pytest.skip("libgomp is not available: every kernel runs on one thread anyway")
+    gomp = ctypes.CDLL(llvm_jit.initialize())
+    x = relay.var("x", shape=(1, 4, 64, 64))
+    w = relay.const(rand(rng, 8, 4, 3, 3))
+    big = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))                 # 64 KB in, 128 KB out
+    y = relay.nn.softmax(relay.nn.batch_flatten(relay.nn.global_avg_pool2d(big)))   # 8 floats
+    with tvm.transform.PassContext(opt_level=3, disabled_pass=["AlterOpLayout"]):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    ex = m.module
+    serial = [ex.nodes[ex.call_nodes[k]]["name"] for k in ex.runner.serial]
+    assert "fused_nn_softmax" in serial and not any("conv2d" in n for n in serial)
+    before = gomp.omp_get_max_threads()
+    xv = rand(rng, 1, 4, 64, 64)
+    m.set_input("x", xv)
+    poison_graph(m)
+    m.run()
+    assert gomp.omp_get_max_threads() == before
+    conv = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0).mean(axis=(2, 3))
+    e = np.exp(conv - conv.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(m.get_output(0).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)

@@ -33,11 +33,22 @@ def _llvm_args(fn, cargs):
     return out
 
 
-def runner_ir(calls):
+SERIAL_BYTES = 1 << 16     # a kernel touching less than this runs on one thread (no team to wake and join)
+
+
+def runner_ir(calls, serial=()):
     """LLVM IR of ``i64 @graph_run()`` for ``calls`` = [(kernel address, [(type, value)])]: 0 when every call
-    returns 0, else ``(index + 1) << 32 | code`` of the first that fails."""
-    lines = ["define i64 @graph_run() {", "entry:"]
+    returns 0, else ``(index + 1) << 32 | code`` of the first that fails.  Calls whose index is in ``serial``
+    run with OpenMP's thread count set to one (restored after)."""
+    lines = []
+    if serial:
+        lines += ["declare i32 @omp_get_max_threads()", "declare void @omp_set_num_threads(i32)"]
+    lines += ["define i64 @graph_run() {", "entry:"]
+    if serial:
+        lines.append("  %nthreads = call i32 @omp_get_max_threads()")
     for k, (addr, args) in enumerate(calls):
+        if k in serial:
+            lines.append("  call void @omp_set_num_threads(i32 1)")
         vals = []
         for j, (ty, v) in enumerate(args):
             if ty == "ptr":
@@ -46,8 +57,10 @@ def runner_ir(calls):
             else:
                 vals.append(f"{ty} {v}")
         lines += [f"  %f{k} = inttoptr i64 {addr} to ptr",
-                  f"  %r{k} = call i32 %f{k}({', '.join(vals)})",
-                  f"  %c{k} = icmp ne i32 %r{k}, 0",
+                  f"  %r{k} = call i32 %f{k}({', '.join(vals)})"]
+        if k in serial:
+            lines.append("  call void @omp_set_num_threads(i32 %nthreads)")
+        lines += [f"  %c{k} = icmp ne i32 %r{k}, 0",
                   f"  br i1 %c{k}, label %fail{k}, label %ok{k}",
                   f"fail{k}:",
                   f"  %z{k} = zext i32 %r{k} to i64",
@@ -61,7 +74,7 @@ def runner_ir(calls):
 class GraphRunner:
     """``runner()`` runs every kernel once, in order, in one native call; failures raise as the kernel would."""
 
-    def __init__(self, funcs, cargs_list):
+    def __init__(self, funcs, cargs_list, serial=()):
         import llvmlite.binding as llvm
 
         from ..runtime import llvm_jit
@@ -74,7 +87,8 @@ class GraphRunner:
             calls.append((addr, args))
         self.funcs = list(funcs)
         self.keep = list(cargs_list)            # the argument objects stay alive with the runner
-        ref = llvm.parse_assembly(runner_ir(calls))
+        self.serial = sorted(serial) if llvm_jit.has_openmp() else []
+        ref = llvm.parse_assembly(runner_ir(calls, set(self.serial)))
         ref.verify()
         cpu, features = llvm_jit.host_cpu()
         self.engine = llvm_jit.JitEngine(ref, cpu, features, opt=0)
@@ -87,12 +101,20 @@ class GraphRunner:
             self.funcs[(rc >> 32) - 1]._raise(code - (1 << 32) if code >= 1 << 31 else code)
 
 
-def make_runner(funcs, arg_lists):
+def small_calls(arg_lists, limit=SERIAL_BYTES):
+    """Indices of the calls whose arguments together hold fewer than ``limit`` bytes: waking and joining a
+    second thread costs about what such a kernel does (a softmax over 10 classes, a pool to 1x1)."""
+    return [k for k, args in enumerate(arg_lists) if sum(a._arr.nbytes for a in args) < limit]
+
+
+def make_runner(funcs, arg_lists, serial=None):
     """A ``GraphRunner`` for the kernels ``funcs`` called with ``arg_lists`` (NDArrays), or None when one of
-    them cannot be called from native code (not a CPU function, or a float scalar argument)."""
+    them cannot be called from native code (not a CPU function, or a float scalar argument).  ``serial``:
+    indices of the calls to run on one thread (default: ``small_calls``)."""
     if not funcs or not all(hasattr(f, "_pack") and hasattr(f, "_cfunc") and hasattr(f, "spec") for f in funcs):
         return None
     try:
-        return GraphRunner(funcs, [f._pack(a) for f, a in zip(funcs, arg_lists)])
+        return GraphRunner(funcs, [f._pack(a) for f, a in zip(funcs, arg_lists)],
+                           small_calls(arg_lists) if serial is None else serial)
     except ValueError:
         return None
