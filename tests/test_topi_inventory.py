@@ -211,3 +211,25 @@ def test_relay_folds_constant_layouts_with_the_numpy_reference():
     got = transform_array(w, "OIHW", "OIHW4i8o")
     assert got.shape == (2, 2, 3, 3, 4, 8)
     np.testing.assert_array_equal(got[1, 0, 2, 1, 3, 5], w[1 * 8 + 5, 0 * 4 + 3, 2, 1])
+
+
+# ------------------------------------------------------------------ reductions over a leading or middle axis
+
+@pytest.mark.parametrize("fn", ["mean", "sum"])
+@pytest.mark.parametrize("shape,axes,keep", [((6, 37, 40), (1,), False), ((300, 24), (0,), True),
+                                             ((5, 3, 33), (0, 1), False), ((300, 24), (0,), False)])
+def test_reductions_over_leading_axes_accumulate_in_vector_lanes(fn, shape, axes, keep, check_build):
+    """topi.x86.schedule_reduce on sum and mean (a sum, then a division) over leading axes: the kept last axis
+    in vector lanes (1-D outputs too), the reduced axes looping outside them."""
+    X = ph(shape, "X")
+    Y = getattr(topi, fn)(X, axes, keep)
+    s = x86.schedule_reduce([Y], target=TARGET)
+    text = str(tvm_lower(s, [X, Y]))
+    acc = [line for line in text.splitlines() if "[T.Ramp" in line.split("=")[0] and " + X[T.Ramp" in line]
+    assert acc, text
+    check_build(s, [X, Y], lambda x: getattr(np, fn)(x, axis=axes, keepdims=keep), rtol=1e-5, atol=1e-5)
+
+
+def tvm_lower(s, args):
+    import tvmlab
+    return tvmlab.lower(s, args)

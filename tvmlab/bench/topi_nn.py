@@ -160,6 +160,11 @@ OPS = [
            topi.x86.schedule_depthwise_conv2d_nchw, ("Conv", ["x", "w"], ["y"], {"group": 32, "pads": [1, 1, 1, 1]}),
            lambda x, w: ref.depthwise_conv2d_nchw_python(x, w, 1, 1),
            inits=[("w", lambda rng: rng.standard_normal((32, 1, 3, 3), dtype=np.float32))]),
+    # reductions over a leading / middle axis (what relay's sum / mean / max groups get)
+    single("mean axis 1 32x256x64", (32, 256, 64), lambda x: topi.mean(x, (1,), True), topi.x86.schedule_reduce,
+           ("ReduceMean", ["x"], ["y"], {"axes": [1], "keepdims": 1}), lambda x: x.mean(axis=1, keepdims=True)),
+    single("max axis 0 512x512", (512, 512), lambda x: topi.max(x, (0,), True), topi.x86.schedule_reduce,
+           ("ReduceMax", ["x"], ["y"], {"axes": [0], "keepdims": 1}), lambda x: x.max(axis=0, keepdims=True)),
 ]
 
 ROWS = [conv(*layer, blocked=False) for layer in LAYERS] + [conv(*layer, blocked=True) for layer in LAYERS] + \

@@ -51,6 +51,46 @@ def _vector_reduce(s, t, outer, target):
     s[t].vectorize(xi)
 
 
+def _keeps_last(op):
+    """Whether ``op`` (a topi reduction) keeps its input's last axis (reduces leading or middle ones)."""
+    axis, ndim = tuple(op.attrs.get("axis", ())), op.attrs.get("ndim", 0)
+    return bool(axis) and ndim - 1 not in axis
+
+
+def _vector_reduce_at(s, t, target):
+    """A reduction computed inside its reader's row loop that keeps the last axis: that axis in vector
+    lanes, the reduction loops outside them."""
+    last = const_or_none(t.shape[-1])
+    lanes = lanes_of(t.dtype, target)
+    if last is None or last < lanes:
+        return
+    axes = list(s[t].op.axis)
+    xo, xi = s[t].split(axes[-1], factor=lanes)
+    s[t].reorder(*axes[:-1], xo, *s[t].op.reduce_axis, xi)
+    s[t].vectorize(xi)
+
+
+def _vector_1d(s, out, reds, target):
+    """A 1-D output of a reduction that keeps the input's last axis (column sums or means): lanes of that
+    axis side by side, the reductions inside each vector of outputs; returns the outer (parallel) axis."""
+    axis = s[out].op.axis[0]
+    lanes = lanes_of(out.dtype, target)
+    n = const_or_none(out.shape[0])
+    if n is None or n < 2 * lanes:
+        return axis
+    if out.op.reduce_axis:
+        if not _keeps_last(out.op):
+            return axis
+        xo, xi = s[out].split(axis, factor=lanes)
+        s[out].reorder(xo, *s[out].op.reduce_axis, xi)
+    elif any(_keeps_last(r) for r in reds):
+        xo, xi = s[out].split(axis, factor=lanes)
+    else:
+        return axis
+    s[out].vectorize(xi)
+    return xo
+
+
 def _trailing(op):
     """Whether ``op`` (a topi reduction) reduces its input's last axes: contiguous runs of elements."""
     axis, ndim = tuple(op.attrs.get("axis", ())), op.attrs.get("ndim", 0)
@@ -111,7 +151,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         elif out.op.tag in ("comm_reduce", "comm_reduce_idx"):
             _vector_reduce(s, out, outer, target)
     elif axes:
-        outer = axes[0]
+        outer = _vector_1d(s, out, reds, target)
         s[out].parallel(outer)
     else:
         outer = None
@@ -129,6 +169,8 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             s[op].compute_at(s[out], outer)
             if len(t.shape) == len(out.shape) and len(out.shape) >= 2 and not op.reduce_axis:
                 _vector_last(s, t, target)
+            elif op.reduce_axis and _keeps_last(op):
+                _vector_reduce_at(s, t, target)       # mean's sum over a leading axis: lanes of the kept one
             elif op.reduce_axis and const_or_none(out.shape[-1]) == const_or_none(op.reduce_axis[0].dom.extent):
                 _lanes_of_partials(s, op, target)      # a row reduction (softmax's max and sum)
         elif s[op].op.axis:
