@@ -25,8 +25,9 @@ def _unary_rel(types, attrs):
     return tensor_arg(types, 0)
 
 
-def _unary(name, pattern=OpPattern.ELEMWISE, rel=_unary_rel, topi=None, **defaults):
-    """Register element-wise ``name``, computed by ``topi(x, attrs, dtype)`` (a topi operator)."""
+def _unary(name, *, topi, pattern=OpPattern.ELEMWISE, rel=_unary_rel, **defaults):
+    """Register element-wise ``name``, computed by ``topi(x, attrs, dtype)`` (a topi operator: relay keeps no
+    computes of its own)."""
     def compute(attrs, inputs, out_type):
         return [topi(inputs[0], attrs, out_type.dtype)]
     register(name, rel, pattern, compute, defaults, 1)
