@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 
 import numpy as np
 
@@ -246,24 +245,13 @@ class GraphExecutor:
     def run_individual(self, number=10, repeat=3, min_repeat_ms=0):
         """Seconds per call of each kernel call, in graph order: the best of ``repeat`` means over ``number``
         back-to-back calls of that kernel alone (inputs as the last run left them)."""
+        from ..runtime.timer import make_time_evaluator
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (number, repeat)):
             raise RuntimeArgError(f"run_individual: number and repeat must be ints >= 1, got {number!r}, {repeat!r}")
         self.run()
-        times = []
-        for call in self.calls:
-            n, best = number, float("inf")
-            for _ in range(repeat):
-                while True:
-                    t0 = time.perf_counter()
-                    for _ in range(n):
-                        call()
-                    dt = time.perf_counter() - t0
-                    if dt * 1e3 >= min_repeat_ms or n >= 1 << 20:
-                        break
-                    n *= 2
-                best = min(best, dt / n)
-            times.append(best)
-        return times
+        return [min(make_time_evaluator(lambda c=call: c, self.device, number, repeat, min_repeat_ms,
+                                        name=self.nodes[nid]["attrs"]["func_name"])().results)
+                for call, nid in zip(self.calls, self.call_nodes)]
 
     def get_input(self, key):
         return self._input_entry(key)[1]
