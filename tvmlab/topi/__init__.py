@@ -14,6 +14,10 @@ from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mo
 from .math import (abs, cast, ceil, clip, cos, elemwise_sum, erf, exp, fast_exp, floor, identity, log, negative,  # noqa: F401
                    nearbyint, round, rsqrt, sigmoid, sin, sqrt, tanh)
 from .reduction import argmax, argmin, max, mean, min, prod, sum  # noqa: F401
+from . import image  # noqa: F401,E402
+from .einsum import einsum  # noqa: F401,E402
+from .logical import logical_not, logical_xor  # noqa: F401,E402
+from .scan import cumprod, cumsum  # noqa: F401,E402
 from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
                         split, squeeze, stack, strided_slice, take, tile, transpose, where)
 

@@ -3,3 +3,6 @@ from . import nn, tensor  # noqa: F401
 from .registry import (Op, OpPattern, get, list_op_names, register_compute, register_pattern,  # noqa: F401
                        register_schedule)
 from .tensor import *  # noqa: F401,F403
+from . import algorithm, compare, image  # noqa: F401,E402  (argmax, where, resize2d ...)
+from .algorithm import *  # noqa: F401,F403,E402
+from .compare import *  # noqa: F401,F403,E402

@@ -1,0 +1,2 @@
+"""Image operators: ``topi.image.resize2d``."""
+from .resize import resize2d  # noqa: F401

@@ -1,0 +1,111 @@
+"""2-D resizing of NCHW (or NHWC) images: nearest neighbour and (bi)linear, with ONNX's coordinate modes.
+
+Each output pixel maps back to a fractional input coordinate by the
+``coordinate_transformation_mode``; nearest rounds it by ``rounding_method``,
+linear blends the two neighbours on each axis (clamped at the border), the
+way onnxruntime and PyTorch resize.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...ir import op as _op
+from .. import tag
+from ..utils import OperatorError, check_tensor, const_or_none
+
+MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn")
+METHODS = ("nearest_neighbor", "linear")
+ROUNDING = ("round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _source(x, in_size, out_size, scale, mode):
+    """The input coordinate (float32) that output index ``x`` reads."""
+    xf = _op.cast("float32", x)
+    if mode == "align_corners":
+        return xf * _op.const((in_size - 1) / (out_size - 1) if out_size > 1 else 0.0, "float32")
+    inv = _op.const(1.0 / scale, "float32")
+    if mode == "asymmetric":
+        return xf * inv
+    if mode == "tf_half_pixel_for_nn":
+        return (xf + _op.const(0.5, "float32")) * inv
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return _op.const(0.0, "float32")
+    return (xf + _op.const(0.5, "float32")) * inv - _op.const(0.5, "float32")
+
+
+def _clamp(i, n):
+    return _op.max(_op.min(i, _op.const(n - 1, "int32")), _op.const(0, "int32"))
+
+
+def _nearest(c, n, rounding):
+    half = _op.const(0.5, "float32")
+    if rounding == "floor":
+        r = _op.floor(c)
+    elif rounding == "ceil":
+        r = _op.ceil(c)
+    elif rounding == "round_prefer_ceil":
+        r = _op.floor(c + half)
+    elif rounding == "round_prefer_floor":
+        r = _op.ceil(c - half)
+    else:                      # "round": halves away from zero
+        r = _op.round(c)
+    return _clamp(_op.cast("int32", r), n)
+
+
+def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
+             coordinate_transformation_mode="half_pixel", rounding_method="", cubic_alpha=-0.5,
+             cubic_exclude=0, extrapolation_value=0.0, out_dtype=None, scale=None):
+    """``data`` resized to ``size`` (out_h, out_w); ``scale`` (h, w) overrides out/in in the coordinate
+    mapping (ONNX Resize given scales whose product is not a whole size)."""
+    check_tensor("resize2d", data, "data", 4)
+    if layout not in ("NCHW", "NHWC"):
+        raise OperatorError(f"resize2d: layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    if method not in METHODS:
+        raise OperatorError(f"resize2d: method must be one of {METHODS}, got {method!r}")
+    if coordinate_transformation_mode not in MODES:
+        raise OperatorError(f"resize2d: coordinate_transformation_mode must be one of {MODES}, "
+                            f"got {coordinate_transformation_mode!r}")
+    rounding = rounding_method or "round"
+    if rounding not in ROUNDING:
+        raise OperatorError(f"resize2d: rounding_method must be one of {ROUNDING}, got {rounding_method!r}")
+    ha, wa = (2, 3) if layout == "NCHW" else (1, 2)
+    in_h, in_w = (const_or_none(data.shape[a]) for a in (ha, wa))
+    try:
+        out_h, out_w = (int(s) for s in size)
+    except (TypeError, ValueError):
+        raise OperatorError(f"resize2d: size must be two ints, got {size!r}") from None
+    if in_h is None or in_w is None or min(out_h, out_w) < 1:
+        raise OperatorError(f"resize2d: needs a static input size and a positive output size, got "
+                            f"{tuple(data.shape)} -> {size!r}")
+    sh, sw = scale if scale is not None else (out_h / in_h, out_w / in_w)
+    mode = coordinate_transformation_mode
+    shape = list(data.shape)
+    shape[ha], shape[wa] = out_h, out_w
+    dtype = out_dtype or data.dtype
+
+    def f(*i):
+        y, x = i[ha], i[wa]
+        cy = _source(y, in_h, out_h, sh, mode)
+        cx = _source(x, in_w, out_w, sw, mode)
+
+        def at(yy, xx):
+            idx = list(i)
+            idx[ha], idx[wa] = yy, xx
+            return data(*idx)
+        if method == "nearest_neighbor":
+            return _op.cast(dtype, at(_nearest(cy, in_h, rounding), _nearest(cx, in_w, rounding)))
+        zero = _op.const(0.0, "float32")
+        cy = _op.min(_op.max(cy, zero), _op.const(in_h - 1, "float32"))
+        cx = _op.min(_op.max(cx, zero), _op.const(in_w - 1, "float32"))
+        y0 = _op.cast("int32", _op.floor(cy))
+        x0 = _op.cast("int32", _op.floor(cx))
+        y1, x1 = _clamp(y0 + 1, in_h), _clamp(x0 + 1, in_w)
+        dy = cy - _op.cast("float32", y0)
+        dx = cx - _op.cast("float32", x0)
+        one = _op.const(1.0, "float32")
+
+        def v(yy, xx):
+            return _op.cast("float32", at(yy, xx))
+        top = v(y0, x0) * (one - dx) + v(y0, x1) * dx
+        bottom = v(y1, x0) * (one - dx) + v(y1, x1) * dx
+        return _op.cast(dtype, top * (one - dy) + bottom * dy)
+    return te.compute(tuple(shape), f, name="T_resize2d", tag=tag.INJECTIVE)
