@@ -117,7 +117,20 @@ def format_table(results):
     out.append(f"vs ort = onnxruntime time / tvmlab time (> 1: tvmlab is faster), both on {threads()} threads; "
                f"pass off = time with that pass off / time of the full pipeline (> 1: the pass helps), "
                f"timed side by side; max err relative to the output's largest magnitude")
+    out.append(load_note())
     return "\n".join(out)
+
+
+def load_note():
+    """The machine's load average: parallel timings beside other busy processes are not a quiet machine's."""
+    import os
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return "load average unknown"
+    busy = load > 0.5
+    return (f"load average (1 min) {load:.2f} on {os.cpu_count()} CPUs"
+            + ("; other processes were busy, so these timings are not a quiet machine's" if busy else ""))
 
 
 MODELS = {
