@@ -1,0 +1,260 @@
+"""The Explorer's analysis panels: Explain, Iteration space, Roofline and A/B.
+
+Each panel answers "why" about the current state with ``tvmlab.analysis`` and is drawn only
+when its tab is open (or asked for from Python), once per state.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from ..errors import TVMLabError
+from .bench_worker import ProcessBenchmarker
+from .session import steps_key
+
+
+class AnalysisPanels:
+    """Mixin of ``Explorer``: ``explain``, ``iteration_space``, ``roofline``, ``pin``,
+    ``compare_pinned`` and their tabs."""
+
+    def _build_analysis_pages(self):
+        """The Explain, Iteration space, Roofline and A/B pages."""
+        self.explain_stage = W.Dropdown(description="stage", layout=W.Layout(width="220px"))
+        self.explain_axis = W.Dropdown(description="axis", layout=W.Layout(width="220px"))
+        self.explain_view = W.HTML()
+        self.explain_stage.observe(self._on_explain_choice, names="value")
+        self.explain_axis.observe(self._on_explain_choice, names="value")
+        explain_page = W.VBox([W.HBox([self.explain_stage, self.explain_axis]), self.explain_view])
+        self.iter_sizes = W.Text(description="sizes", placeholder="n=16",
+                                 layout=W.Layout(width="220px"))
+        self.iter_kind = W.Dropdown(description="writer", layout=W.Layout(width="220px"))
+        self.iter_loop = W.Dropdown(description="lines per", layout=W.Layout(width="220px"))
+        self.iter_button = W.Button(description="draw", icon="th")
+        self.iter_view = W.HTML()
+        self.iter_button.on_click(lambda _: self._draw_panel("Iteration space", force=True))
+        for w in (self.iter_kind, self.iter_loop):
+            w.observe(lambda ch: None if self._updating else self._draw_panel(
+                "Iteration space", force=True), names="value")
+        iter_page = W.VBox([W.HBox([self.iter_sizes, self.iter_kind, self.iter_loop,
+                                    self.iter_button]), self.iter_view])
+        self.roofline_view = W.HTML()
+        roof_page = W.VBox([self.roofline_view])
+        self.pin_button = W.Button(description="pin this step", icon="thumb-tack")
+        self.compare_button = W.Button(description="compare with pinned", icon="columns")
+        self.pin_label = W.Label("nothing pinned")
+        self.compare_view = W.HTML()
+        self.pin_button.on_click(lambda _: self.pin())
+        self.compare_button.on_click(self._button(lambda: self.compare_pinned()))
+        ab_page = W.VBox([W.HBox([self.pin_button, self.compare_button, self.pin_label]),
+                          self.compare_view])
+        return explain_page, iter_page, roof_page, ab_page
+
+    def explain(self, stage=None, axis=None):
+        """Why ``stage``'s bounds are what they are (``tvmlab.analysis.explain``); shown in Explain."""
+        from ..analysis.explain import explain
+        st = self._session.current
+        e = explain(st.schedule, self._session.args, stage, axis, lowered=st.lowered)
+        self.explain_view.value = e._repr_html_()
+        return e
+
+    def iteration_space(self, sizes=None, kind=None, loop=None, strict=True):
+        """Interpret a small instance: {"trace", "kind", "loop", "cache"}; shown in Iteration space.
+
+        ``sizes`` gives the symbolic shape variables (default: 1.5 x the largest split factor,
+        16 to 32, so a tail tile shows); ``kind`` one of
+        the writer kinds (parallel, blockIdx, threadIdx, vthread, vectorized, unrolled);
+        ``loop`` the loop whose iterations the cache view counts lines for (with
+        ``strict=False`` an unknown kind or loop, left from another step, falls back to the
+        first one).
+        """
+        from ..analysis.access import trace_accesses
+        from .analysis_views import cache_html, order_png, owner_png, png_img, who_legend_html
+        st = self._session.current
+        if sizes is None:
+            sizes = self._iter_sizes()
+        tr = trace_accesses(st.schedule, self._session.args, sizes, lowered=st.lowered)
+        kinds = tr.who_kinds()
+        loops = [n for n, _ in tr.loops]
+        if not strict:
+            kind = kind if kind in kinds else None
+            loop = loop if loop in loops else None
+        kind = kind or (kinds[0] if kinds else "parallel")
+        rep = tr.cache_report(loop)
+        parts = [who_legend_html(kinds),
+                 png_img(owner_png(tr, kind), f"who writes each element: {kind}"),
+                 png_img(order_png(tr), "write order"), cache_html(rep)]
+        self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
+        was, self._updating = self._updating, True
+        try:
+            self.iter_kind.options = kinds or ["parallel"]
+            self.iter_kind.value = kind if kind in (kinds or ["parallel"]) else self.iter_kind.options[0]
+            self.iter_loop.options = loops
+            if rep["loop"] in loops:
+                self.iter_loop.value = rep["loop"]
+        finally:
+            self._updating = was
+        self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep}
+        return self.last_iteration_space
+
+    def roofline(self, bandwidth=True):
+        """One point per benchmarked step: {"label", "intensity", "gflops", "series", ...}."""
+        from ..analysis.roofline import kernel_counts, memory_bandwidth
+        from .analysis_views import png_img, roofline_png
+        pts = []
+        env = self._bench.workload.env if self._bench is not None else {}
+        key_env = tuple(sorted(env.items()))
+        for rec in self._records():
+            if rec.get("status") != "ok" or not rec.get("time_ms"):
+                continue
+            steps = self._session.steps[:rec["step"]]
+            ck = (steps_key(steps), key_env)
+            c = self._counts.get(ck)
+            if c is None:
+                try:
+                    c = kernel_counts(self._session.state(steps).lowered, self._session.args, env)
+                except TVMLabError:
+                    continue
+                self._counts[ck] = c
+            pts.append({"label": str(rec["step"]), "series": rec["target"], "flops": c.flops,
+                        "bytes": c.bytes, "intensity": c.intensity,
+                        "bytes_by_buffer": dict(c.bytes_by_buffer),
+                        "gflops": c.flops / (rec["time_ms"] * 1e-3) / 1e9})
+        peak = (self._bench.peak or (None, ""))[0] if self._bench is not None else None
+        bw = None
+        if bandwidth:
+            if isinstance(self._bench, ProcessBenchmarker):
+                bw = (self._bench.bandwidth or (None, ""))[0]     # measured by the worker
+            else:
+                try:
+                    bw = memory_bandwidth()[0]
+                except Exception:      # no memory roof drawn, never an error
+                    bw = None
+        self._roof = (peak, bw)
+        if pts:
+            img = png_img(roofline_png(pts, peak, bw, title="each step of the trace"), "roofline")
+            rows = "".join(f"<tr><td>{p['label']}</td><td>{html.escape(p['series'])}</td>"
+                           f"<td>{p['flops']:.3g}</td><td>{p['bytes']:.3g}</td>"
+                           f"<td style='font-size:11px'>{html.escape(_per_buffer(p))}</td>"
+                           f"<td>{p['intensity']:.2f}</td><td>{p['gflops']:.2f}</td></tr>"
+                           for p in pts)
+            roofs = (f"roofs: FMA peak {peak:.0f} GFLOP/s" if peak else "FMA peak not measured yet") \
+                + (f", memory {bw:.1f} GB/s" if bw else ", memory bandwidth not measured yet")
+            self.roofline_view.value = (
+                f'<div class="tvmlab-roofline">{img}<div style="font-size:11px;color:#868e96">'
+                f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
+                f'sizes {html.escape(self._bench.workload.size_text() or "fixed")}</div>'
+                '<table style="font-size:12px"><tr><th>step</th><th>target</th><th>flops</th>'
+                '<th>bytes</th><th>distinct bytes per buffer</th><th>flops/byte</th>'
+                f'<th>GFLOP/s</th></tr>{rows}</table></div>')
+        else:
+            self.roofline_view.value = ('<div class="tvmlab-roofline" style="color:#868e96">no '
+                                        'measured step yet: turn the live benchmark on or press '
+                                        '"measure this step"</div>')
+        return pts
+
+    def pin(self):
+        """Pin the current step: the A/B tab compares it (A) with whatever is current (B)."""
+        self._pinned = list(self._session.steps)
+        self.pin_label.value = f"pinned: step {len(self._pinned)}"
+        self._panel_of.pop("A/B", None)
+        return self
+
+    def compare_pinned(self, benchmark=True):
+        """``tvmlab.compare`` of the pinned step (A) and the current one (B); shown in A/B."""
+        from ..errors import ScheduleError
+        from .compare import Comparison
+        if self._pinned is None:
+            raise ScheduleError("nothing is pinned: press 'pin this step' (or call ex.pin()) first")
+        a = self._session.state(self._pinned).schedule
+        b = self._session.current.schedule
+        if a is b:
+            b = self._session.state(list(self._session.steps)).schedule
+        c = Comparison(a, b, self._session.args, self.targets, self._sizes, benchmark=benchmark,
+                       labels=(f"pinned (step {len(self._pinned)})",
+                               f"current (step {len(self._session.steps)})"))
+        self.compare_view.value = c.html()
+        return c
+
+    def _refresh_explain_choices(self):
+        sch = self._session.schedule
+        keys = [sch.stage_key(x) for x in sch.stages if not x.is_placeholder]
+        cur = self.explain_stage.value
+        was, self._updating = self._updating, True
+        try:
+            self.explain_stage.options = keys
+            self.explain_stage.value = cur if cur in keys else (keys[-1] if keys else None)
+            self._refresh_explain_axes()
+        finally:
+            self._updating = was
+
+    def _refresh_explain_axes(self):
+        stage = self.explain_stage.value
+        if not stage:
+            self.explain_axis.options = []
+            return
+        st = self._session.schedule.stage_by_name(stage)
+        names = [("all axes", "")] + [(iv.var.name, iv.var.name) for iv in st.all_iter_vars]
+        cur = self.explain_axis.value
+        self.explain_axis.options = names
+        self.explain_axis.value = cur if cur in [v for _, v in names] else ""
+
+    def _on_explain_choice(self, change):
+        if self._updating:
+            return
+        if change["owner"] is self.explain_stage:
+            self._updating = True
+            try:
+                self._refresh_explain_axes()
+            finally:
+                self._updating = False
+        self._draw_panel("Explain", force=True)
+
+    def _iter_sizes(self):
+        """{name: int} from the sizes box ("n=16, m=8"); the others get the suggested size."""
+        from ..errors import ScheduleError
+        out = {}
+        for part in (self.iter_sizes.value or "").replace(";", ",").split(","):
+            if not part.strip():
+                continue
+            name, _, val = part.partition("=")
+            try:
+                out[name.strip()] = int(val)
+            except ValueError:
+                raise ScheduleError(f"sizes: expected name=int pairs like 'n=16', got {part!r}") \
+                    from None
+        return out
+
+    def _draw_panel(self, title, force=False):
+        key = self._session.current.key
+        if not force and self._panel_of.get(title) == key:
+            return
+        try:
+            if title == "Explain":
+                if not force:
+                    self._refresh_explain_choices()      # the stages of the state now shown
+                self.explain(self.explain_stage.value or None, self.explain_axis.value or None)
+            elif title == "Iteration space":
+                self.iteration_space(None, self.iter_kind.value or None, self.iter_loop.value or None,
+                                     strict=False)
+            elif title == "Roofline":
+                self.roofline()
+            elif title == "A/B":
+                if self._pinned is None:
+                    self.compare_view.value = ('<i>pin a step, move on, then press "compare with '
+                                               'pinned"</i>')
+                else:
+                    self.compare_view.value = ('<i>pinned: step ' f'{len(self._pinned)}; press '
+                                               '"compare with pinned" to diff and time both</i>')
+        except TVMLabError as e:
+            view = {"Explain": self.explain_view, "Iteration space": self.iter_view,
+                    "Roofline": self.roofline_view, "A/B": self.compare_view}[title]
+            view.value = (f'<div style="color:#c92a2a;font-size:12px">{html.escape(title)} not '
+                          f'drawn: {html.escape(str(e))}</div>')
+        self._panel_of[title] = key
+
+
+def _per_buffer(point):
+    return ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in point.get("bytes_by_buffer", {}).items()
+                     if v)
+

@@ -1,0 +1,286 @@
+"""The Explorer's trace and primitive controls: the stage table, the form of one primitive
+(only valid choices, from ``choices``), and the trace with undo / redo / reset / copy-as-code.
+
+Everything a control does goes through the Python API here (``apply``, ``undo``, ...), so a
+notebook and a click change the session the same way.
+"""
+from __future__ import annotations
+
+import html
+import time
+
+import ipywidgets as W
+
+from ..errors import TVMLabError
+from . import choices as C
+from .colors import KIND_COLORS
+from .explorer_views import flex
+
+
+class TraceControls:
+    """Mixin of ``Explorer``: applying primitives and moving along the trace."""
+
+    def apply(self, primitive, stage=None, axis=None, **params):
+        """Apply one primitive by printed names: ``apply("split", stage="C", axis="i", factor=64)``.
+
+        On failure the TVMLabError is shown in the widget and raised; nothing changes.
+        """
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                self._session.apply(primitive, stage=stage, axis=axis, **params)
+            except TVMLabError as e:
+                self._show_error(e)
+                raise
+            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
+            self._refresh(t0, f"applied {self._session.steps[-1]!r}")
+        return self
+
+    def undo(self):
+        return self._move(self._session.undo, "undid the last step")
+
+    def redo(self):
+        return self._move(self._session.redo, "redid a step")
+
+    def reset(self):
+        return self._move(self._session.reset, "reset to the schedule the explorer opened with")
+
+    def _move(self, fn, what):
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                fn()
+            except TVMLabError as e:
+                self._show_error(e)
+                raise
+            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
+            self._refresh(t0, what)
+        return self
+
+    def as_python(self, schedule_var="s"):
+        """Python that rebuilds the current schedule from the tensors, bound to ``s``."""
+        return self._session.as_python(schedule_var)
+
+    def _button(self, fn):
+        def click(_):
+            try:
+                fn()
+            except TVMLabError:
+                pass        # already shown in the status line
+        return click
+
+    def _build_trace_controls(self):
+        """The stages and primitive form (``_controls_box``) and the trace (``_trace_box``)."""
+        self.stages_view = W.HTML()
+        self.stage_select = W.Dropdown(description="stage", layout=W.Layout(width="260px"))
+        self.primitive_select = W.Dropdown(description="primitive", layout=W.Layout(width="260px"))
+        self._form = W.VBox()
+        self._params = {}
+        self.apply_button = W.Button(description="apply", button_style="primary", icon="play")
+        self.stage_select.observe(self._on_stage, names="value")
+        self.primitive_select.observe(self._on_primitive, names="value")
+        self.apply_button.on_click(self._on_apply)
+        self._controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
+                                     self._form, self.apply_button], layout=flex())
+        self.trace_view = W.HTML()
+        self.undo_button = W.Button(description="undo", icon="undo")
+        self.redo_button = W.Button(description="redo", icon="repeat")
+        self.reset_button = W.Button(description="reset", icon="refresh")
+        self.copy_button = W.Button(description="copy as code", icon="clipboard")
+        self.code_box = W.Textarea(layout=W.Layout(width="100%", height="140px", display="none"))
+        for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
+                      (self.reset_button, self.reset)):
+            b.on_click(self._button(fn))
+        self.copy_button.on_click(self._on_copy)
+        self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
+            [self.undo_button, self.redo_button, self.reset_button, self.copy_button]),
+            self.code_box], layout=flex())
+
+    def _show_error(self, e):
+        self.error = str(e)
+        self._status.value = (f'<div class="tvmlab-error" style="color:#c92a2a;background:#fff5f5;'
+                              f'border:1px solid #ffc9c9;padding:4px;font-size:12px;'
+                              f'white-space:pre-wrap"><b>{type(e).__name__}:</b> '
+                              f'{html.escape(str(e))}<br><i>nothing was changed</i></div>')
+
+    def _refresh_stages(self):
+        sch = self._session.schedule
+        rows = []
+        for stg in sch.stages:
+            key = sch.stage_key(stg)
+            if stg.is_placeholder:
+                rows.append(f"<tr><td><b>{html.escape(key)}</b></td><td colspan=2>"
+                            f"<i>input</i></td></tr>")
+                continue
+            chips = []
+            for iv in stg.leaf_iter_vars:
+                a = stg.attr(iv)
+                kind = a.kind
+                tag = f" → {a.bind_thread.thread_tag}" if a.bind_thread is not None else ""
+                border = "1px dashed #495057" if iv.iter_type == "reduce" else "1px solid #ced4da"
+                chips.append(f'<span title="{kind}" style="background:{KIND_COLORS[kind]};'
+                             f'border:{border};padding:0 4px;margin:1px;border-radius:3px;'
+                             f'font-family:monospace">{html.escape(iv.var.name + tag)}</span>')
+            where = {"root": "root", "inline": "inlined"}.get(stg.attach_type)
+            if where is None:
+                where = f"at {stg.attach_stage.name}.{stg.attach_ivar.var.name}"
+            if stg.scope:
+                where += f", {stg.scope}"
+            rows.append(f"<tr><td><b>{html.escape(key)}</b></td><td>{''.join(chips)}</td>"
+                        f"<td style='color:#868e96'>{html.escape(where)}</td></tr>")
+        self.stages_view.value = ('<table style="font-size:12px"><tr><th>stage</th>'
+                                  '<th>leaf axes (outer → inner)</th><th>computed</th></tr>'
+                                  + "".join(rows) + "</table>")
+        keys = [sch.stage_key(x) for x in sch.stages]
+        cur = self.stage_select.value
+        default = next((sch.stage_key(x) for x in reversed(sch.stages) if not x.is_placeholder),
+                       keys[-1])
+        self.stage_select.options = keys
+        self.stage_select.value = cur if cur in keys else default
+        self._refresh_primitives()
+
+    def _refresh_primitives(self):
+        sch = self._session.schedule
+        prims = C.valid_primitives(sch, self.stage_select.value) if self.stage_select.value else []
+        cur = self.primitive_select.value
+        self.primitive_select.options = prims
+        if prims:
+            self.primitive_select.value = cur if cur in prims else prims[0]
+        self.primitive_select.disabled = not prims
+        self.apply_button.disabled = not prims
+
+    def _on_stage(self, change):
+        if self._updating:
+            return
+        self._updating = True
+        try:
+            self._refresh_primitives()
+        finally:
+            self._updating = False
+        self._rebuild_form()
+
+    def _on_primitive(self, change):
+        if not self._updating:
+            self._rebuild_form()
+
+    def _rebuild_form(self):
+        sch = self._session.schedule
+        stage, prim = self.stage_select.value, self.primitive_select.value
+        self._params = {}
+        if not stage or not prim:
+            self._form.children = [W.HTML("<i>no primitive applies to this stage</i>")]
+            return
+        ch = C.axis_choices(sch, stage, prim)
+        P = self._params
+        wide = W.Layout(width="260px")
+
+        def dd(name, opts, value=None, desc=None):
+            w = W.Dropdown(options=opts, description=desc or name, layout=wide)
+            if value is not None and value in [o[1] if isinstance(o, tuple) else o for o in opts]:
+                w.value = value
+            P[name] = w
+            return w
+
+        def num(name, value, lo=1, desc=None):
+            w = W.BoundedIntText(value=value, min=lo, max=2**30, description=desc or name,
+                                 layout=wide)
+            P[name] = w
+            return w
+
+        if prim == "split":
+            dd("axis", ch["axis"])
+            P["mode"] = W.ToggleButtons(options=["factor", "nparts"], value="factor",
+                                        style={"button_width": "60px"})
+            num("amount", 8)
+        elif prim == "tile":
+            ax = ch["x_parent"]
+            dd("x_parent", ax, desc="x axis")
+            dd("y_parent", ax, ax[1] if len(ax) > 1 else None, desc="y axis")
+            num("x_factor", 8, desc="x factor")
+            num("y_factor", 8, desc="y factor")
+        elif prim == "fuse":
+            dd("axes", [(", ".join(r), r) for r in ch["axes"]])
+        elif prim == "reorder":
+            leaf = ch["axis"]
+            dd("axis", leaf, leaf[-1] if leaf else None, desc="move")
+            dd("position", [(f"{k}: where {n} is", k) for k, n in enumerate(leaf)], 0, desc="to")
+        elif prim in ("vectorize", "unroll", "parallel", "rfactor"):
+            dd("axis", ch["axis"])
+            if prim == "rfactor":
+                num("factor_axis", 0, lo=0, desc="factor_axis")
+        elif prim == "bind":
+            dd("axis", ch["axis"])
+            dd("thread", ch["thread"])
+        elif prim == "pragma":
+            dd("axis", ch["axis"])
+            dd("pragma_type", ch["pragma_type"], desc="pragma")
+            num("pragma_value", 16, lo=0, desc="value")
+        elif prim == "compute_at":
+            parent = dd("parent", ch["parent"])
+            dd("scope", C.scope_choices(sch, parent.value) if parent.value else [])
+
+            def on_parent(change):
+                P["scope"].options = C.scope_choices(self._session.schedule, change["new"]) \
+                    if change["new"] else []
+            parent.observe(on_parent, names="value")
+        elif prim in ("set_scope", "cache_write"):
+            dd("scope", ch["scope"], "local" if prim == "cache_write" else None)
+        elif prim == "cache_read":
+            dd("scope", ch["scope"], "local")
+            P["readers"] = W.SelectMultiple(options=ch["readers"], value=tuple(ch["readers"]),
+                                            description="readers", layout=wide)
+        widgets = list(P.values())
+        self._form.children = widgets or [W.HTML("<i>no parameters</i>")]
+
+    def form_kwargs(self):
+        """The ``apply`` keyword arguments the controls currently describe."""
+        P = {k: w.value for k, w in self._params.items()}
+        prim, stage = self.primitive_select.value, self.stage_select.value
+        if prim == "split":
+            return {"stage": stage, "axis": P["axis"], P["mode"]: P["amount"]}
+        if prim == "reorder":
+            leaf = [iv.var.name for iv in self._session.schedule[stage].leaf_iter_vars]
+            order = [n for n in leaf if n != P["axis"]]
+            order.insert(P["position"], P["axis"])
+            return {"stage": stage, "axes": order}
+        if prim in ("cache_read", "cache_write", "rfactor"):
+            kw = {"tensor": stage, **P}
+            if prim == "cache_read":
+                kw["readers"] = list(P["readers"])
+            return kw
+        if prim == "normalize":
+            return {}
+        return {"stage": stage, **P}
+
+    def _on_apply(self, _):
+        prim = self.primitive_select.value
+        if not prim:
+            return
+        try:
+            kw = self.form_kwargs()
+            self.apply(prim, **kw)
+        except TVMLabError:
+            pass            # shown in the status line
+        except (KeyError, TypeError, ValueError) as e:
+            self._show_error(TVMLabError(f"{prim}: incomplete choice ({e})"))
+
+    def _refresh_trace(self):
+        s = self._session
+        items = []
+        for k, step in enumerate(s.steps):
+            weight = "bold" if k == len(s.steps) - 1 else "normal"
+            items.append(f'<li style="font-weight:{weight}">{html.escape(repr(step))}</li>')
+        for step in reversed(s.redo_steps):
+            items.append(f'<li style="color:#adb5bd">(undone) {html.escape(repr(step))}</li>')
+        body = "".join(items) or "<i>no steps yet: the default schedule</i>"
+        self.trace_view.value = (f'<ol style="font-family:monospace;font-size:12px;margin:0;'
+                                 f'padding-left:22px">{body}</ol>')
+        self.undo_button.disabled = not s.steps
+        self.redo_button.disabled = not s.redo_steps
+        if self.code_box.layout.display != "none":
+            self.code_box.value = self.as_python()
+
+    def _on_copy(self, _):
+        self.code_box.value = self.as_python()
+        self.code_box.layout.display = None if self.code_box.layout.display == "none" else "none"
+
