@@ -128,9 +128,9 @@ def load_note():
         load = os.getloadavg()[0]
     except OSError:
         return "load average unknown"
-    busy = load > 0.5
-    return (f"load average (1 min) {load:.2f} on {os.cpu_count()} CPUs"
-            + ("; other processes were busy, so these timings are not a quiet machine's" if busy else ""))
+    busy = load > threads() + 0.5       # this benchmark's own threads count too
+    return (f"load average (1 min) {load:.2f} on {os.cpu_count()} CPUs, this benchmark's {threads()} threads "
+            "included" + ("; other processes were busy, so these timings are not a quiet machine's" if busy else ""))
 
 
 MODELS = {
