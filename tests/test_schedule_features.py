@@ -8,6 +8,8 @@ from tvmlab import te
 from tvmlab.errors import LoweringError, ScheduleError
 from tvmlab.schedule.trace import Trace
 
+import gpu_programs
+
 
 def _check(s, args, ref, target="llvm"):
     f = tvm.build(s, args, target=target)
@@ -442,73 +444,8 @@ def test_storage_align_through_the_storage_flatten_pass():
     _check(s, [A, A2], lambda a: a + 3)
 
 
-def _conv_tutorial_schedule(batch, in_channel, out_channel, in_size):
-    """TVM's opt_conv_cuda schedule as written (2 x 2 virtual threads, shared and local caches)."""
-    kernel, pad = 3, 1
-    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
-    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
-    out_size = in_size - kernel + 2 * pad + 1
-    Apad = te.compute(
-        (in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
-        lambda yy, xx, cc, nn: tvm.tir.if_then_else(
-            tvm.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
-            A[yy - pad, xx - pad, cc, nn], tvm.tir.const(0.0, "float32")), name="Apad")
-    rc = te.reduce_axis((0, in_channel), name="rc")
-    ry = te.reduce_axis((0, kernel), name="ry")
-    rx = te.reduce_axis((0, kernel), name="rx")
-    B = te.compute((out_size, out_size, out_channel, batch),
-                   lambda yy, xx, ff, nn: te.sum(Apad[yy + ry, xx + rx, rc, nn] * W[ry, rx, rc, ff],
-                                                 axis=[ry, rx, rc]), name="B")
-    s = te.create_schedule(B.op)
-    s[Apad].compute_inline()
-    AA = s.cache_read(Apad, "shared", [B])
-    WW = s.cache_read(W, "shared", [B])
-    AL = s.cache_read(AA, "local", [B])
-    WL = s.cache_read(WW, "local", [B])
-    BL = s.cache_write(B, "local")
-    tile, num_thread, step, vthread = 8, 8, 8, 2
-    block_factor = tile * num_thread
-    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
-    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
-    hi, wi, fi, ni = s[B].op.axis
-    bz = s[B].fuse(hi, wi)
-    by, fi = s[B].split(fi, factor=block_factor)
-    bx, ni = s[B].split(ni, factor=block_factor)
-    tyz, fi = s[B].split(fi, nparts=vthread)
-    txz, ni = s[B].split(ni, nparts=vthread)
-    ty, fi = s[B].split(fi, nparts=num_thread)
-    tx, ni = s[B].split(ni, nparts=num_thread)
-    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
-    s[B].bind(bz, te.thread_axis("blockIdx.z"))
-    s[B].bind(by, te.thread_axis("blockIdx.y"))
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tyz, te.thread_axis((0, vthread), "vthread", name="vy"))
-    s[B].bind(txz, te.thread_axis((0, vthread), "vthread", name="vx"))
-    s[B].bind(ty, thread_y)
-    s[B].bind(tx, thread_x)
-    s[BL].compute_at(s[B], tx)
-    yi, xi, fi, ni = s[BL].op.axis
-    ry, rx, rc = s[BL].op.reduce_axis
-    rco, rci = s[BL].split(rc, factor=step)
-    s[BL].reorder(rco, ry, rx, rci, fi, ni)
-    s[AA].compute_at(s[BL], rx)
-    s[WW].compute_at(s[BL], rx)
-    s[AL].compute_at(s[BL], rci)
-    s[WL].compute_at(s[BL], rci)
-    for X, last in ((AA, "n"), (WW, "f")):
-        yi, xi, ci, li = s[X].op.axis
-        ty, ci = s[X].split(ci, nparts=num_thread)
-        tx, li = s[X].split(li, nparts=num_thread)
-        _, li = s[X].split(li, factor=4)
-        s[X].reorder(ty, tx, yi, xi, ci, li)
-        s[X].bind(ty, thread_y)
-        s[X].bind(tx, thread_x)
-        s[X].vectorize(li)
-    return A, W, B, s
-
-
 def test_conv_tutorial_with_virtual_threads_runs_on_opengl_compute_and_compiles_for_cuda():
-    A, W, B, s = _conv_tutorial_schedule(4, 16, 64, 7)
+    s, (A, W, B), ref = gpu_programs.opt_conv_hwcn(4, 16, 64, 7)
     try:
         import cuda.bindings.nvrtc  # noqa: F401
         src = tvm.build(s, [A, W, B], "cuda").imported_modules[0].get_source()
@@ -522,9 +459,7 @@ def test_conv_tutorial_with_virtual_threads_runs_on_opengl_compute_and_compiles_
     w_np = rng.uniform(size=(3, 3, 16, 64)).astype("float32")
     b = tvm.nd.array(np.full((7, 7, 64, 4), np.nan, "float32"), dev)
     f(tvm.nd.array(a_np, dev), tvm.nd.array(w_np, dev), b)
-    ap = np.pad(a_np, ((1, 1), (1, 1), (0, 0), (0, 0)))
-    ref = sum(np.einsum("hwcn,cf->hwfn", ap[y:y + 7, x:x + 7], w_np[y, x]) for y in range(3) for x in range(3))
-    np.testing.assert_allclose(b.numpy(), ref, rtol=1e-4)
+    np.testing.assert_allclose(b.numpy(), ref(a_np, w_np), rtol=1e-4)
 
 
 def test_prefetch_at_a_thread_bound_axis_is_a_lowering_error():

@@ -13,6 +13,8 @@ import tvmlab as tvm
 from tvmlab import te
 from tvmlab.errors import DSLError, LoweringError, ScheduleError, TVMLabError
 
+import gpu_programs
+
 T = tvm.tir.transform
 
 
@@ -734,64 +736,7 @@ def test_intrinsic_rules_as_in_the_intrin_math_tutorial(rng):
 def test_opt_conv_cuda_schedule_builds():
     """TVM's opt_conv_cuda tutorial (small sizes): shared/local cache_read chains computed at a
     cache_write stage, virtual threads, vectorized shared-memory copies (loops in each thread)."""
-    batch, in_channel, out_channel, in_size, kernel, pad = 8, 16, 32, 6, 3, 1
-    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
-    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
-    out_size = in_size - kernel + 2 * pad + 1
-    Apad = te.compute((in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
-                      lambda yy, xx, cc, nn: tvm.tir.if_then_else(
-                          tvm.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
-                          A[yy - pad, xx - pad, cc, nn], tvm.tir.const(0.0, "float32")), name="Apad")
-    rc = te.reduce_axis((0, in_channel), name="rc")
-    ry = te.reduce_axis((0, kernel), name="ry")
-    rx = te.reduce_axis((0, kernel), name="rx")
-    B = te.compute((out_size, out_size, out_channel, batch),
-                   lambda yy, xx, ff, nn: te.sum(Apad[yy + ry, xx + rx, rc, nn] * W[ry, rx, rc, ff],
-                                                 axis=[ry, rx, rc]), name="B")
-    s = te.create_schedule(B.op)
-    s[Apad].compute_inline()
-    AA = s.cache_read(Apad, "shared", [B])
-    WW = s.cache_read(W, "shared", [B])
-    AL = s.cache_read(AA, "local", [B])
-    WL = s.cache_read(WW, "local", [B])
-    BL = s.cache_write(B, "local")
-    num_thread, block_factor, step, vthread = 8, 64, 8, 2
-    hi, wi, fi, ni = s[B].op.axis
-    bz = s[B].fuse(hi, wi)
-    by, fi = s[B].split(fi, factor=block_factor)
-    bx, ni = s[B].split(ni, factor=block_factor)
-    s[B].bind(bz, te.thread_axis("blockIdx.z"))
-    s[B].bind(by, te.thread_axis("blockIdx.y"))
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    tyz, fi = s[B].split(fi, nparts=vthread)
-    txz, ni = s[B].split(ni, nparts=vthread)
-    ty, fi = s[B].split(fi, nparts=num_thread)
-    tx, ni = s[B].split(ni, nparts=num_thread)
-    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
-    s[B].bind(tyz, te.thread_axis((0, vthread), "vthread", name="vy"))
-    s[B].bind(txz, te.thread_axis((0, vthread), "vthread", name="vx"))
-    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
-    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
-    s[B].bind(ty, thread_y)
-    s[B].bind(tx, thread_x)
-    s[BL].compute_at(s[B], tx)
-    yi, xi, fi, ni = s[BL].op.axis
-    ry, rx, rc = s[BL].op.reduce_axis
-    rco, rci = s[BL].split(rc, factor=step)
-    s[BL].reorder(rco, ry, rx, rci, fi, ni)
-    s[AA].compute_at(s[BL], rx)          # before its reader AL is attached
-    s[WW].compute_at(s[BL], rx)
-    s[AL].compute_at(s[BL], rci)
-    s[WL].compute_at(s[BL], rci)
-    for cache in (AA, WW):
-        yi, xi, ci, li = s[cache].op.axis
-        ty, ci = s[cache].split(ci, nparts=num_thread)
-        tx, li = s[cache].split(li, nparts=num_thread)
-        _, li = s[cache].split(li, factor=4)
-        s[cache].reorder(ty, tx, yi, xi, ci, li)
-        s[cache].bind(ty, thread_y)
-        s[cache].bind(tx, thread_x)
-        s[cache].vectorize(li)
+    s, (A, W, B), _ = gpu_programs.opt_conv_hwcn(8, 16, 32, 6)
     f = tvm.build(s, [A, W, B], "cuda")
     src = f.imported_modules[0].get_source()
     assert "__shared__" in src and "__syncthreads()" in src
