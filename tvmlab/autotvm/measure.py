@@ -160,8 +160,9 @@ class Runner:
     call is over ``contender_factor`` times that best; a candidate whose first call
     runs past ``slow_factor`` times the best (10 ms at least) is ended there
     (by LocalRunner, unless ``check_correctness``) and recorded with that time,
-    a lower bound (it still teaches the cost model it is slow).  One that does not finish within ``timeout`` is a
-    RUN_TIMEOUT.  ``slow_factor=None`` times every candidate fully, as TVM does.
+    a lower bound (it still teaches the cost model it is slow).  One that does
+    not finish within ``timeout`` is a RUN_TIMEOUT.  ``slow_factor=None`` times
+    every candidate fully, as TVM does.
     """
 
     slow_factor = 10.0

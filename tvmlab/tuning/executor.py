@@ -232,87 +232,28 @@ class LocalExecutor(Executor):
         if method not in ("fork", "spawn"):
             raise ExecutorError(f"method must be 'fork' or 'spawn', got {method!r}")
         self.n_parallel, self.method = n_parallel, method
-        self._kept = []          # spawn workers, reused across runs
-
-    def _new(self, fn):
-        if self.method == "fork":
-            return _Worker(multiprocessing.get_context("fork"), fn)
-        return _SpawnWorker()
+        self._pool = None        # spawn workers, kept across runs
 
     def run(self, fn, jobs, timeout):
         jobs = check_jobs(jobs, timeout)
         if not callable(fn):
             raise ExecutorError(f"fn must be callable, got {fn!r}")
-        results = [None] * len(jobs)
         if not jobs:
-            return results
-        n = min(self.n_parallel, len(jobs))
-        if self.method == "fork":
-            workers = [self._new(fn) for _ in range(n)]
-        else:
-            while len(self._kept) < n:
-                self._kept.append(self._new(fn))
-            workers = self._kept[:n]
-        msg = (lambda j: j) if self.method == "fork" else (lambda j: (fn, j))
-        pending = list(range(len(jobs)))[::-1]
-        try:
-            while pending or any(w.index is not None for w in workers):
-                for slot, w in enumerate(workers):
-                    if w.index is None and pending:
-                        k = pending.pop()
-                        try:
-                            w.submit(k, msg(jobs[k]))
-                        except Exception as e:  # noqa: BLE001 - unpicklable fn or job, a worker that died
-                            w.index = None
-                            results[k] = JobResult("error", None, f"job {k} could not be sent: {e}")
-                            if not w.proc.is_alive():
-                                w.kill()
-                                workers[slot] = self._new(fn)
-                                if self.method == "spawn":
-                                    self._kept[slot] = workers[slot]
-                busy = [w for w in workers if w.index is not None]
-                if not busy:
-                    continue
-                now = time.monotonic()
-                left = min(timeout - (now - w.started) for w in busy)
-                ready = wait([w.conn for w in busy], timeout=max(0.0, left) + 0.01)
-                for slot, w in enumerate(workers):
-                    if w.index is None:
-                        continue
-                    k, elapsed = w.index, time.monotonic() - w.started
-                    if w.conn in ready:
-                        try:
-                            results[k] = w.conn.recv()
-                            w.index = None
-                            continue
-                        except (EOFError, OSError):
-                            w.proc.join(5)
-                            code = w.proc.exitcode
-                            sig = f", signal {signal.Signals(-code).name}" if code and code < 0 else ""
-                            results[k] = JobResult("crash", None, f"worker died (exit code {code}{sig})", elapsed)
-                    elif elapsed > timeout:
-                        results[k] = JobResult("timeout", None, f"no result after {timeout:g} s", elapsed)
-                    else:
-                        continue
-                    w.kill()
-                    workers[slot] = self._new(fn)
-                    if self.method == "spawn":
-                        self._kept[slot] = workers[slot]
-        finally:
-            if self.method == "fork":
-                for w in workers:
-                    w.stop()
-            else:      # interrupted (Ctrl-C, an error here): a busy spawn worker is dropped
-                for w in workers:
-                    if w.index is not None:
-                        w.kill()
-                self._kept = [w for w in self._kept if w.index is None]
-        return results
+            return []
+        if self.method == "fork":     # workers forked for this run inherit fn: no pickling of it
+            pool = WorkerPool(min(self.n_parallel, len(jobs)), method="fork", fn=fn)
+            try:
+                return pool.run(fn, jobs, timeout)
+            finally:
+                pool.close()
+        if self._pool is None:
+            self._pool = WorkerPool(self.n_parallel, method="spawn")
+        return self._pool.run(fn, jobs, timeout)
 
     def close(self):
-        for w in self._kept:
-            w.stop()
-        self._kept = []
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def __del__(self):
         try:
@@ -333,20 +274,23 @@ class WorkerPool:
     same statuses as ``LocalExecutor.run`` (a "crash" has the exit code as its
     value, minus the signal number when a signal ended the worker); a worker
     that crashed or timed out is replaced on its next job.  ``fn`` and the job travel pickled, so ``fn``
-    must be importable.  ``method="fork"`` forks workers from this process on
-    first use (they see its modules as they were then); "spawn" starts fresh
-    interpreters.  ``waitables()`` and ``deadline()`` let a caller wait on
+    must be importable, unless it is given as ``fn=`` to a "fork" pool (its
+    workers inherit it and run only it).  ``method="fork"`` forks workers from
+    this process on first use (they see its modules as they were then);
+    "spawn" starts fresh interpreters.  ``waitables()`` and ``deadline()`` let a caller wait on
     several pools at once with ``multiprocessing.connection.wait``.
     ``pause()`` stops the busy workers (SIGSTOP) until ``resume()``; time paused
     does not count against a job's timeout.
     """
 
-    def __init__(self, n_parallel, method="fork"):
+    def __init__(self, n_parallel, method="fork", fn=None):
         if isinstance(n_parallel, bool) or not isinstance(n_parallel, int) or n_parallel < 1:
             raise ExecutorError(f"n_parallel must be an int >= 1, got {n_parallel!r}")
         if method not in ("fork", "spawn"):
             raise ExecutorError(f"method must be 'fork' or 'spawn', got {method!r}")
-        self.n_parallel, self.method = n_parallel, method
+        if fn is not None and method != "fork":
+            raise ExecutorError("only forked workers can inherit fn")
+        self.n_parallel, self.method, self._fn = n_parallel, method, fn
         self._workers = [None] * n_parallel
         self._limits = [0.0] * n_parallel
         self._done = []
@@ -354,7 +298,7 @@ class WorkerPool:
         self._paused = False
 
     def _new(self):
-        w = _Worker(multiprocessing.get_context("fork"), None) if self.method == "fork" else _SpawnWorker()
+        w = _Worker(multiprocessing.get_context("fork"), self._fn) if self.method == "fork" else _SpawnWorker()
         w.stopped = None
         return w
 
@@ -422,8 +366,10 @@ class WorkerPool:
         if self._workers[slot] is None:
             self._workers[slot] = self._new()
         w = self._workers[slot]
+        if self._fn is not None and fn is not self._fn:
+            raise ExecutorError(f"this pool's workers run {self._fn!r}, not {fn!r}")
         try:
-            w.submit(ticket, (fn, job))
+            w.submit(ticket, job if self._fn is not None else (fn, job))
         except Exception as e:  # noqa: BLE001 - unpicklable fn or job, a worker that died
             w.index = None
             self._done.append((ticket, JobResult("error", None, f"the job could not be sent: {e}")))
