@@ -19,13 +19,14 @@ def rand(*shape, low=-1.0, high=1.0, dtype=np.float32, seed=None):
 
 def model(nodes, inputs, outputs, inits=None, opset=13):
     """``inputs``: {name: array} declared with their shapes; ``inits``: {name: array} initializers;
-    ``outputs``: names (their types inferred) or (name, shape) pairs."""
+    ``outputs``: names (their types inferred) or (name, shape) pairs or (name, shape or None, elem_type)."""
     if isinstance(nodes, onnx.NodeProto):
         nodes = [nodes]
     ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
            for k, v in inputs.items()]
     outs = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) if isinstance(o, str) else
-            helper.make_tensor_value_info(o[0], onnx.TensorProto.FLOAT, list(o[1])) for o in outputs]
+            helper.make_tensor_value_info(o[0], o[2] if len(o) > 2 else onnx.TensorProto.FLOAT,
+                                          None if o[1] is None else list(o[1])) for o in outputs]
     inits = [onnx.numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()]
     graph = helper.make_graph(nodes, "test", ins, outs, initializer=inits)
     return finish_model(graph, opset)

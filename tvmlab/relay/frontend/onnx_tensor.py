@@ -387,43 +387,99 @@ def _pad(ctx, node):
     return r.nn.pad(x, pad_width=tuple(tuple(w) for w in width), pad_value=value, pad_mode=mode)
 
 
-def _nearest_factors(ctx, node, in_shape):
-    """Integer upsampling factors of a nearest-neighbour Resize/Upsample, or a FrontendError."""
-    if node.attr("mode", "nearest") != "nearest":
-        raise FrontendError(f"only mode='nearest' is supported, got {node.attr('mode')!r}")
+_RESIZE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                 "half_pixel_symmetric")
+
+
+def _resize_params(ctx, node, in_shape):
+    """(mode, coordinate mode, nearest rounding, output sizes, scales or None) of a Resize/Upsample node."""
+    rank = len(in_shape)
+    mode = node.attr("mode", "nearest")
+    mode = "linear" if mode == "bilinear" else mode          # Upsample-7's spelling
+    if mode not in ("nearest", "linear"):
+        raise FrontendError(f"mode {mode!r} is not supported (expected 'nearest' or 'linear'; cubic is not)")
     if node.op_type == "Upsample" or ctx.opset < 11:
-        scales, sizes = (const_input(ctx, node, 1, "scales") if ctx.opset >= 9 else node.attr("scales")), None
-        transform, rounding = "asymmetric", "floor"
+        scales = (const_input(ctx, node, 1, "scales") if ctx.opset >= 9 else node.attr("scales"))
+        sizes, transform, rounding = None, "asymmetric", "floor"
     else:
         scales = const_input(ctx, node, 2, "scales")
         sizes = const_input(ctx, node, 3, "sizes")
         transform = node.attr("coordinate_transformation_mode", "half_pixel")
         rounding = node.attr("nearest_mode", "round_prefer_floor")
-        if node.attr("axes") is not None:
-            raise FrontendError("Resize with axes is not supported")
+        if transform not in _RESIZE_MODES:
+            raise FrontendError(f"coordinate_transformation_mode {transform!r} is not supported "
+                                f"(expected one of {_RESIZE_MODES})")
+        if node.attr("antialias", 0):
+            raise FrontendError("antialias=1 is not supported")
+        if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch" and sizes is not None:
+            raise FrontendError(f"keep_aspect_ratio_policy {node.attr('keep_aspect_ratio_policy')!r} is "
+                                f"not supported (only 'stretch')")
+    axes = node.attr("axes") if ctx.opset >= 18 else None
+    axes = list(range(rank)) if axes is None else [normalize_axis(a, rank) for a in axes]
+    full_scales = [1.0] * rank
+    out = list(in_shape)
     if scales is not None and np.asarray(scales).size:
-        factors = [float(f) for f in np.asarray(scales).reshape(-1)]
-    elif sizes is not None:
-        factors = [o / i for o, i in zip(np.asarray(sizes).reshape(-1), in_shape)]
+        scales = [float(f) for f in np.asarray(scales).reshape(-1)]
+        if len(scales) != len(axes):
+            raise FrontendError(f"expected {len(axes)} scales, got {scales}")
+        for a, f in zip(axes, scales):
+            if f <= 0:
+                raise FrontendError(f"scales must be positive, got {scales}")
+            full_scales[a] = f
+            out[a] = int(np.floor(in_shape[a] * f))
+    elif sizes is not None and np.asarray(sizes).size:
+        sizes = [int(v) for v in np.asarray(sizes).reshape(-1)]
+        if len(sizes) != len(axes):
+            raise FrontendError(f"expected {len(axes)} sizes, got {sizes}")
+        for a, v in zip(axes, sizes):
+            out[a] = v
+        full_scales = None
     else:
         raise FrontendError("needs scales or sizes")
-    if len(factors) != len(in_shape) or any(f < 1 or f != int(f) for f in factors):
-        raise FrontendError(f"only whole upsampling factors (one per axis) are supported, got {factors}")
-    # output index i reads input i // f exactly when the coordinate mapping agrees
-    same = (transform in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round")) or \
-        (transform == "asymmetric" and rounding == "floor") or all(f == 1 for f in factors)
-    if not same:
-        raise FrontendError(f"coordinate_transformation_mode={transform!r} with nearest_mode={rounding!r} "
-                            f"is not supported")
-    return [int(f) for f in factors]
+    if any(o != i for o, i in list(zip(out, in_shape))[:rank - 2]) or rank not in (3, 4) or min(out) < 1:
+        raise FrontendError(f"only resizing the last two axes of a 4-D (NCHW) tensor is supported, "
+                            f"got {tuple(in_shape)} -> {tuple(out)}")
+    return mode, transform, rounding, out, full_scales
 
 
 @converter("Resize", "Upsample")
-def _resize_nearest(ctx, node):
-    """Nearest-neighbour upsampling by whole factors (see common.upsample_nearest)."""
+def _resize(ctx, node):
+    """relay.image.resize2d over H and W; whole nearest factors with matching coordinates are a broadcast."""
+    r = ctx.relay
     x = expr_input(ctx, node, 0)
     shape = ctx.shape_of(x)
-    return upsample_nearest(ctx.relay, x, shape, _nearest_factors(ctx, node, shape))
+    mode, transform, rounding, out, scales = _resize_params(ctx, node, shape)
+    if len(shape) == 3:      # (N, C, W): one spatial axis, resized as a 1-high image
+        x4 = r.expand_dims(x, axis=2)
+        y = _resize2d(ctx, x4, shape[:2] + (1,) + shape[2:], mode, transform, rounding,
+                      out[:2] + [1] + out[2:], None if scales is None else scales[:2] + [1.0] + scales[2:])
+        return r.squeeze(y, axis=[2])
+    return _resize2d(ctx, x, shape, mode, transform, rounding, out, scales)
+
+
+def _resize2d(ctx, x, shape, mode, transform, rounding, out, scales):
+    factors = [o / i for o, i in zip(out, shape)]
+    whole = all(f >= 1 and f == int(f) for f in factors) and \
+        (scales is None or all(abs(s - f) < 1e-9 for s, f in zip(scales, factors)))
+    same = (transform in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric") and
+            rounding.startswith("round")) or (transform == "asymmetric" and rounding == "floor")
+    if mode == "nearest" and whole and (same or all(f == 1 for f in factors)):
+        return upsample_nearest(ctx.relay, x, shape, [int(f) for f in factors])
+    scale = None if scales is None else (scales[2], scales[3])
+    if transform == "half_pixel_symmetric":
+        transform, scale = _symmetric(shape, out, scale)
+    return ctx.relay.image.resize2d(x, size=(out[2], out[3]), layout="NCHW",
+                                    method="nearest_neighbor" if mode == "nearest" else "linear",
+                                    coordinate_transformation_mode=transform, rounding_method=rounding,
+                                    scale=scale)
+
+
+def _symmetric(shape, out, scale):
+    """half_pixel_symmetric (opset 19) equals half_pixel exactly when each output size is in*scale."""
+    sh, sw = scale if scale is not None else (out[2] / shape[2], out[3] / shape[3])
+    if abs(out[2] - shape[2] * sh) > 1e-6 or abs(out[3] - shape[3] * sw) > 1e-6:
+        raise FrontendError("half_pixel_symmetric with scales that do not give whole sizes is not supported")
+    return "half_pixel", scale
 
 
 @converter("GatherElements")

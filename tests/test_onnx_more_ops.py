@@ -1,0 +1,192 @@
+"""ONNX operators beyond classifiers, each alone against onnxruntime: comparisons, logic, Where,
+ArgMax/ArgMin, ReduceProd, CumSum, Einsum, Resize (nearest and linear, every coordinate mode, opsets
+10 to 19) and Upsample, and shape ops fed by static values.
+
+Inputs are random (never zeros), shapes odd; outputs are checked element by element.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+
+from onnx_util import check, model, rand, run_ort, run_tvm  # noqa: E402
+
+mk = helper.make_node
+BOOL, I64 = ("y", None, TensorProto.BOOL), ("y", None, TensorProto.INT64)
+
+
+def exact(m, feeds, **kw):
+    """tvmlab and onnxruntime give the same values and dtypes (bool and integer outputs)."""
+    want, got = run_ort(m, feeds), run_tvm(m, feeds, **kw)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype, f"dtype {g.dtype}, onnxruntime gives {w.dtype}"
+        np.testing.assert_array_equal(g, w)
+    return got
+
+
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+def test_compare_broadcast(op):
+    opset = 16 if op.endswith("Equal") and op != "Equal" else 13
+    a = np.round(rand(3, 1, 5, low=-2, high=2, seed=1))       # rounded: equal elements happen
+    b = np.round(rand(4, 1, low=-2, high=2, seed=2))
+    exact(model(mk(op, ["a", "b"], ["y"]), {"a": a, "b": b}, [BOOL], opset=opset), {"a": a, "b": b})
+
+
+def test_compare_ints():
+    a = np.arange(-7, 8, dtype=np.int64).reshape(3, 5)
+    b = np.array([3, -2, 0, 5, -7], np.int64)
+    nodes = [mk("Equal", ["a", "b"], ["e"]), mk("Less", ["a", "b"], ["l"]), mk("Or", ["e", "l"], ["y"])]
+    exact(model(nodes, {"a": a, "b": b}, [BOOL]), {"a": a, "b": b})
+
+
+def test_logic_and_where():
+    x, y = rand(2, 3, 7, seed=3), rand(3, 1, seed=4)
+    nodes = [mk("Greater", ["x", "y"], ["g"]), mk("Less", ["x", "z"], ["l"]),
+             mk("And", ["g", "l"], ["a"]), mk("Xor", ["a", "l"], ["o"]), mk("Not", ["o"], ["n"]),
+             mk("Where", ["n", "x", "y"], ["w"])]
+    inits = {"z": np.array(0.5, np.float32)}
+    check(model(nodes, {"x": x, "y": y}, ["w"], inits), {"x": x, "y": y})
+    exact(model(nodes[:5], {"x": x, "y": y}, [("n", None, TensorProto.BOOL)], inits), {"x": x, "y": y})
+
+
+def test_where_broadcasts_all_three():
+    c = rand(4, 1, 6, seed=5) > 0
+    x, y = rand(1, 5, 1, seed=6), rand(6, seed=7)
+    m = model(mk("Where", ["c", "x", "y"], ["w"]), {"c": c, "x": x, "y": y}, ["w"])
+    check(m, {"c": c, "x": x, "y": y})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("attrs", [{}, {"axis": 2, "keepdims": 0}, {"axis": -2}],
+                         ids=["default", "axis2_drop", "neg_axis"])
+def test_arg(op, attrs):
+    x = rand(3, 5, 7, seed=8)
+    exact(model(mk(op, ["x"], ["y"], **attrs), {"x": x}, [I64]), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_ties_select_last_index(op, last):
+    x = np.round(rand(4, 9, low=-2, high=2, seed=9))          # few values: ties on every row
+    exact(model(mk(op, ["x"], ["y"], axis=1, select_last_index=last), {"x": x}, [I64], opset=12), {"x": x})
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([0, 2], 0), (None, 1)], ids=["one", "two", "all"])
+def test_reduce_prod(opset, axes, keepdims):
+    x = rand(3, 4, 5, low=0.5, high=1.5, seed=10)
+    if axes is None:
+        node, inits = mk("ReduceProd", ["x"], ["y"], keepdims=keepdims), {}
+    elif opset >= 18:
+        node, inits = mk("ReduceProd", ["x", "ax"], ["y"], keepdims=keepdims), {"ax": np.array(axes, np.int64)}
+    else:
+        node, inits = mk("ReduceProd", ["x"], ["y"], axes=axes, keepdims=keepdims), {}
+    check(model(node, {"x": x}, ["y"], inits, opset=opset), {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [{}, {"exclusive": 1}, {"reverse": 1}, {"exclusive": 1, "reverse": 1}],
+                         ids=["plain", "exclusive", "reverse", "both"])
+@pytest.mark.parametrize("axis", [1, -1])
+def test_cumsum(attrs, axis):
+    x = rand(3, 7, 5, seed=11)
+    inits = {"ax": np.array(axis, np.int64)}
+    check(model(mk("CumSum", ["x", "ax"], ["y"], **attrs), {"x": x}, ["y"], inits, opset=14), {"x": x})
+
+
+EINSUM = [("ij,jk->ik", [(3, 5), (5, 7)]), ("bij,bjk->bik", [(2, 3, 5), (2, 5, 4)]),
+          ("ij->ji", [(3, 5)]), ("bhid,bhjd->bhij", [(2, 3, 5, 4), (2, 3, 6, 4)]),
+          ("i,i->", [(7,), (7,)]), ("ij,kj->ik", [(4, 5), (3, 5)]), ("ii->i", [(5, 5)]),
+          ("ij,j", [(3, 5), (5,)]), ("bij,jk->bik", [(2, 3, 5), (5, 1)])]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM, ids=[e[0] for e in EINSUM])
+def test_einsum(eq, shapes):
+    feeds = {f"x{k}": rand(*s, seed=12 + k) for k, s in enumerate(shapes)}
+    check(model(mk("Einsum", list(feeds), ["y"], equation=eq), feeds, ["y"], opset=12), feeds)
+
+
+RESIZE_MODES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+
+
+@pytest.mark.parametrize("ctm", RESIZE_MODES)
+@pytest.mark.parametrize("scales", [[1, 1, 2, 3], [1, 1, 1.5, 0.6], [1, 1, 0.5, 0.5]],
+                         ids=["up", "odd", "down"])
+def test_resize_linear(ctm, scales):
+    x = rand(1, 3, 5, 7, seed=20)
+    node = mk("Resize", ["x", "", "s"], ["y"], mode="linear", coordinate_transformation_mode=ctm)
+    check(model(node, {"x": x}, ["y"], {"s": np.array(scales, np.float32)}), {"x": x})
+
+
+@pytest.mark.parametrize("ctm,nearest", [("half_pixel", "round_prefer_floor"), ("asymmetric", "floor"),
+                                         ("align_corners", "round_prefer_ceil"), ("half_pixel", "floor"),
+                                         ("pytorch_half_pixel", "ceil"), ("tf_half_pixel_for_nn", "round_prefer_ceil")])
+def test_resize_nearest_sizes(ctm, nearest):
+    x = rand(2, 3, 5, 6, seed=21)
+    node = mk("Resize", ["x", "", "", "sz"], ["y"], mode="nearest", coordinate_transformation_mode=ctm,
+              nearest_mode=nearest)
+    check(model(node, {"x": x}, ["y"], {"sz": np.array([2, 3, 8, 4], np.int64)}), {"x": x})
+
+
+def test_resize_opset11_roi_and_opset10():
+    x = rand(1, 2, 4, 5, seed=22)
+    s = np.array([1, 1, 1.75, 2.5], np.float32)
+    m11 = model(mk("Resize", ["x", "roi", "s"], ["y"], mode="linear"), {"x": x}, ["y"],
+                {"s": s, "roi": np.zeros(0, np.float32)}, opset=11)
+    check(m11, {"x": x})
+    m10 = model(mk("Resize", ["x", "s"], ["y"], mode="linear"), {"x": x}, ["y"], {"s": s}, opset=10)
+    check(m10, {"x": x})
+
+
+@pytest.mark.parametrize("opset", [18, 19])
+def test_resize_axes(opset):
+    x = rand(1, 2, 5, 6, seed=23)
+    ctm = "half_pixel_symmetric" if opset == 19 else "half_pixel"
+    node = mk("Resize", ["x", "", "s"], ["y"], mode="linear", axes=[2, 3], coordinate_transformation_mode=ctm)
+    check(model(node, {"x": x}, ["y"], {"s": np.array([2.0, 0.5], np.float32)}, opset=opset), {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_upsample_opset9(mode):
+    x = rand(1, 3, 4, 5, seed=24)
+    node = mk("Upsample", ["x", "s"], ["y"], mode=mode)
+    check(model(node, {"x": x}, ["y"], {"s": np.array([1, 1, 2, 1.5], np.float32)}, opset=9), {"x": x})
+
+
+def test_resize_refuses_antialias():
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    x = rand(1, 2, 4, 4, seed=25)
+    m = model(mk("Resize", ["x", "", "s"], ["y"], mode="linear", antialias=1), {"x": x}, ["y"],
+              {"s": np.array([1, 1, .5, .5], np.float32)}, opset=18)
+    with pytest.raises(TVMLabError, match="antialias"):
+        relay.frontend.from_onnx(m)
+
+
+def test_shape_subgraph_folds_to_expand():
+    """Shape -> ConstantOfShape -> Equal -> Where -> Expand: exporters' shape arithmetic, folded at import."""
+    x = rand(3, 1, 5, seed=26)
+    nodes = [mk("Shape", ["x"], ["s"]), mk("ConstantOfShape", ["rank"], ["ones"],
+                                          value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+             mk("Equal", ["target", "ones"], ["eq"]), mk("Where", ["eq", "ones", "target"], ["t"]),
+             mk("Mul", ["t", "two"], ["t2"]), mk("Range", ["zero", "four", "one"], ["r"]),
+             mk("ReduceProd", ["t2"], ["n"], keepdims=0),
+             mk("Expand", ["x", "t"], ["y"]), mk("Cast", ["n"], ["nf"], to=1), mk("Add", ["y", "nf"], ["z"])]
+    inits = {"rank": np.array([3], np.int64), "target": np.array([3, 4, 1], np.int64),
+             "two": np.array(2, np.int64), "zero": np.array(0, np.int64), "four": np.array(4, np.int64),
+             "one": np.array(1, np.int64)}
+    check(model(nodes, {"x": x}, ["z"], inits), {"x": x})
+
+
+def test_unsupported_einsum_ellipsis_names_node():
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    a = rand(2, 3, 4, seed=27)
+    m = model(mk("Einsum", ["a", "a"], ["y"], equation="...ij,...kj->...ik", name="e1"), {"a": a}, ["y"], opset=12)
+    with pytest.raises(TVMLabError, match=r"Einsum node 'e1'.*ellipsis"):
+        relay.frontend.from_onnx(m)
