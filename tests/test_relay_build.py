@@ -710,3 +710,60 @@ def test_small_kernels_run_on_one_thread_and_the_thread_count_is_restored(rng):
     conv = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0).mean(axis=(2, 3))
     e = np.exp(conv - conv.max(axis=1, keepdims=True))
     np.testing.assert_allclose(m.get_output(0).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_thread_choice_switches_to_the_faster_count_and_backs_off():
+    from tvmlab.contrib.graph_runner import ThreadChoice
+    c = ThreadChoice(4, first=4, longest=16, gain=0.8, window=3, burst=3)
+
+    def runs(k, times):
+        used = []
+        for _ in range(k):
+            n = c.next()
+            used.append(n)
+            c.record(n, times[n])
+        return used
+    # all threads fast: the probe of one thread loses and probes get rarer (4, 8, 16, 16 runs apart)
+    used = runs(60, {4: 1.0, 1: 3.0})
+    probes = [i for i, n in enumerate(used) if n == 1]
+    assert c.use == 4 and len(probes) == 12 and probes[:3] == [4, 5, 6] and probes[3] == 15
+    assert c.interval == 16
+    # a core is taken: one thread becomes faster; the next probe switches, and the interval starts again
+    used = runs(20, {4: 5.0, 1: 3.0})
+    switch = next(i for i, n in enumerate(used) if n == 1 and i > 0 and used[i - 1] == 1 and c.use == 1)
+    assert c.use == 1 and used[switch:].count(1) > 2 * used[switch:].count(4)
+    # the machine is idle again: a probe of all threads wins and runs go back to them
+    used = runs(10, {4: 1.0, 1: 3.0})
+    assert c.use == 4 and used[-1] == 4
+    assert ThreadChoice(1).next() == 1      # one thread: nothing to choose
+
+
+def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):
+    import ctypes
+    from tvmlab.runtime import llvm_jit
+    x = relay.var("x", shape=(1, 8, 32, 32))
+    w = relay.const(rand(rng, 8, 8, 3, 3))
+    y = relay.nn.relu(relay.nn.conv2d(relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1))), w, padding=(1, 1)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    xv = rand(rng, 1, 8, 32, 32)
+    m.set_input("x", xv)
+    gomp = ctypes.CDLL(llvm_jit.initialize()) if llvm_jit.has_openmp() else None
+    before = gomp.omp_get_max_threads() if gomp else None
+    assert m.adaptive_threads == (before is not None and before > 1)
+    outs = []
+    for _ in range(40):     # crosses probes on one thread: the answers do not change
+        poison_graph(m)
+        m.run()
+        outs.append(m.get_output(0).numpy())
+    if gomp:
+        assert gomp.omp_get_max_threads() == before
+    h = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
+    want = np.maximum(ref.conv2d(h, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
+    for o in outs:
+        np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+    m.adaptive_threads = False
+    assert not m.adaptive_threads and m.module.runner.choice is None
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)

@@ -371,6 +371,19 @@ class GraphModule:
         return make_time_evaluator(lambda: self.module.run, device or self.module.device, number, repeat,
                                    min_repeat_ms or 0, name="run")()
 
+    @property
+    def adaptive_threads(self):
+        """Whether each ``run()`` picks all threads or one by recent timings (graph_runner.ThreadChoice; on by
+        default on the CPU). ``False``: every run on all threads."""
+        r = self.module.runner
+        return r is not None and r.choice is not None
+
+    @adaptive_threads.setter
+    def adaptive_threads(self, on):
+        r = self.module.runner
+        if r is not None:
+            r.set_adaptive(bool(on))
+
     def run_individual(self, number=10, repeat=3, min_repeat_ms=0):
         """Seconds per call of each kernel call alone, in graph order (TVM's debug executor ``run_individual``)."""
         return self.module.run_individual(number, repeat, min_repeat_ms)
