@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 
 import numpy as np
 
-from .bench import plotting
+from .bench import figure, figure_png, plotting
 from .colors import KIND_COLORS
 
 WHO_TITLES = {"parallel": "parallel task", "blockIdx": "CUDA block", "threadIdx": "CUDA thread",
@@ -21,21 +20,6 @@ WHO_TITLES = {"parallel": "parallel task", "blockIdx": "CUDA block", "threadIdx"
 _WHO_KIND_COLOR = {"parallel": "parallel", "blockIdx": "thread_binding",
                    "threadIdx": "thread_binding", "vthread": "thread_binding",
                    "vectorized": "vectorized", "unrolled": "unrolled"}
-
-
-def _figure(width, height):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(width, height), dpi=96)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig):
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
 
 
 def png_img(data, alt=""):
@@ -63,7 +47,7 @@ def map_png(arr, title, numbers=True, cmap="tab20", max_slices=6):
     slices, names = slices[:max_slices], names[:max_slices]
     w = min(11.0, 1.2 + 3.2 * len(slices))
     h = 0.9 + min(3.4, 0.25 * max(s.shape[0] for s in slices) + 0.6)
-    fig = _figure(w, h)
+    fig = figure(w, h)
     axes = fig.subplots(1, len(slices), squeeze=False)[0]
     vmax = max(1, int(np.max(arr))) if np.size(arr) else 1
     for ax, s, nm in zip(axes, slices, names):
@@ -76,7 +60,7 @@ def map_png(arr, title, numbers=True, cmap="tab20", max_slices=6):
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(title, fontsize=9)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def owner_png(trace, kind, buffer=None):
@@ -126,7 +110,7 @@ def roofline_png(points, peak_gflops=None, bandwidth_gbs=None, title="roofline",
 
     ``points``: RooflinePoint-like objects (label, intensity, gflops) or dicts with those keys.
     """
-    fig = _figure(width, height)
+    fig = figure(width, height)
     ax = fig.subplots()
     pts = []
     for p in points:
@@ -161,7 +145,7 @@ def roofline_png(points, peak_gflops=None, bandwidth_gbs=None, title="roofline",
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title, fontsize=9)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def who_legend_html(kinds):

@@ -288,13 +288,27 @@ def plotting(fn):
     return locked
 
 
+def figure(width, height):
+    """A matplotlib Figure on the Agg canvas (no pyplot: no global state, no display)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), dpi=96)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_png(fig):
+    """PNG bytes of ``fig``, laid out tight."""
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
 @plotting
 def plot_png(records, peak=None, title="", width=7.5, height=3.2):
     """PNG bytes: time (ms) and GFLOP/s per step and target, numpy and peak as lines."""
-    from matplotlib.figure import Figure
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    fig = Figure(figsize=(width, height), dpi=96)
-    FigureCanvasAgg(fig)
+    fig = figure(width, height)
     ax_t, ax_g = fig.subplots(1, 2)
     targets = []
     for r in records:
@@ -333,7 +347,4 @@ def plot_png(records, peak=None, title="", width=7.5, height=3.2):
             ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return figure_png(fig)

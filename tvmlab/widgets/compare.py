@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 
 from ..errors import ScheduleError, TVMLabError
-from .bench import Workload, machine_peak_gflops, measure, plotting
+from .bench import Workload, figure, figure_png, machine_peak_gflops, measure, plotting
 from .diff import diff_html, diff_stats
 from .session import Session, target_kind
 
@@ -110,8 +110,7 @@ class Comparison:
     @plotting
     def plot_png(self):
         """One figure: time per call of both sides per target, next to their roofline."""
-        from .analysis_views import _figure, _png
-        fig = _figure(9.0, 3.2)
+        fig = figure(9.0, 3.2)
         ax_t, ax_r = fig.subplots(1, 2)
         ok = [r for r in self.records if r.get("status") == "ok"]
         names = [f"{r['side']} · {r['target']}" for r in ok]
@@ -138,7 +137,7 @@ class Comparison:
         ax_r.set_xlabel("flops / distinct byte")
         ax_r.set_ylabel("GFLOP/s")
         ax_r.grid(alpha=0.3, which="both")
-        return _png(fig)
+        return figure_png(fig)
 
     # ------------------------------------------------------------ display
     def html(self):

@@ -12,13 +12,13 @@ explorer's trace (undo goes back).
 from __future__ import annotations
 
 import html
-import io
 import json
 import threading
 
 import ipywidgets as W
 
 from ..errors import TVMLabError
+from .bench import figure, figure_png, plotting
 
 TUNERS = ("xgb", "random")
 
@@ -35,12 +35,10 @@ def _ranks(values):
     return r
 
 
+@plotting
 def plot_png(history, rank_pairs, width=7.5, height=3.0):
     """PNG bytes: GFLOP/s per trial with the best so far; predicted vs measured rank."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(width, height), dpi=96)
-    FigureCanvasAgg(fig)
+    fig = figure(width, height)
     ax, ax_r = fig.subplots(1, 2)
     if history:
         xs = [h[0] for h in history]
@@ -55,10 +53,7 @@ def plot_png(history, rank_pairs, width=7.5, height=3.0):
         ax_r.plot([1, n], [1, n], ":", color="gray")
     ax_r.set_xlabel("predicted rank in batch")
     ax_r.set_ylabel("measured rank")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return figure_png(fig)
 
 
 class TuneView(W.VBox):
