@@ -23,6 +23,7 @@ controls and trace), ``explorer_views`` (graph, text and code tabs),
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 import time
@@ -197,22 +198,15 @@ class Explorer(TraceControls, StageViews, AnalysisPanels, BenchmarkPanel, W.VBox
         self._text_of = {}
         self._graph_of.clear()
         self._panel_of.clear()
-        sel = self._tabs.selected_index
-        if sel is not None and sel < len(LEVELS):
-            self._draw_text(LEVELS[sel])
-            self._draw_graph(LEVELS[sel])
-        elif sel is not None and TAB_TITLES[sel] in PANELS:
-            self._draw_panel(TAB_TITLES[sel])
+        tab = self._open_tab()
+        self._draw_view(tab)
         t2 = time.perf_counter()
         self._refresh_trace()
-        self._updating = True
-        try:
+        with self._quietly():
             self._refresh_stages()
-        finally:
-            self._updating = False
         self._rebuild_form()
         self._code_of = None
-        if sel is not None and TAB_TITLES[sel] == "Code":
+        if tab == "Code":
             self._refresh_code()
         t3 = time.perf_counter()
         self._submit_benchmark()
@@ -225,14 +219,32 @@ class Explorer(TraceControls, StageViews, AnalysisPanels, BenchmarkPanel, W.VBox
         self._status.value = (f'<div style="color:#2b8a3e;font-size:12px">{html.escape(what)} · '
                               f'views and code refreshed in {self.last_latency_ms:.0f} ms</div>')
 
+    @contextlib.contextmanager
+    def _quietly(self):
+        """Set the controls' options and values without their observers redrawing anything."""
+        was, self._updating = self._updating, True
+        try:
+            yield
+        finally:
+            self._updating = was
+
+    def _draw_view(self, title):
+        """Draw the stage view (text and graph) or analysis panel called ``title``; False if
+        ``title`` is neither."""
+        if title in LEVELS:
+            self._draw_text(title)
+            self._draw_graph(title)
+        elif title in PANELS:
+            self._draw_panel(title)
+        else:
+            return False
+        return True
+
     def _on_tab(self, change):
-        k = change["new"]
-        if k is not None and k < len(LEVELS):
-            self._draw_text(LEVELS[k])
-            self._draw_graph(LEVELS[k])
-        elif k is not None and TAB_TITLES[k] in PANELS:
-            self._draw_panel(TAB_TITLES[k])
-        elif k is not None and TAB_TITLES[k] == "Code":
+        title = None if change["new"] is None else TAB_TITLES[change["new"]]
+        if self._draw_view(title):
+            return
+        if title == "Code":
             self._refresh_code()
-        elif k is not None and TAB_TITLES[k] == "Benchmark":
+        elif title == "Benchmark":
             self._refresh_bench_view()

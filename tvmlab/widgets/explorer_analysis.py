@@ -85,15 +85,12 @@ class AnalysisPanels:
                  png_img(owner_png(tr, kind), f"who writes each element: {kind}"),
                  png_img(order_png(tr), "write order"), cache_html(rep)]
         self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
-        was, self._updating = self._updating, True
-        try:
+        with self._quietly():
             self.iter_kind.options = kinds or ["parallel"]
             self.iter_kind.value = kind if kind in (kinds or ["parallel"]) else self.iter_kind.options[0]
             self.iter_loop.options = loops
             if rep["loop"] in loops:
                 self.iter_loop.value = rep["loop"]
-        finally:
-            self._updating = was
         self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep}
         return self.last_iteration_space
 
@@ -180,13 +177,10 @@ class AnalysisPanels:
         sch = self._session.schedule
         keys = [sch.stage_key(x) for x in sch.stages if not x.is_placeholder]
         cur = self.explain_stage.value
-        was, self._updating = self._updating, True
-        try:
+        with self._quietly():
             self.explain_stage.options = keys
             self.explain_stage.value = cur if cur in keys else (keys[-1] if keys else None)
             self._refresh_explain_axes()
-        finally:
-            self._updating = was
 
     def _refresh_explain_axes(self):
         stage = self.explain_stage.value
@@ -203,11 +197,8 @@ class AnalysisPanels:
         if self._updating:
             return
         if change["owner"] is self.explain_stage:
-            self._updating = True
-            try:
+            with self._quietly():
                 self._refresh_explain_axes()
-            finally:
-                self._updating = False
         self._draw_panel("Explain", force=True)
 
     def _iter_sizes(self):

@@ -25,16 +25,8 @@ class TraceControls:
 
         On failure the TVMLabError is shown in the widget and raised; nothing changes.
         """
-        t0 = time.perf_counter()
-        with self._lock:
-            try:
-                self._session.apply(primitive, stage=stage, axis=axis, **params)
-            except TVMLabError as e:
-                self._show_error(e)
-                raise
-            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
-            self._refresh(t0, f"applied {self._session.steps[-1]!r}")
-        return self
+        return self._move(lambda: self._session.apply(primitive, stage=stage, axis=axis, **params),
+                          lambda: f"applied {self._session.steps[-1]!r}")
 
     def undo(self):
         return self._move(self._session.undo, "undid the last step")
@@ -46,6 +38,8 @@ class TraceControls:
         return self._move(self._session.reset, "reset to the schedule the explorer opened with")
 
     def _move(self, fn, what):
+        """Run ``fn`` (a session change) under the lock, then refresh with the status ``what``
+        (text, or a function giving it once ``fn`` is done); a TVMLabError is shown and raised."""
         t0 = time.perf_counter()
         with self._lock:
             try:
@@ -54,7 +48,7 @@ class TraceControls:
                 self._show_error(e)
                 raise
             self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
-            self._refresh(t0, what)
+            self._refresh(t0, what() if callable(what) else what)
         return self
 
     def as_python(self, schedule_var="s"):
@@ -152,11 +146,8 @@ class TraceControls:
     def _on_stage(self, change):
         if self._updating:
             return
-        self._updating = True
-        try:
+        with self._quietly():
             self._refresh_primitives()
-        finally:
-            self._updating = False
         self._rebuild_form()
 
     def _on_primitive(self, change):
