@@ -16,6 +16,10 @@ again) kept across runs (``fn`` must be importable).  Use "spawn" to *run* compi
 thread pool does not survive a fork, so parallel code in a child forked from a
 process that already ran parallel code hangs.
 
+``WorkerPool`` is the worker pool underneath (``LocalExecutor`` and the
+fuzzer's ``testing.isolation`` run on it): persistent workers with jobs in
+flight, for a caller that builds and times at once.
+
 ``DaskExecutor`` submits jobs to a ``distributed`` cluster, so measurement
 scales over many machines.
 """
