@@ -136,6 +136,7 @@ def load_note():
 MODELS = {
     "small_cnn": lambda: (models.small_cnn(size=64), (1, 3, 64, 64)),
     "resnet50": lambda: (models.resnet50(), (1, 3, 224, 224)),
+    "mobilenet_v2": lambda: (models.mobilenet_v2(), (1, 3, 224, 224)),
 }
 
 

@@ -152,3 +152,37 @@ def inception_block(batch=1, channels=16, size=12, seed=0, opset=13):
     pool = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
     b4 = b.relu(b.conv(pool, channels, 4, 1, bias=True))
     return b.model([b.op("Concat", [b1, b2, b3, b4], axis=1)], "inception_block")
+
+
+def mobilenet_v2(batch=1, size=224, classes=1000, width_mult=0.5, seed=0, opset=13):
+    """MobileNet-V2 with random weights: input "data" (batch, 3, size, size), output logits.
+
+    Inverted residual blocks (1x1 expand + relu6, 3x3 depthwise stride 1/2 +
+    relu6, 1x1 project, residual add when shapes agree), relu6 as ``Clip``;
+    ``width_mult`` scales the channels (rounded to multiples of 8, as the paper)."""
+    b = OnnxBuilder(seed, opset)
+
+    def ch(c):
+        return max(8, int(c * width_mult + 4) // 8 * 8)
+
+    def relu6(x):
+        return b.op("Clip", [x, b.weight("lo", np.float32(0.0)), b.weight("hi", np.float32(6.0))])
+
+    x = b.input("data", (batch, 3, size, size))
+    c = ch(32)
+    x = relu6(b.bn(b.conv(x, 3, c, 3, stride=2), c))
+    for t, cout, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                          (6, 160, 3, 2), (6, 320, 1, 1)):
+        cout = ch(cout)
+        for k in range(n):
+            stride = s if k == 0 else 1
+            hidden = c * t
+            y = x if t == 1 else relu6(b.bn(b.conv(x, c, hidden, 1), hidden))
+            y = relu6(b.bn(b.conv(y, hidden, hidden, 3, stride=stride, groups=hidden), hidden))
+            y = b.bn(b.conv(y, hidden, cout, 1), cout, scale=0.3)
+            x = b.op("Add", [x, y]) if stride == 1 and c == cout else y
+            c = cout
+    last = max(1280, ch(1280))
+    x = relu6(b.bn(b.conv(x, c, last, 1), last))
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    return b.model([b.gemm(x, last, classes)], "mobilenet_v2")

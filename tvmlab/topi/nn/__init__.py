@@ -6,6 +6,7 @@
 from .basic import batch_norm, bias_add, flatten, instance_norm, log_softmax, lrn, softmax  # noqa: F401
 from .conv2d import (conv2d, conv2d_hwcn, conv2d_NCHWc, conv2d_nchw, conv2d_transpose_nchw, depthwise_conv2d_nchw,  # noqa: F401
                      dilate, group_conv2d_nchw)
+from .depthwise_conv2d import depthwise_conv2d_NCHWc  # noqa: F401
 from .dense import batch_matmul, dense, dense_pack, matmul  # noqa: F401
 from .elemwise import elu, gelu, hard_sigmoid, leaky_relu, prelu, relu, selu, softplus  # noqa: F401
 from .pad import mirror_pad, pad  # noqa: F401
