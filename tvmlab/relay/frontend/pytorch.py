@@ -13,7 +13,8 @@ import numpy as np
 
 from ...runtime import ndarray as nd
 from .common import (FrontendError, OpNotImplemented, ShapeCache, gelu, layer_norm, matmul, normalize_axis,
-                     prod, relay_module, upsample_nearest)
+                     prod, relay_module)
+from .pytorch_more import MORE
 
 
 def _torch():
@@ -258,22 +259,6 @@ def _chunk(c, a):
     return [parts[k] for k in range(len(points) + 1)]
 
 
-def _upsample_nearest(c, a):
-    """aten::upsample_nearest2d(x, output_size, scale_factors) or (x, output_size, scale_h, scale_w)."""
-    x = a[0]
-    shape = c.shape(x)
-    if a[1] is not None:
-        size = _ints(a[1])
-    elif a[2] is not None:
-        size = [int(round(d * f)) for d, f in zip(shape[2:], a[2])]
-    else:
-        raise FrontendError("upsample_nearest2d needs output_size or scale_factors")
-    factors = [1, 1] + [o // i for o, i in zip(size, shape[2:])]
-    if any(o != i * f for o, i, f in zip(size, shape[2:], factors[2:])):
-        raise FrontendError(f"only whole upsampling factors are supported, got {shape[2:]} -> {size}")
-    return upsample_nearest(c.relay, x, shape, factors)
-
-
 def _layer_norm(c, a):
     x = a[0]
     rank = len(c.shape(x))
@@ -325,8 +310,8 @@ CONVERTERS = {
     "aten::gelu": lambda c, a: gelu(c.relay, a[0], a[1] if len(a) > 1 else "none", c.shapes.dtype(a[0])),
     "aten::layer_norm": _layer_norm,
     "aten::slice": _slice, "aten::select": _select, "aten::chunk": _chunk,
-    "aten::upsample_nearest2d": _upsample_nearest,
 }
+CONVERTERS.update(MORE)        # comparisons, where, argmax, cumsum, einsum, interpolation ... (pytorch_more)
 _IN_PLACE = ("relu", "relu6", "silu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
              "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
              "squeeze")
