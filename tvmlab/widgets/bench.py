@@ -169,20 +169,43 @@ def _close_all():
         b.close()
 
 
-class Benchmarker:
-    """A worker thread that measures queued steps; records are keyed by step key and target."""
+def failed_record(target, message):
+    """The record of a step that could not be built or measured (``message`` says why)."""
+    return {"target": target, "status": "failed", "time_ms": None, "gflops": None,
+            "max_abs_error": None, "numpy_ms": None, "numpy_gflops": None, "flops": None,
+            "message": message}
+
+
+class BenchmarkerBase:
+    """What the views read of a benchmarker, whether it measures on a thread or in a process:
+    records by (step key, target), what it measures now, the FMA peak; ``on_update`` is called
+    on every change and may never stop the measurements."""
 
     def __init__(self, workload, on_update=None):
         self.workload = workload
         self.on_update = on_update
         self.records = {}        # (key, target) -> record
+        self.current = None      # what the worker is doing, for the progress line
+        self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker when its
+        #                          queue is first empty (never on the caller's thread; OpenGL has no CPU roof)
+
+    def _notify(self):
+        if self.on_update is not None:
+            try:
+                self.on_update()
+            except Exception:
+                pass    # a view that fails to refresh must not stop the measurements
+
+
+class Benchmarker(BenchmarkerBase):
+    """A worker thread that measures queued steps; records are keyed by step key and target."""
+
+    def __init__(self, workload, on_update=None):
+        super().__init__(workload, on_update)
         self._queue = queue.Queue()
         self._pending = 0
         self._cv = threading.Condition()
         self._thread = None
-        self.current = None      # what the worker is doing, for the progress line
-        self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker when its
-        #                          queue is first empty (never on the caller's thread; OpenGL has no CPU roof)
 
     # OpenGL contexts belong to the thread that made them: measure those on the caller's thread.
     SAME_THREAD = ("opengl", "gl", "glsl")
@@ -246,21 +269,12 @@ class Benchmarker:
             self._notify()
 
     def _measure(self, target, mod):
-        failed = {"target": target, "status": "failed", "time_ms": None, "gflops": None,
-                  "max_abs_error": None, "numpy_ms": None, "numpy_gflops": None, "flops": None}
         if isinstance(mod, str):
-            return {**failed, "message": mod}
+            return failed_record(target, mod)
         try:
             return measure(mod, target, self.workload)
         except Exception as e:    # a failing step is a record, never a dead worker
-            return {**failed, "message": f"{type(e).__name__}: {e}"}
-
-    def _notify(self):
-        if self.on_update is not None:
-            try:
-                self.on_update()
-            except Exception:
-                pass    # a view that fails to refresh must not stop the measurements
+            return failed_record(target, f"{type(e).__name__}: {e}")
 
     def wait(self, timeout=300):
         """Block until every queued measurement is done; False on timeout."""

@@ -23,20 +23,16 @@ import sys
 import threading
 import time
 
-from .bench import _LIVE
+from .bench import _LIVE, BenchmarkerBase, failed_record
 
 IDLE_EXIT_S = 120        # a worker with nothing to do for this long exits; the next step restarts it
 
 
-class ProcessBenchmarker:
+class ProcessBenchmarker(BenchmarkerBase):
     """Measure steps of the trace in a worker process; see the module docstring."""
 
     def __init__(self, workload, on_update=None):
-        self.workload = workload
-        self.on_update = on_update
-        self.records = {}          # (key, target) -> record
-        self.current = None
-        self.peak = None
+        super().__init__(workload, on_update)
         self.bandwidth = None      # (GB/s or None, how): measured by the worker with the peak
         self.cancelled = 0         # steps dropped or interrupted because a newer one arrived
         self.restarts = 0
@@ -75,7 +71,7 @@ class ProcessBenchmarker:
         """Compatibility with Benchmarker: only error messages can be recorded this way."""
         for t, m in modules.items():
             if isinstance(m, str):
-                self.records[(key, t)] = _failed(t, m)
+                self.records[(key, t)] = failed_record(t, m)
 
     @property
     def pending(self):
@@ -192,19 +188,6 @@ class ProcessBenchmarker:
                 self._cv.notify_all()
             self._notify()
 
-    def _notify(self):
-        if self.on_update is not None:
-            try:
-                self.on_update()
-            except Exception:
-                pass
-
-
-def _failed(target, message):
-    return {"target": target, "status": "failed", "time_ms": None, "gflops": None,
-            "max_abs_error": None, "numpy_ms": None, "numpy_gflops": None, "flops": None,
-            "message": message}
-
 
 # ---------------------------------------------------------------- the worker process
 def _measure_steps(ops, args, steps, target, workload):
@@ -224,9 +207,9 @@ def _measure_steps(ops, args, steps, target, workload):
         rec["worker_pid"] = os.getpid()
         return rec
     except TVMLabError as e:
-        return _failed(target, f"build failed: {e}")
+        return failed_record(target, f"build failed: {e}")
     except Exception as e:     # a failing step is a record, never a dead worker
-        return _failed(target, f"{type(e).__name__}: {e}")
+        return failed_record(target, f"{type(e).__name__}: {e}")
 
 
 def _bandwidth():
