@@ -12,6 +12,7 @@ pytest.importorskip("xgboost")
 import tvmlab as tvm  # noqa: E402
 from tvmlab import autotvm, te, tir  # noqa: E402
 from tvmlab.autotvm import record  # noqa: E402
+from tvmlab.bench.tune import TEMPLATE, matmul_template  # noqa: E402  (TVM's tutorial template)
 from tvmlab.tuning.measure import MeasureErrorNo  # noqa: E402
 
 MODES = ["ok", "segv", "hang", "raise", "wrong", "build_segv", "build_hang", "ok2"]
@@ -81,38 +82,10 @@ def test_failures_become_error_records_and_the_tune_goes_on(tmp_path):
     np.testing.assert_allclose(b.numpy(), a * 2.0, rtol=1e-6, atol=1e-7)
 
 
-@autotvm.template("test/matmul64")
-def matmul64(N, L, M, dtype):
-    A = te.placeholder((N, L), name="A", dtype=dtype)
-    B = te.placeholder((L, M), name="B", dtype=dtype)
-    k = te.reduce_axis((0, L), name="k")
-    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    y, x = s[C].op.axis
-    (k,) = s[C].op.reduce_axis
-    cfg = autotvm.get_config()
-    cfg.define_split("tile_y", y, num_outputs=2)
-    cfg.define_split("tile_x", x, num_outputs=2)
-    cfg.define_split("tile_k", k, num_outputs=2)
-    yo, yi = cfg["tile_y"].apply(s, C, y)
-    xo, xi = cfg["tile_x"].apply(s, C, x)
-    ko, ki = cfg["tile_k"].apply(s, C, k)
-    cfg.define_reorder("order", [ko, ki, yi], policy="all")
-    s[C].reorder(yo, xo)
-    cfg["order"].apply(s, C, [ko, ki, yi])
-    s[C].reorder(xi)
-    cfg.define_annotate("ann", [xi], policy="try_vec")
-    cfg["ann"].apply(s, C, [xi])
-    cfg.define_knob("parallel", [False, True])
-    if cfg["parallel"].val:
-        s[C].parallel(yo)
-    return s, [A, B, C]
-
-
 @pytest.mark.parametrize("feature_type", ["itervar", "curve"])
 def test_small_tune_end_to_end(tmp_path, feature_type):
     # 60 does not divide by most factors of the other axes: guards everywhere
-    task = autotvm.task.create("test/matmul64", args=(64, 60, 64, "float32"), target="llvm")
+    task = autotvm.task.create(TEMPLATE, args=(64, 60, 64, "float32"), target="llvm")
     assert task.flop == 2 * 64 * 60 * 64
     log = tmp_path / "mm.log"
     opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=20),
@@ -130,7 +103,7 @@ def test_small_tune_end_to_end(tmp_path, feature_type):
     best_inp, best_res = min(recs, key=lambda p: np.mean(p[1].costs))
     assert best_inp.config == tuner.best_config
     with autotvm.apply_history_best(str(log)):
-        s, args = matmul64(64, 60, 64, "float32")
+        s, args = matmul_template(64, 60, 64, "float32")
     assert s.trace.as_python() == task.instantiate(best_inp.config)[0].trace.as_python()
     f = tvm.build(s, args, "llvm")
     rng = np.random.default_rng(3)
