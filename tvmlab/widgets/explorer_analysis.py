@@ -11,6 +11,7 @@ import ipywidgets as W
 
 from ..errors import TVMLabError
 from .bench_worker import ProcessBenchmarker
+from .explorer_trace import click_handler
 from .session import steps_key
 
 
@@ -45,7 +46,7 @@ class AnalysisPanels:
         self.pin_label = W.Label("nothing pinned")
         self.compare_view = W.HTML()
         self.pin_button.on_click(lambda _: self.pin())
-        self.compare_button.on_click(self._button(lambda: self.compare_pinned()))
+        self.compare_button.on_click(click_handler(lambda: self.compare_pinned()))
         ab_page = W.VBox([W.HBox([self.pin_button, self.compare_button, self.pin_label]),
                           self.compare_view])
         return explain_page, iter_page, roof_page, ab_page

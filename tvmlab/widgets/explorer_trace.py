@@ -17,6 +17,17 @@ from .colors import KIND_COLORS
 from .explorer_views import flex
 
 
+def click_handler(fn):
+    """A button callback running ``fn``: its TVMLabError is already shown in the status line,
+    so it is not raised into the widget event loop."""
+    def click(_):
+        try:
+            fn()
+        except TVMLabError:
+            pass
+    return click
+
+
 class TraceControls:
     """Mixin of ``Explorer``: applying primitives and moving along the trace."""
 
@@ -55,14 +66,6 @@ class TraceControls:
         """Python that rebuilds the current schedule from the tensors, bound to ``s``."""
         return self._session.as_python(schedule_var)
 
-    def _button(self, fn):
-        def click(_):
-            try:
-                fn()
-            except TVMLabError:
-                pass        # already shown in the status line
-        return click
-
     def _build_trace_controls(self):
         """The stages and primitive form (``_controls_box``) and the trace (``_trace_box``)."""
         self.stages_view = W.HTML()
@@ -84,7 +87,7 @@ class TraceControls:
         self.code_box = W.Textarea(layout=W.Layout(width="100%", height="140px", display="none"))
         for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
                       (self.reset_button, self.reset)):
-            b.on_click(self._button(fn))
+            b.on_click(click_handler(fn))
         self.copy_button.on_click(self._on_copy)
         self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
             [self.undo_button, self.redo_button, self.reset_button, self.copy_button]),

@@ -19,6 +19,7 @@ import ipywidgets as W
 
 from ..errors import TVMLabError
 from .bench import figure, figure_png, plotting
+from .explorer_trace import click_handler
 
 TUNERS = ("xgb", "random")
 
@@ -77,22 +78,15 @@ class TuneView(W.VBox):
                              "computation from its definition alone</i>")
         self.plot = W.Image(format="png")
         self.knobs = W.VBox()
-        self.start_button.on_click(self._click(lambda: self.start(self.n_trial.value, self.tuner.value)))
-        self.stop_button.on_click(self._click(self.stop))
-        self.adopt_button.on_click(self._click(self.adopt_best))
-        self.apply_knobs_button.on_click(self._click(self.apply_knobs))
+        self.start_button.on_click(
+            click_handler(lambda: self.start(self.n_trial.value, self.tuner.value)))
+        self.stop_button.on_click(click_handler(self.stop))
+        self.adopt_button.on_click(click_handler(self.adopt_best))
+        self.apply_knobs_button.on_click(click_handler(self.apply_knobs))
         super().__init__([W.HBox([self.n_trial, self.tuner, self.start_button, self.stop_button,
                                   self.adopt_button]), self.status, self.plot,
                           W.HTML("<b>knobs</b> (of the best state; change and apply)"), self.knobs,
                           self.apply_knobs_button])
-
-    def _click(self, fn):
-        def click(_):
-            try:
-                fn()
-            except TVMLabError:
-                pass        # shown in the status line
-        return click
 
     def _fail(self, e):
         self.error = str(e)
