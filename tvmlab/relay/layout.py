@@ -87,8 +87,9 @@ def _nchwc_rel(types, attrs):
     if not ib or not ob or not km or (int(km.group(1)), int(km.group(2))) != (ib, ob):
         raise TypeInferenceError(f"layouts {attrs.data_layout}, {attrs.kernel_layout}, {attrs.out_layout} do not "
                                  "form an NCHW{i}c / OIHW{i}i{o}o / NCHW{o}c convolution")
-    if len(d.shape) != 5 or d.shape[4] != ib or len(w.shape) != 6 or w.shape[1] != d.shape[1] or \
-            w.shape[4] != ib or w.shape[5] != ob:
+    g = attrs.groups
+    if len(d.shape) != 5 or d.shape[4] != ib or len(w.shape) != 6 or w.shape[1] * g != d.shape[1] or \
+            w.shape[4] != ib or w.shape[5] != ob or w.shape[0] % g:
         raise TypeInferenceError(f"data {d.shape} and weight {w.shape} do not fit layouts {attrs.data_layout} / "
                                  f"{attrs.kernel_layout}")
     n, _, h, wd, _ = d.shape
@@ -103,10 +104,45 @@ def _nchwc_compute(attrs, inputs, out_type):
     from ..topi import nn as topi_nn
     data, kernel = inputs
     return [topi_nn.conv2d_NCHWc(data, kernel, attrs.strides, tuple(attrs.padding), attrs.dilation,
-                                 attrs.data_layout, attrs.out_layout, out_type.dtype)]
+                                 attrs.data_layout, attrs.out_layout, out_type.dtype, groups=attrs.groups)]
 
 
 register("nn.contrib_conv2d_NCHWc", _nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _nchwc_compute,
          {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
           "kernel_size": None, "data_layout": "NCHW8c", "kernel_layout": "OIHW8i8o", "out_layout": "NCHW8c",
+          "out_dtype": ""}, 2)
+
+
+# ------------------------------------------------------------------ depthwise conv2d in NCHWc
+def _dw_nchwc_rel(types, attrs):
+    from .op.nn import conv_out
+    from .ty import TensorType
+    d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
+    ib, ob = block_of(attrs.data_layout), block_of(attrs.out_layout)
+    km = _KERNEL.match(attrs.kernel_layout)
+    if not ib or not ob or not km or (int(km.group(1)), int(km.group(2))) != (1, ob):
+        raise TypeInferenceError(f"layouts {attrs.data_layout}, {attrs.kernel_layout}, {attrs.out_layout} do not "
+                                 "form an NCHW{i}c / OIHW1i{o}o / NCHW{o}c depthwise convolution")
+    if len(d.shape) != 5 or d.shape[4] != ib or len(w.shape) != 6 or w.shape[1] != 1 or w.shape[4] != 1 \
+            or w.shape[5] != ob or (w.shape[0] * ob) % (d.shape[1] * ib):
+        raise TypeInferenceError(f"data {d.shape} and weight {w.shape} do not fit layouts {attrs.data_layout} / "
+                                 f"{attrs.kernel_layout} (output channels a multiple of the input's)")
+    n, _, h, wd, _ = d.shape
+    kh, kw = w.shape[2], w.shape[3]
+    pt, pl, pb, pr = attrs.padding
+    oh = conv_out(h, kh, attrs.strides[0], attrs.dilation[0], pt, pb)
+    ow = conv_out(wd, kw, attrs.strides[1], attrs.dilation[1], pl, pr)
+    return TensorType((n, w.shape[0], oh, ow, ob), attrs.out_dtype or d.dtype)
+
+
+def _dw_nchwc_compute(attrs, inputs, out_type):
+    from ..topi import nn as topi_nn
+    data, kernel = inputs
+    return [topi_nn.depthwise_conv2d_NCHWc(data, kernel, attrs.strides, tuple(attrs.padding), attrs.dilation,
+                                           attrs.data_layout, attrs.out_layout, out_type.dtype)]
+
+
+register("nn.contrib_depthwise_conv2d_NCHWc", _dw_nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _dw_nchwc_compute,
+         {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
+          "kernel_size": None, "data_layout": "NCHW8c", "kernel_layout": "OIHW1i8o", "out_layout": "NCHW8c",
           "out_dtype": ""}, 2)

@@ -96,10 +96,20 @@ def contrib_conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0), dilation=
     """``relay.nn.contrib_conv2d_nchwc``: the blocked convolution AlterOpLayout makes (data NCHW{i}c, kernel
     OIHW{i}i{o}o, output NCHW{o}c; ``out_layout`` defaults to the data's layout)."""
     a = _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype)
-    if a["groups"] != 1:
-        raise RelayError(f"nn.contrib_conv2d_NCHWc: groups must be 1, got {a['groups']}")
+    if a["groups"] < 1:
+        raise RelayError(f"nn.contrib_conv2d_NCHWc: groups must be >= 1, got {a['groups']}")
     return make_call("nn.contrib_conv2d_NCHWc", [data, kernel], data_layout=data_layout, kernel_layout=kernel_layout,
                      out_layout=out_layout or data_layout, **a)
+
+
+def contrib_depthwise_conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+                                   channels=None, kernel_size=None, data_layout="NCHW8c", kernel_layout="OIHW1i8o",
+                                   out_layout="", out_dtype=""):
+    """``relay.nn.contrib_depthwise_conv2d_nchwc``: the blocked depthwise convolution AlterOpLayout makes (data
+    NCHW{i}c, kernel OIHW1i{o}o, output NCHW{o}c, output channel ``c * multiplier + m`` reading channel ``c``)."""
+    a = _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype)
+    return make_call("nn.contrib_depthwise_conv2d_NCHWc", [data, kernel], data_layout=data_layout,
+                     kernel_layout=kernel_layout, out_layout=out_layout or data_layout, **a)
 
 
 # ------------------------------------------------------------------ conv2d_transpose
@@ -578,6 +588,6 @@ def batch_flatten(data):
     return make_call("nn.batch_flatten", [data])
 
 
-__all__ = ["conv2d", "contrib_conv2d_nchwc", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu",
+__all__ = ["conv2d", "contrib_conv2d_nchwc", "contrib_depthwise_conv2d_nchwc", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu",
            "prelu", "batch_norm", "dropout", "instance_norm", "softmax", "log_softmax", "lrn", "max_pool2d",
            "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "pad", "batch_flatten"]

@@ -34,12 +34,37 @@ def channel_block(channels, block):
     return 1
 
 
-def _is_nchw_conv(n):
+def _is_blocked_conv(n, vb):
+    """Whether AlterOpLayout computes conv2d ``n`` in NCHW[x]c."""
+    kind = _conv_kind(n, vb)
+    return kind in ("conv", "depthwise") or (kind == "group" and _group_blocks(n, vb) is not None)
+
+
+def _conv_kind(n, vb):
+    """"conv" (groups 1), "depthwise" (one group per input channel, a multiplier of outputs each), "group"
+    (other groups) for an NCHW / OIHW float32 conv2d; None for anything else."""
+    if not (isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "nn.conv2d"):
+        return None
     a = n.attrs
     t = n.args[0]._checked_type
-    return (n.op.name == "nn.conv2d" and a.groups == 1 and a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
-            and a.out_layout in ("", "NCHW") and isinstance(t, TensorType) and t.dtype == "float32"
-            and (a.out_dtype or "float32") == "float32")
+    if not (a.data_layout == "NCHW" and a.kernel_layout == "OIHW" and a.out_layout in ("", "NCHW")
+            and isinstance(t, TensorType) and t.dtype == "float32" and (a.out_dtype or "float32") == "float32"):
+        return None
+    if a.groups == 1:
+        return "conv"
+    if a.groups == t.shape[1]:
+        return "depthwise" if channel_block(t.shape[1], vb) > 1 else None
+    return "group"
+
+
+def _group_blocks(n, vb):
+    """The (input, output) channel blocks of a grouped conv2d computed blocked, or None to leave it in NCHW:
+    the blocks its neighbours use must divide the channels of one group."""
+    c, o, g = n.args[0]._checked_type.shape[1], n.args[1]._checked_type.shape[0], n.attrs.groups
+    ib, ob = channel_block(c, vb), channel_block(o, vb)
+    if ib > 1 and ob > 1 and (c // g) % ib == 0 and (o // g) % ob == 0:
+        return ib, ob
+    return None
 
 
 def _per_channel(t, out4):
@@ -85,7 +110,7 @@ def alter(func, target="llvm"):
         """The input block every reader of ``n`` (all blocked convs) wants, or None."""
         us = users.get(n, [])
         if not us or n is func.body or not all(isinstance(u, Call) and isinstance(u.op, Op)
-                                                and u.op.name == "nn.conv2d" and _is_nchw_conv(u)
+                                                and u.op.name == "nn.conv2d" and _is_blocked_conv(u, vb)
                                                 and u.args[0] is n for u in us):
             return None
         b = channel_block(n._checked_type.shape[1], vb)
@@ -96,13 +121,26 @@ def alter(func, target="llvm"):
             new[n] = n
         elif isinstance(n, Call) and isinstance(n.op, Op):
             name, a = n.op.name, n.attrs
-            if name == "nn.conv2d" and _is_nchw_conv(n):
+            kind = _conv_kind(n, vb)
+            if kind == "depthwise":
+                c, o = n.args[0]._checked_type.shape[1], n.args[1]._checked_type.shape[0]
+                have = block_of(layout.get(n.args[0], "NCHW"))
+                ib = have if have not in (None, 1) else channel_block(c, vb)
+                ob = ib if o == c else channel_block(o, vb)
+                data = as_layout(n.args[0], f"NCHW{ib}c")
+                w = layout_transform(new[n.args[1]], "OIHW", f"OIHW1i{ob}o")
+                new[n] = make_call("nn.contrib_depthwise_conv2d_NCHWc", [data, w], strides=a.strides,
+                                   padding=a.padding, dilation=a.dilation, groups=a.groups, channels=a.channels,
+                                   kernel_size=a.kernel_size, data_layout=f"NCHW{ib}c",
+                                   kernel_layout=f"OIHW1i{ob}o", out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
+                layout[n] = f"NCHW{ob}c"
+            elif kind == "conv" or (kind == "group" and _group_blocks(n, vb) is not None):
                 c, o = n.args[0]._checked_type.shape[1], n.args[1]._checked_type.shape[0]
                 ib, ob = channel_block(c, vb), channel_block(o, vb)
                 data = as_layout(n.args[0], f"NCHW{ib}c")
                 w = layout_transform(new[n.args[1]], "OIHW", f"OIHW{ib}i{ob}o")
                 new[n] = make_call("nn.contrib_conv2d_NCHWc", [data, w], strides=a.strides, padding=a.padding,
-                                   dilation=a.dilation, groups=1, channels=a.channels, kernel_size=a.kernel_size,
+                                   dilation=a.dilation, groups=a.groups, channels=a.channels, kernel_size=a.kernel_size,
                                    data_layout=f"NCHW{ib}c", kernel_layout=f"OIHW{ib}i{ob}o",
                                    out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
                 layout[n] = f"NCHW{ob}c"

@@ -209,9 +209,11 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
                       tag="depthwise_conv2d_nchw", attrs=attrs)
 
 
-def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc"):
-    """Blocked convolution: data (N, C/ic, H, W, ic), kernel (O/oc, C/ic, KH, KW, ic, oc) ->
+def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc",
+                 groups=1):
+    """Blocked convolution: data (N, C/ic, H, W, ic), kernel (O/oc, C/groups/ic, KH, KW, ic, oc) ->
     (N, O/oc, OH, OW, oc); ``layout`` / ``out_layout`` name the blocking ("NCHW8c"). Tag ``conv2d_NCHWc``.
+    With ``groups`` > 1 the blocks must divide each group's channels (``ic`` its inputs, ``oc`` its outputs).
 
     The reduction runs over (input block, ky, kx, input lane), the lane innermost: each step reads one
     input value and one contiguous ``oc``-vector of the kernel, so the register tile of
@@ -222,9 +224,13 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
     n, cbk, h, w, ic = data.shape
     ofo, kcb, kh, kw, kic, oc = kernel.shape
     ic, kic, oc, kh, kw = (const_or_none(x) for x in (ic, kic, oc, kh, kw))
-    if None in (ic, kic, oc, kh, kw) or ic != kic or const_or_none(cbk) != const_or_none(kcb):
-        raise OperatorError(f"{op}: data {shape_str(data)} and kernel {shape_str(kernel)} do not match "
-                            f"(expected (N, C/ic, H, W, ic) and (O/oc, C/ic, KH, KW, ic, oc))")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise OperatorError(f"{op}: groups must be an int >= 1, got {groups!r}")
+    if None in (ic, kic, oc, kh, kw) or ic != kic or const_or_none(cbk) != groups * const_or_none(kcb) or \
+            (groups > 1 and (const_or_none(ofo) is None or const_or_none(ofo) % groups)):
+        raise OperatorError(f"{op}: data {shape_str(data)} and kernel {shape_str(kernel)} do not match with "
+                            f"groups={groups} (expected (N, C/ic, H, W, ic) and (O/oc, C/groups/ic, KH, KW, ic, oc), "
+                            "the output blocks splitting evenly into the groups)")
     for lay, block in ((layout, ic), (out_layout, oc)):
         if lay not in (f"NCHW{block}c", None):
             raise OperatorError(f"{op}: layout {lay!r} does not match the block of {block} channels "
@@ -239,17 +245,21 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
     oh = out_size(op, h, pt + pb, kh, sh, dh)
     ow = out_size(op, w, pl + pr, kw, sw, dw)
     pad = data if not any(pads) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0, name=name + "_pad")
-    rco = te.reduce_axis((0, cbk), name="rco")
+    rco = te.reduce_axis((0, kcb), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     rci = te.reduce_axis((0, ic), name="rci")
+    opg = const_or_none(ofo) // groups if groups > 1 else None    # output blocks per group
+
+    def block(fo):
+        return rco if groups == 1 else fo // opg * kcb + rco
     return te.compute((n, ofo, oh, ow, oc),
                       lambda b, fo, y, x, fi: te.sum(
-                          _cast(out_dtype, pad[b, rco, y * sh + ry * dh, x * sw + rx * dw, rci]) *
+                          _cast(out_dtype, pad[b, block(fo), y * sh + ry * dh, x * sw + rx * dw, rci]) *
                           _cast(out_dtype, kernel[fo, rco, ry, rx, rci, fi]), axis=[rco, ry, rx, rci]),
                       name=name, tag="conv2d_NCHWc",
                       attrs={"oc_block": oc, "ic_block": ic, "strides": (sh, sw), "dilation": (dh, dw),
-                             "padding": pads})
+                             "padding": pads, "groups": groups})
 
 
 @with_cpu_target
