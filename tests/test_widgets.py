@@ -303,3 +303,27 @@ def test_diff_highlighting():
     assert lines == [(" ", "a"), ("-", "b"), ("+", "x"), (" ", "c")]
     h = diff_html("for i in range(4):\n  x", "for i in T.parallel(4):\n  x", "AST2")
     assert KIND_COLORS["parallel"] in h and "tvmlab-add" in h and "tvmlab-del" in h
+
+
+def test_unbuildable_steps_are_failed_records_in_thread_and_process_benchmarkers():
+    from tvmlab.widgets.bench import Benchmarker
+    from tvmlab.widgets.bench_worker import ProcessBenchmarker
+    from tvmlab.widgets.explorer import _records_html
+    s, args = vadd()
+    wl = Workload(args, [args[-1]], {"n": 100})
+    updates = []
+    thread = Benchmarker(wl, on_update=lambda: updates.append(1) or 1 / 0)   # a failing view
+    thread.peak = (100.0, "set")             # no peak measurement once the queue is empty
+    proc = ProcessBenchmarker(wl)
+    try:
+        for b in (thread, proc):
+            b.submit("k", "1", {"llvm": "build failed: <no kernel>"})
+        assert thread.wait(30)
+        recs = [b.records[("k", "llvm")] for b in (thread, proc)]
+        assert recs[0] == recs[1] and recs[0]["status"] == "failed" and recs[0]["time_ms"] is None
+        assert recs[0]["message"] == "build failed: <no kernel>" and updates
+        page = _records_html([{"step": 1, "label": "C: split", **recs[0]}], "how <measured>")
+        assert "&lt;no kernel&gt;" in page and "how &lt;measured&gt;" in page
+    finally:
+        thread.close(timeout=5)
+        proc.close(timeout=5)
