@@ -190,3 +190,38 @@ def test_unsupported_einsum_ellipsis_names_node():
     m = model(mk("Einsum", ["a", "a"], ["y"], equation="...ij,...kj->...ik", name="e1"), {"a": a}, ["y"], opset=12)
     with pytest.raises(TVMLabError, match=r"Einsum node 'e1'.*ellipsis"):
         relay.frontend.from_onnx(m)
+
+
+@pytest.mark.parametrize("opset,attrs", [(9, {"k": 3}), (10, {"axis": 1}), (11, {"largest": 0, "axis": -1}),
+                                         (11, {"axis": 0})], ids=["k_attr", "opset10", "smallest", "axis0"])
+def test_topk_with_ties(opset, attrs):
+    x = np.round(rand(4, 6, 5, low=-2, high=2, seed=28))          # few values: ties on every row
+    k = attrs.pop("k", 3)
+    if opset < 10:
+        node, inits = mk("TopK", ["x"], ["v", "i"], k=k, **attrs), {}
+    else:
+        node, inits = mk("TopK", ["x", "k"], ["v", "i"], **attrs), {"k": np.array([k], np.int64)}
+    outs = [("v", None, TensorProto.FLOAT), ("i", None, TensorProto.INT64)]
+    exact(model(node, {"x": x}, outs, inits, opset=opset), {"x": x})
+
+
+def test_topk_relay_sort_argsort():
+    """relay.sort / relay.argsort are stable; relay.topk gives both outputs."""
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    a = np.round(rand(5, 8, low=-2, high=2, seed=29))
+    x = relay.var("x", shape=a.shape)
+    top = relay.topk(x, k=3, axis=0, is_ascend=True)
+    body = relay.Tuple([relay.sort(x, axis=1), relay.argsort(x, axis=1, is_ascend=False), top[0], top[1]])
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(body), target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.set_input("x", a)
+    g.run()
+    got = [g.get_output(i).numpy() for i in range(4)]
+    np.testing.assert_array_equal(got[0], np.sort(a, 1))
+    np.testing.assert_array_equal(got[1], np.argsort(-a, 1, kind="stable"))
+    order = np.argsort(a, 0, kind="stable")[:3]
+    np.testing.assert_array_equal(got[3], order)
+    np.testing.assert_array_equal(got[2], np.take_along_axis(a, order, 0))

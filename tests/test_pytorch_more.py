@@ -149,3 +149,14 @@ def test_unknown_dtype_in_to_is_a_clear_error():
     traced = torch.jit.trace(net, (torch.from_numpy(rand(2, 3, seed=9)),))
     with pytest.raises(TVMLabError):
         relay.frontend.from_pytorch(traced, [("input0", (2, 3))])
+
+
+def test_topk_sort_and_max_with_indices():
+    import torch
+
+    def f(x):
+        v, i = torch.topk(x, 3, dim=1)
+        s, si = torch.sort(x, dim=-1, descending=True)
+        m, mi = torch.max(x, dim=2, keepdim=True)
+        return v, i, s, si, m, mi, torch.min(x, dim=0)[0], torch.max(x)
+    check(_module(f), rand(3, 6, 5, seed=10))

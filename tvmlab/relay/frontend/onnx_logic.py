@@ -118,3 +118,24 @@ def _einsum(ctx, node):
         raise FrontendError(f"equation {eq!r}: an ellipsis ('...') is not supported")
     xs = [ctx.expr_of(i) for i in node.inputs if i]
     return ctx.relay.einsum(xs, eq.replace(" ", ""))
+
+
+@converter("TopK")
+def _topk(ctx, node):
+    """K is an attribute before opset 10 and an input from it on; ``largest`` and ``sorted`` from opset 11
+    (the values come out sorted either way); ties keep the lower index first, as onnxruntime."""
+    x = expr_input(ctx, node, 0)
+    shape = ctx.shape_of(x)
+    axis = normalize_axis(node.attr("axis", -1), len(shape))
+    if ctx.opset >= 10:
+        k = const_input(ctx, node, 1, "K")
+        if k is None:
+            raise FrontendError("the K input is required")
+        k = int(np.asarray(k).reshape(-1)[0])
+    else:
+        k = int(node.attr("k", 0))
+    if not 1 <= k <= shape[axis]:
+        raise FrontendError(f"K must be in 1..{shape[axis]} (the length of axis {axis}), got {k}")
+    largest = bool(node.attr("largest", 1)) if ctx.opset >= 11 else True
+    out = ctx.relay.topk(x, k=k, axis=axis, is_ascend=not largest, dtype="int64")
+    return [out[0], out[1]]

@@ -143,6 +143,40 @@ def _upsample(method):
     return convert
 
 
+def _topk(c, a):
+    """aten::topk(x, k, dim=-1, largest=True, sorted=True) -> (values, int64 indices)."""
+    x = a[0]
+    axis = normalize_axis(a[2] if len(a) > 2 else -1, len(c.shape(x)))
+    largest = bool(a[3]) if len(a) > 3 else True
+    out = c.relay.topk(x, k=int(a[1]), axis=axis, is_ascend=not largest, dtype="int64")
+    return [out[0], out[1]]
+
+
+def _sort(c, a):
+    """aten::sort(x, dim=-1, descending=False) -> (values, int64 indices), stable."""
+    x = a[0]
+    axis = normalize_axis(a[1] if len(a) > 1 else -1, len(c.shape(x)))
+    n = c.shape(x)[axis]
+    out = c.relay.topk(x, k=n, axis=axis, is_ascend=not (len(a) > 2 and bool(a[2])), dtype="int64")
+    return [out[0], out[1]]
+
+
+def _max_min_dim(name):
+    def convert(c, a):
+        """aten::max(x) (all elements), aten::max(x, y) (element-wise) or aten::max(x, dim, keepdim)."""
+        r = c.relay
+        if len(a) == 1:
+            return getattr(r, name)(a[0])
+        if _is_expr(a[1]):
+            return getattr(r, name + "imum")(a[0], a[1])
+        axis = normalize_axis(a[1], len(c.shape(a[0])))
+        keep = bool(a[2]) if len(a) > 2 else False
+        arg = r.argmax if name == "max" else r.argmin
+        return [getattr(r, name)(a[0], axis=[axis], keepdims=keep),
+                r.cast(arg(a[0], axis=axis, keepdims=keep), "int64")]
+    return convert
+
+
 def _unary(name):
     return lambda c, a: getattr(c.relay, name)(a[0])
 
@@ -169,6 +203,7 @@ MORE = {
     "aten::log": _unary("log"), "aten::rsqrt": _unary("rsqrt"), "aten::floor": _unary("floor"),
     "aten::ceil": _unary("ceil"), "aten::erf": _unary("erf"),
     "aten::elu": _elu,
+    "aten::topk": _topk, "aten::sort": _sort, "aten::max": _max_min_dim("max"), "aten::min": _max_min_dim("min"),
     "aten::to": _to,
     "aten::upsample_nearest2d": _upsample("nearest"), "aten::upsample_bilinear2d": _upsample("linear"),
 }

@@ -127,3 +127,74 @@ def einsum(data, equation):
 
 
 __all__ = ["prod", "argmax", "argmin", "cumsum", "cumprod", "einsum"]
+
+
+def _sort_axis(t, attrs):
+    return norm_axis(attrs.axis, len(t.shape))
+
+
+def _topk_rel(types, attrs):
+    from ..ty import TupleType
+    t = tensor_arg(types, 0)
+    a = _sort_axis(t, attrs)
+    if not 1 <= attrs.k <= t.shape[a]:
+        raise TypeInferenceError(f"topk: k must be in 1..{t.shape[a]}, got {attrs.k}")
+    shape = t.shape[:a] + (attrs.k,) + t.shape[a + 1:]
+    vals, idx = TensorType(shape, t.dtype), TensorType(shape, attrs.dtype)
+    return {"both": TupleType([vals, idx]), "values": vals, "indices": idx}[attrs.ret_type]
+
+
+def _topk_compute(attrs, inputs, out_type):
+    from ...topi.sort import topk as f
+    out = f(inputs[0], attrs.k, attrs.axis, attrs.ret_type, attrs.is_ascend, attrs.dtype)
+    return out if isinstance(out, list) else [out]
+
+
+register("topk", _topk_rel, OpPattern.OPAQUE, _topk_compute,
+         {"k": 1, "axis": -1, "ret_type": "both", "is_ascend": False, "dtype": "int32"}, 1)
+
+
+def topk(data, k=1, axis=-1, ret_type="both", is_ascend=False, dtype="int32"):
+    """``relay.topk(data, k, axis=-1, ret_type="both")``: (values, indices) of the k largest (sorted, ties by
+    lower index); a TupleWrapper when both."""
+    from ..expr import TupleWrapper
+    if ret_type not in ("both", "values", "indices"):
+        raise RelayError(f"topk: ret_type must be 'both', 'values' or 'indices', got {ret_type!r}")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise RelayError(f"topk: k must be a static int, got {k!r}")
+    call = make_call("topk", [data], k=int(k), axis=int(axis), ret_type=ret_type, is_ascend=bool(is_ascend),
+                     dtype=str(dtype))
+    return TupleWrapper(call, 2) if ret_type == "both" else call
+
+
+def _sort_rel(types, attrs):
+    t = tensor_arg(types, 0)
+    _sort_axis(t, attrs)
+    return TensorType(t.shape, attrs.dtype or t.dtype)
+
+
+def _sort_compute(name):
+    def compute(attrs, inputs, out_type):
+        from ...topi.sort import argsort as argsort_, sort as sort_
+        if name == "sort":
+            return [sort_(inputs[0], attrs.axis, attrs.is_ascend)]
+        return [argsort_(inputs[0], attrs.axis, attrs.is_ascend, attrs.dtype)]
+    return compute
+
+
+register("sort", _sort_rel, OpPattern.OPAQUE, _sort_compute("sort"), {"axis": -1, "is_ascend": True, "dtype": None}, 1)
+register("argsort", _sort_rel, OpPattern.OPAQUE, _sort_compute("argsort"),
+         {"axis": -1, "is_ascend": True, "dtype": "int32"}, 1)
+
+
+def sort(data, axis=-1, is_ascend=True):
+    """``relay.sort(data, axis=-1, is_ascend=True)`` (stable)."""
+    return make_call("sort", [data], axis=int(axis), is_ascend=bool(is_ascend))
+
+
+def argsort(data, axis=-1, is_ascend=True, dtype="int32"):
+    """``relay.argsort(data, axis=-1, is_ascend=True, dtype="int32")`` (stable)."""
+    return make_call("argsort", [data], axis=int(axis), is_ascend=bool(is_ascend), dtype=str(dtype))
+
+
+__all__ += ["topk", "sort", "argsort"]
