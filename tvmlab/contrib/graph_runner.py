@@ -77,33 +77,49 @@ class ThreadChoice:
 
     On an idle machine a model runs fastest on every core; when another
     process holds a core, a team of threads waits at each parallel region for
-    the thread that has no core, and one thread is faster (a small CNN: 0.2 ms
-    instead of 0.5).  Runs use ``threads`` until a probe, ``burst`` runs on the
-    other count (the first wakes its threads and is not counted), is faster
-    than ``gain`` times the median of the current count's recent runs; then
-    they switch.  Probes come every ``first`` runs, the interval doubling (up
-    to ``longest``) each time a probe loses, so on a steady machine they
-    become rare.
+    the thread that has no core, and one thread is faster (a small CNN: 0.16 ms
+    instead of 0.41).  Runs stay on all threads while they are steady; when the
+    median of the last ``window`` runs is over ``slow`` times the fastest run
+    seen, a probe runs ``burst`` times on one thread (the first run is not
+    counted), and if it beats ``gain`` times that median, runs switch to one
+    thread.  On one thread a probe of all threads comes every ``first`` runs,
+    the interval doubling (up to ``longest``) while probes lose.  An idle
+    machine's runs are steady, so it pays no probes.
     """
 
-    def __init__(self, threads, first=16, longest=1024, gain=0.8, window=5, burst=3):
+    def __init__(self, threads, first=16, longest=1024, gain=0.8, slow=1.25, window=5, burst=3):
         self.threads, self.use = threads, threads
-        self.first, self.longest, self.gain, self.window, self.burst = first, longest, gain, window, burst
+        self.first, self.longest, self.gain, self.slow = first, longest, gain, slow
+        self.window, self.burst = window, burst
         self.interval, self.count = first, 0
         self.recent = []            # seconds of the latest runs on self.use
+        self.fastest = float("inf")  # fastest run on all threads
         self.probe = []             # seconds of the probe under way
 
     def _other(self):
         return 1 if self.use == self.threads else self.threads
 
+    def _median(self):
+        r = sorted(self.recent)
+        return r[len(r) // 2] if r else float("inf")
+
+    def _want_probe(self):
+        if self.threads == 1 or self.count < self.interval:
+            return False
+        if self.use == 1:           # only a probe shows when all threads are worth it again
+            return True
+        return len(self.recent) == self.window and self._median() > self.slow * self.fastest
+
     def next(self):
         """The thread count for the next run."""
-        if self.probe or (self.count >= self.interval and self.threads > 1):
+        if self.probe or self._want_probe():
             return self._other()
         self.count += 1
         return self.use
 
     def record(self, threads, seconds):
+        if threads == self.threads:
+            self.fastest = min(self.fastest, seconds)
         if threads == self.use:
             self.recent = (self.recent + [seconds])[-self.window:]
             return
@@ -111,8 +127,7 @@ class ThreadChoice:
         if len(self.probe) < self.burst:
             return
         best, self.probe, self.count = min(self.probe[1:]), [], 0
-        cur = sorted(self.recent)
-        if cur and best < self.gain * cur[len(cur) // 2]:
+        if best < self.gain * self._median():
             self.use, self.interval, self.recent = threads, self.first, [best]
         else:
             self.interval = min(self.interval * 2, self.longest)
