@@ -419,9 +419,7 @@ def from_pytorch(script_module, input_infos, default_dtype="float32"):
                 raise type(e)(f"{kind} (`{str(node).strip()}`): {e}") from e
             except Exception as e:
                 raise FrontendError(f"{kind} (`{str(node).strip()}`): {type(e).__name__}: {e}") from e
-            if len(outs) > 1:       # aten::topk, aten::sort, aten::max(dim): one Relay value per output
-                if not isinstance(result, (list, tuple)) or len(result) != len(outs):
-                    raise FrontendError(f"{kind} (`{str(node).strip()}`): {len(outs)} outputs are not supported")
+            if len(outs) > 1 and isinstance(result, list):   # aten::topk, aten::sort, aten::max(dim)
                 for o, v in zip(outs, result):
                     values[o.debugName()] = v
             else:
