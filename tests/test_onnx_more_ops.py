@@ -225,3 +225,65 @@ def test_topk_relay_sort_argsort():
     order = np.argsort(a, 0, kind="stable")[:3]
     np.testing.assert_array_equal(got[3], order)
     np.testing.assert_array_equal(got[2], np.take_along_axis(a, order, 0))
+
+
+def _rnn_model(op, direction, layout=0, bias=True, init=True, peep=False, opset=14, **attrs):
+    seq, batch, inp, hid = 4, 3, 5, 6
+    dirs, g = (2 if direction == "bidirectional" else 1), {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    x = rand(*((batch, seq, inp) if layout else (seq, batch, inp)), seed=30)
+    inits = {"W": rand(dirs, g * hid, inp, seed=31), "R": rand(dirs, g * hid, hid, seed=32)}
+    names = ["x", "W", "R", "B" if bias else "", "", "h0" if init else ""]
+    if bias:
+        inits["B"] = rand(dirs, 2 * g * hid, seed=33)
+    if init:
+        inits["h0"] = rand(*((batch, dirs, hid) if layout else (dirs, batch, hid)), seed=34)
+    outs = ["y", "yh"]
+    if op == "LSTM":
+        names.append("c0" if init else "")
+        outs.append("yc")
+        if init:
+            inits["c0"] = rand(*((batch, dirs, hid) if layout else (dirs, batch, hid)), seed=35)
+        if peep:
+            names.append("P")
+            inits["P"] = rand(dirs, 3 * hid, seed=36)
+    if layout:
+        attrs["layout"] = 1
+    node = mk(op, names, outs, hidden_size=hid, direction=direction, **attrs)
+    return model(node, {"x": x}, outs, inits, opset=opset), {"x": x}
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_recurrent(op, direction):
+    check(*_rnn_model(op, direction), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["lstm_peephole", "gru_linear_before_reset_no_init",
+                                  "lstm_no_bias_clip", "rnn_relu_opset9"])
+def test_recurrent_variants(case):
+    if case == "lstm_peephole":
+        m = _rnn_model("LSTM", "bidirectional", peep=True)
+    elif case == "gru_linear_before_reset_no_init":
+        m = _rnn_model("GRU", "bidirectional", init=False, linear_before_reset=1)
+    elif case == "lstm_no_bias_clip":
+        m = _rnn_model("LSTM", "forward", bias=False, clip=0.7)
+    else:
+        m = _rnn_model("RNN", "forward", opset=9, activations=["Relu"])
+    check(*m, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_batch_first_layout():
+    """layout=1 (onnxruntime refuses it): against the same LSTM in layout 0 with transposed data."""
+    m1, feeds1 = _rnn_model("LSTM", "bidirectional", layout=1, peep=True)
+    m0, _ = _rnn_model("LSTM", "bidirectional", layout=0, peep=True)
+    x0 = feeds1["x"].transpose(1, 0, 2)
+    for init in m0.graph.initializer:          # the same weights; initial states transposed
+        if init.name in ("h0", "c0"):
+            from onnx import numpy_helper
+            src = next(i for i in m1.graph.initializer if i.name == init.name)
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(src).transpose(1, 0, 2), init.name))
+    want = run_ort(m0, {"x": x0})
+    got = run_tvm(m1, feeds1)
+    np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)

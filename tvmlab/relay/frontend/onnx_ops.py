@@ -70,4 +70,4 @@ def scalar(ctx, expr, value):
     return ctx.relay.const(np.asarray(value, dtype=dtype).item(), dtype)
 
 
-from . import onnx_logic, onnx_math, onnx_nn, onnx_tensor  # noqa: E402,F401  (they fill the tables)
+from . import onnx_logic, onnx_math, onnx_nn, onnx_rnn, onnx_tensor  # noqa: E402,F401  (they fill the tables)
