@@ -287,3 +287,83 @@ def test_lstm_batch_first_layout():
     np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- the relay operators behind these converters
+def _fused_groups(expr):
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.relay.expr import Call, Function, post_order
+    mod = tvm.IRModule.from_expr(expr)
+    with tvm.transform.PassContext(opt_level=3):
+        mod = tvm.transform.Sequential([relay.transform.InferType(), relay.transform.FuseOps(2)])(mod)
+    return [[e.op.name for e in post_order(n.op.body) if isinstance(e, Call)]
+            for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Function)]
+
+
+def test_fusion_by_pattern_of_new_ops():
+    from tvmlab import relay
+    x, y = relay.var("x", shape=(4, 9)), relay.var("y", shape=(9,))
+    # comparisons, logic and where are broadcast ops: one kernel; argmax takes its injective input
+    sel = relay.where(relay.logical_and(relay.less(x, y), relay.logical_not(relay.equal(x, y))), x, y)
+    assert _fused_groups(relay.argmax(relay.exp(sel), axis=1)) == \
+        [["less", "equal", "logical_not", "logical_and", "where", "exp", "argmax"]]
+    # einsum is complex-out-fusable: its element-wise tail joins it; cumsum and topk stay alone
+    e = relay.nn.relu(relay.einsum([x, relay.transpose(x)], "ij,jk->ik"))
+    assert _fused_groups(e)[-1] == ["einsum", "nn.relu"]
+    assert ["cumsum"] in _fused_groups(relay.exp(relay.cumsum(relay.exp(x), axis=1)))
+    assert ["topk"] in _fused_groups(relay.topk(relay.exp(x), k=2, ret_type="values"))
+
+
+def test_relay_types_and_text():
+    import tvmlab as tvm
+    from tvmlab import relay
+    x = relay.var("x", shape=(2, 3, 5, 7))
+    body = relay.Tuple([relay.greater(x, relay.const(0.0)), relay.argmin(x, axis=2, keepdims=True),
+                        relay.image.resize2d(x, size=(9, 4), method="nearest_neighbor"),
+                        relay.prod(x, axis=[1, 3]), relay.topk(x, k=2, axis=1).astuple()])
+    mod = relay.transform.InferType()(tvm.IRModule.from_expr(body))
+    ty = mod["main"].body.checked_type.fields
+    assert [(f.shape, f.dtype) for f in ty[:4]] == [((2, 3, 5, 7), "bool"), ((2, 3, 1, 7), "int32"),
+                                                    ((2, 3, 9, 4), "float32"), ((2, 5), "float32")]
+    assert [(f.shape, f.dtype) for f in ty[4].fields] == [((2, 2, 5, 7), "float32"), ((2, 2, 5, 7), "int32")]
+    text = str(mod)
+    assert "image.resize2d(" in text and "argmin(" in text and "greater(" in text
+
+
+def test_bad_uses_are_clear_errors():
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    x, i = relay.var("x", shape=(3, 4)), relay.var("i", shape=(3, 4), dtype="int32")
+    for bad, msg in ((lambda: relay.argmax(x), "give one axis"),
+                     (lambda: relay.image.resize2d(x, size=(2, 2), method="cubic"), "method must be one of"),
+                     (lambda: relay.image.resize2d(x, size=(0, 2)), "two positive ints"),
+                     (lambda: relay.topk(x, k=relay.const(2)), "k must be a static int"),
+                     (lambda: relay.einsum([x], 5), "equation must be a string")):
+        with pytest.raises(TVMLabError, match=msg):
+            bad()
+    for expr, msg in ((relay.less(x, i), "dtype mismatch"), (relay.where(x, x, x), "condition must be bool"),
+                      (relay.einsum([x, x], "ij,kl->ijm"), "output 'ijm'"),
+                      (relay.einsum([x, relay.transpose(x)], "ij,ij->i"), "letter 'i' is 3"),
+                      (relay.topk(x, k=5, axis=1).astuple(), "k must be in 1..4"),
+                      (relay.image.resize2d(x, size=(2, 2)), "4-D"), (relay.cumsum(x, axis=2), "out of range")):
+        with pytest.raises(TVMLabError, match=msg):
+            relay.transform.InferType()(tvm.IRModule.from_expr(expr))
+
+
+def test_bad_onnx_attributes_name_the_node():
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    x = rand(2, 5, seed=40)
+    cases = [(mk("TopK", ["x", "k"], ["v", "i"], name="t"), {"k": np.array([9], np.int64)}, "TopK node 't'.*K must"),
+             (mk("CumSum", ["x", "ax"], ["y"], name="c"), {"ax": np.array(4, np.int64)}, "CumSum node 'c'.*axis 4"),
+             (mk("ArgMax", ["x"], ["y"], axis=3, name="a"), {}, "ArgMax node 'a'.*axis 3")]
+    for node, inits, msg in cases:
+        m = helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+            [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output],
+            initializer=[__import__("onnx").numpy_helper.from_array(v, k) for k, v in inits.items()]),
+            opset_imports=[helper.make_opsetid("", 13)])
+        with pytest.raises(TVMLabError, match=msg):
+            relay.frontend.from_onnx(m)
