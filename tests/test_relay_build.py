@@ -577,8 +577,15 @@ def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
     np.testing.assert_allclose(c.numpy(), (a.numpy() * 2 + 1) * 2 + 1, rtol=1e-6)
     c.copyfrom(np.full(8, np.nan, "float32"))
     runner = make_runner([f_ok, f_bad, f_ok], [[a, b], [b, c], [c, d]])
+    import ctypes
+    from tvmlab.runtime import llvm_jit
+    # tiny kernels run on one thread, and the thread count is restored even when one fails
+    assert runner.serial == ([0, 1, 2] if llvm_jit.has_openmp() else [])
+    gomp = ctypes.CDLL(llvm_jit.initialize()) if llvm_jit.has_openmp() else None
+    before = gomp.omp_get_max_threads() if gomp else None
     with pytest.raises(PackedFuncError, match="boom in the graph"):
         runner()
+    assert gomp is None or gomp.omp_get_max_threads() == before
     assert seen == [pytest.approx(float(a.numpy()[0]) * 2 + 1)]        # the first kernel ran before it
     assert np.isnan(d.numpy()).all()                                    # the one after it did not
     # a graph built for the CPU runs through one native call; a one-kernel graph calls its kernel directly

@@ -40,15 +40,17 @@ SERIAL_BYTES = 1 << 16     # a kernel touching less than this runs on one thread
 def runner_ir(calls, serial=()):
     """LLVM IR of ``i64 @graph_run()`` for ``calls`` = [(kernel address, [(type, value)])]: 0 when every call
     returns 0, else ``(index + 1) << 32 | code`` of the first that fails.  Calls whose index is in ``serial``
-    run with OpenMP's thread count set to one (restored after)."""
+    run with OpenMP's thread count set to one (set on entering a stretch of them, restored on leaving it or
+    on failing inside it)."""
     lines = []
     if serial:
         lines += ["declare i32 @omp_get_max_threads()", "declare void @omp_set_num_threads(i32)"]
     lines += ["define i64 @graph_run() {", "entry:"]
     if serial:
         lines.append("  %nthreads = call i32 @omp_get_max_threads()")
+    restore = "  call void @omp_set_num_threads(i32 %nthreads)"
     for k, (addr, args) in enumerate(calls):
-        if k in serial:
+        if k in serial and k - 1 not in serial:
             lines.append("  call void @omp_set_num_threads(i32 1)")
         vals = []
         for j, (ty, v) in enumerate(args):
@@ -59,12 +61,15 @@ def runner_ir(calls, serial=()):
                 vals.append(f"{ty} {v}")
         lines += [f"  %f{k} = inttoptr i64 {addr} to ptr",
                   f"  %r{k} = call i32 %f{k}({', '.join(vals)})"]
-        if k in serial:
-            lines.append("  call void @omp_set_num_threads(i32 %nthreads)")
+        leaving = k in serial and k + 1 not in serial
+        if leaving:
+            lines.append(restore)
         lines += [f"  %c{k} = icmp ne i32 %r{k}, 0",
                   f"  br i1 %c{k}, label %fail{k}, label %ok{k}",
-                  f"fail{k}:",
-                  f"  %z{k} = zext i32 %r{k} to i64",
+                  f"fail{k}:"]
+        if k in serial and not leaving:
+            lines.append(restore)
+        lines += [f"  %z{k} = zext i32 %r{k} to i64",
                   f"  %e{k} = or i64 %z{k}, {(k + 1) << 32}",
                   f"  ret i64 %e{k}",
                   f"ok{k}:"]
