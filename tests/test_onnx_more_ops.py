@@ -367,3 +367,38 @@ def test_bad_onnx_attributes_name_the_node():
             opset_imports=[helper.make_opsetid("", 13)])
         with pytest.raises(TVMLabError, match=msg):
             relay.frontend.from_onnx(m)
+
+
+def test_new_ops_build_for_cuda():
+    """The new operators' groups compile to CUDA (NVRTC here) and, where a GPU is, match numpy."""
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    xv, yv = rand(2, 3, 5, 6, seed=50), rand(6, seed=51)
+    x, y = relay.var("x", shape=xv.shape), relay.var("y", shape=yv.shape)
+    outs = [relay.where(relay.logical_or(relay.less(x, y), relay.logical_not(relay.greater(x, y))), x, y),
+            relay.argmax(relay.exp(x), axis=3), relay.prod(x, axis=[1]), relay.cumsum(x, axis=2, exclusive=True),
+            relay.topk(x, k=2, axis=3, ret_type="indices"), relay.einsum([x, x], "bcij,bckj->bik"),
+            relay.image.resize2d(x, size=(7, 4), method="linear")]
+    try:
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Tuple(outs)), target="cuda")
+    except tvm.TVMLabError as e:
+        if "NVRTC" in str(e) or "nvcc" in str(e):
+            pytest.skip(f"no CUDA compiler here: {e}")
+        raise
+    assert lib.get_lib().get_source().count("__global__") >= len(outs)
+    if not tvm.cuda(0).exist:
+        pytest.skip("no CUDA GPU here: the graph compiled; running it needs one")
+    m = graph_executor.GraphModule(lib["default"](tvm.cuda(0)))
+    m.set_input("x", xv)
+    m.set_input("y", yv)
+    m.run()
+    got = [m.get_output(i).numpy() for i in range(len(outs))]
+    np.testing.assert_array_equal(got[0], np.where((xv < yv) | ~(xv > yv), xv, yv))
+    np.testing.assert_array_equal(got[1], xv.argmax(3))
+    np.testing.assert_allclose(got[2], xv.prod(1), rtol=1e-5)
+    np.testing.assert_allclose(got[3], np.cumsum(xv, 2) - xv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[4], np.argsort(-xv, 3, kind="stable")[..., :2])
+    np.testing.assert_allclose(got[5], np.einsum("bcij,bckj->bik", xv, xv), rtol=1e-5, atol=1e-5)
+    assert got[6].shape == (2, 3, 7, 4) and np.isfinite(got[6]).all()
