@@ -168,15 +168,15 @@ def test_mobilenet_blocks_blocked_equal_unblocked(rng):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("groups, converted", [(2, True), (8, False)])
+@pytest.mark.parametrize("groups, converted", [(2, True), (16, False)])
 def test_grouped_conv_blocked_only_when_the_block_divides_a_group(rng, groups, converted):
     x16 = relay.var("x", shape=(1, 16, 9, 9))
-    y = relay.nn.relu(relay.nn.conv2d(x16, _const(rng, 32, 16, 1, 1)))          # a blocked producer
-    y = relay.nn.relu(relay.nn.conv2d(y, _const(rng, 32, 32 // groups, 3, 3), padding=(1, 1), groups=groups))
-    f = relay.Function([x16], relay.nn.conv2d(y, _const(rng, 16, 32, 1, 1)))
+    y = relay.nn.relu(relay.nn.conv2d(x16, _const(rng, 64, 16, 1, 1)))          # a blocked producer
+    y = relay.nn.relu(relay.nn.conv2d(y, _const(rng, 64, 64 // groups, 3, 3), padding=(1, 1), groups=groups))
+    f = relay.Function([x16], relay.nn.conv2d(y, _const(rng, 16, 64, 1, 1)))
     mod = _alter(f)
     body = mod["main"].body
-    if converted:     # 16 channels a group, blocks of 16: conv2d_NCHWc with groups, no transform between
+    if converted:     # 32 channels a group, blocks of 16: conv2d_NCHWc with groups, no transform between
         assert count_calls(body, "nn.conv2d") == 0
         assert [n.attrs.groups for n in post_order(body) if isinstance(n, Call)
                 and n.op.name == "nn.contrib_conv2d_NCHWc"] == [1, groups, 1]

@@ -256,8 +256,12 @@ def test_contrib_conv2d_nchwc_constructor():
     (got,) = build_run(relay.layout_transform(y, "NCHW6c", "NCHW"), {"x": x}, opt_level=0)
     np.testing.assert_allclose(got, ref_conv(x, w, (2, 1), (1, 2)), rtol=1e-4, atol=1e-4)
     assert layout_transform_python(got, "NCHW", "NCHW6c").shape == (1, 2, 4, 11, 6)
-    with pytest.raises(tvm.TVMLabError, match="groups must be 1"):
-        relay.nn.contrib_conv2d_nchwc(xc, wc, groups=2)
+    with pytest.raises(tvm.TVMLabError, match="groups must be >= 1"):
+        relay.nn.contrib_conv2d_nchwc(xc, wc, groups=0)
+    grouped = relay.nn.contrib_conv2d_nchwc(xc, wc, groups=2, data_layout="NCHW4c", kernel_layout="OIHW4i6o",
+                                            out_layout="NCHW6c")     # the weight holds all 8 inputs: not 2 groups
+    with pytest.raises(tvm.TVMLabError, match="do not fit"):
+        relay.transform.InferType()(tvm.IRModule.from_expr(grouped))
     bad = relay.nn.contrib_conv2d_nchwc(xc, wc, data_layout="NCHW4c", kernel_layout="OIHW4i6o", out_layout="NCHW4c")
     with pytest.raises(tvm.TVMLabError, match="do not form"):
         relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([xv], bad)))

@@ -13,7 +13,11 @@ layout differs from what its consumer wants: between two convolutions whose
 blocks match there is none, so a chain of conv / bias / relu / add stays
 blocked.  Weights are transformed to ``OIHW{i}i{o}o`` (FoldConstant then
 does that at compile time).  Channel blocks are two vectors (16 float32 with
-AVX2), or the largest divisor of the channel count below that.
+AVX2), or the largest divisor of the channel count below that which is whole
+vectors, else the largest divisor.  Depthwise convolutions become
+``contrib_depthwise_conv2d_NCHWc`` (kernel ``OIHW1i{o}o``) reading their
+producer's blocks as they are; grouped ones become ``contrib_conv2d_NCHWc``
+with ``groups`` when the blocks divide each group's channels, else stay NCHW.
 """
 from __future__ import annotations
 
@@ -28,10 +32,13 @@ _POOLS = {"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_m
 
 
 def channel_block(channels, block):
-    for b in range(min(block, channels), 0, -1):
-        if channels % b == 0:
-            return b
-    return 1
+    """The channel block for ``channels`` when ``block`` (two vectors) is the widest wanted: the largest
+    divisor that is a whole number of vectors (48 channels: 16, not 24, with 16-lane vectors), else the
+    largest divisor below ``block`` (12 channels: 12)."""
+    divisors = [b for b in range(min(block, channels), 0, -1) if channels % b == 0]
+    lanes = max(block // 2, 1)
+    whole = [b for b in divisors if b % lanes == 0]
+    return whole[0] if whole else divisors[0]
 
 
 def _is_blocked_conv(n, vb):

@@ -29,9 +29,9 @@ def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None):
     register_tile_blocked(s, tile_out, acc, target, width)
     for r in s[acc].op.reduce_axis:
         s[acc].unroll(r)
+    task = s[tile_out].leaf_iter_vars[0]    # the parallel (batch, channel block, row) tasks
     for t in conv.input_tensors:
-        if isinstance(t.op, ComputeOp):     # the padded input, a transformed kernel
-            axes = s[t.op].op.axis
-            s[t.op].parallel(s[t.op].fuse(axes[0], axes[1]))
-            s[t.op].vectorize(axes[-1])
+        if isinstance(t.op, ComputeOp):     # the padded input: the rows a task reads, made in the task
+            s[t.op].compute_at(s[tile_out], task)
+            s[t.op].vectorize(s[t.op].op.axis[-1])
     return schedule_others(s, outs, conv, tile_out, target)

@@ -136,6 +136,14 @@ def parallel_vectorize(s, t, target="llvm"):
         c = const_or_none(d)
         total = total * c if c is not None and total is not None else None
     small = total is not None and total <= TASK
+    if "dst_layout" in (getattr(st.op, "attrs", None) or {}) and last is not None and last < lanes \
+            and len(axes) >= 3 and not small:
+        # a layout_transform into blocks narrower than a vector (an image's NCHW3c): rows in parallel, the
+        # block unrolled, so no flat index is divided back into coordinates for every element
+        outer = st.fuse(*axes[:-2]) if len(axes) > 3 else axes[0]
+        st.parallel(outer)
+        st.unroll(axes[-1])
+        return outer
     if len(axes) == 1 or (last is not None and last < lanes):
         x = st.fuse(*axes) if len(axes) > 1 else axes[0]
         if small:
