@@ -177,3 +177,49 @@ def upsample_nearest(r, x, shape, factors):
         wide += [d, f]
     y = r.broadcast_to(r.reshape(x, newshape=tuple(split)), shape=tuple(wide))
     return r.reshape(y, newshape=tuple(d * f for d, f in zip(shape, factors)))
+
+
+def einsum(r, shape_of, xs, equation):
+    """``relay.einsum`` of ``xs``; two operands in a matrix-product form (each letter once per operand, every
+    letter kept or shared, no size-1 broadcasting) become transposes around one dense or batch_matmul, which
+    have tuned schedules."""
+    return _einsum_as_matmul(r, shape_of, xs, equation) or r.einsum(list(xs), equation)
+
+
+def _einsum_as_matmul(r, shape_of, xs, equation):
+    if len(xs) != 2 or "->" not in equation or "." in equation:
+        return None
+    lhs, out = equation.split("->")
+    terms = lhs.split(",")
+    shapes = [list(shape_of(x)) for x in xs]
+    if len(terms) != 2 or any(len(t) != len(s) or len(set(t)) != len(t) for t, s in zip(terms, shapes)):
+        return None
+    a, b = terms
+    size = {}
+    for t, s in zip(terms, shapes):
+        for c, d in zip(t, s):
+            if size.setdefault(c, d) != d:
+                return None
+    if len(set(out)) != len(out) or any(c not in size for c in out) or \
+            any(c not in out and (c not in a or c not in b) for c in size):
+        return None
+    batch = [c for c in out if c in a and c in b]
+    left = [c for c in out if c in a and c not in b]
+    right = [c for c in out if c in b and c not in a]
+    contract = [c for c in a if c in b and c not in out]
+
+    def arrange(x, term, order, shape3):
+        perm = [term.index(c) for c in order]
+        if perm != list(range(len(perm))):
+            x = r.transpose(x, axes=perm)
+        return r.reshape(x, newshape=shape3)
+    nb, m, n, k = (prod(size[c] for c in g) for g in (batch, left, right, contract))
+    if batch:
+        y = r.nn.batch_matmul(arrange(xs[0], a, batch + left + contract, (nb, m, k)),
+                              arrange(xs[1], b, batch + right + contract, (nb, n, k)))
+    else:
+        y = r.nn.dense(arrange(xs[0], a, left + contract, (m, k)), arrange(xs[1], b, right + contract, (n, k)))
+    got = batch + left + right
+    y = r.reshape(y, newshape=tuple(size[c] for c in got))
+    perm = [got.index(c) for c in out]
+    return y if perm == list(range(len(perm))) else r.transpose(y, axes=perm)

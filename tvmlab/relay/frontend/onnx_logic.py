@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import FrontendError, normalize_axis
+from .common import FrontendError, einsum, normalize_axis
 from .onnx_ops import axes_arg, const_input, converter, expr_input, folder
 
 _COMPARE = {"Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
@@ -117,7 +117,7 @@ def _einsum(ctx, node):
     if "." in eq:
         raise FrontendError(f"equation {eq!r}: an ellipsis ('...') is not supported")
     xs = [ctx.expr_of(i) for i in node.inputs if i]
-    return ctx.relay.einsum(xs, eq.replace(" ", ""))
+    return einsum(ctx.relay, ctx.shape_of, xs, eq.replace(" ", ""))
 
 
 @converter("TopK")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import FrontendError, matmul, normalize_axis, upsample_nearest
+from .common import FrontendError, einsum, matmul, normalize_axis, upsample_nearest
 
 # torch's ScalarType numbering (what a traced aten::to carries)
 _TORCH_DTYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
@@ -91,7 +91,7 @@ def _einsum(c, a):
     eq, xs = a[0], a[1]
     if not isinstance(eq, str) or "." in eq:
         raise FrontendError(f"equation {eq!r}: an ellipsis ('...') is not supported")
-    return c.relay.einsum(list(xs), eq.replace(" ", ""))
+    return einsum(c.relay, c.shape, list(xs), eq.replace(" ", ""))
 
 
 def _to(c, a):
