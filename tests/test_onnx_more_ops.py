@@ -402,3 +402,15 @@ def test_new_ops_build_for_cuda():
     np.testing.assert_array_equal(got[4], np.argsort(-xv, 3, kind="stable")[..., :2])
     np.testing.assert_allclose(got[5], np.einsum("bcij,bckj->bik", xv, xv), rtol=1e-5, atol=1e-5)
     assert got[6].shape == (2, 3, 7, 4) and np.isfinite(got[6]).all()
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_small_k_of_long_axis_with_ties_and_infinities(largest):
+    """k <= a quarter of the axis: picked one pass per element (the other path than the ranks above)."""
+    x = np.round(rand(3, 29, 4, low=-3, high=3, seed=41))
+    x[0, 5, :] = -np.inf
+    x[1, 7, :] = np.inf
+    x[2, :, 0] = 1.0                                       # a whole row of ties
+    node = mk("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
+    outs = [("v", None, TensorProto.FLOAT), ("i", None, TensorProto.INT64)]
+    exact(model(node, {"x": x}, outs, {"k": np.array([5], np.int64)}, opset=11), {"x": x})

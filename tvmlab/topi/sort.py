@@ -6,7 +6,9 @@ distinct and ties keep the lower index first, as onnxruntime and numpy's
 stable sort do); the j-th output is the element of rank j. Both steps are
 reductions over the axis: quadratic in its length, parallel over the others,
 and free of data-dependent control flow, which suits the short axes (classes,
-candidates) models sort.
+candidates) models sort. A small ``topk`` (k of at most 16, a quarter of the
+axis) instead picks one element per pass: k arg-reductions, each over the
+elements after the previous pick.
 """
 from __future__ import annotations
 
@@ -43,6 +45,52 @@ def _pick(data, rank, axis, k, dtype, name, values):
     return te.compute(tuple(shape), f, name=name, tag="sort")
 
 
+SELECT_MAX_K = 16      # topk of at most this many (and a quarter of the axis) picks one element per pass
+
+
+def _select(data, axis, k, is_ascend, dtype):
+    """[values, indices] of the first ``k`` in the order, by ``k`` passes over the axis (each an arg-reduction
+    of the elements after the previous pick): k * n work instead of the n * n of ranking."""
+    n = data.shape[axis]
+    shape = [s for d, s in enumerate(data.shape) if d != axis]
+
+    def after(a_val, a_idx, b_val, b_idx):
+        """Whether (a_val, a_idx) comes after (b_val, b_idx) in the order."""
+        worse = (a_val > b_val) if is_ascend else (a_val < b_val)
+        return _op.logical_or(worse, _op.logical_and(a_val == b_val, a_idx > b_idx))
+
+    def fcombine(x, y):
+        take_y = _op.logical_or(x[0] < _op.const(0, x[0].dtype), _op.logical_and(
+            y[0] >= _op.const(0, y[0].dtype), after(x[1], x[0], y[1], y[0])))
+        return _op.select(take_y, y[0], x[0]), _op.select(take_y, y[1], x[1])
+
+    def fidentity(t0, t1):
+        return _op.const(-1, t0), _op.const(0, t1)
+    red = te.comm_reducer(fcombine, fidentity, name="topk_select")
+    picks = []
+    for j in range(k):
+        m = te.reduce_axis((0, n), name="m")
+
+        def f(*i, prev=picks[-1] if picks else None):
+            src = list(i[:axis]) + [m] + list(i[axis:])
+            v = data(*src)
+            cond = None if prev is None else after(v, m.var, prev[1](*i), prev[0](*i))
+            return red((m.var, v), axis=m, where=cond)
+        picks.append(te.compute(tuple(shape), f, name=f"T_topk_pick{j}"))
+
+    def gather(which, out_dtype):
+        def f(*i):
+            rest = i[:axis] + i[axis + 1:]
+            val = _op.cast(out_dtype, picks[k - 1][which](*rest))
+            for j in range(k - 2, -1, -1):
+                val = _op.select(i[axis] == j, _op.cast(out_dtype, picks[j][which](*rest)), val)
+            return val
+        out_shape = list(data.shape)
+        out_shape[axis] = k
+        return te.compute(tuple(out_shape), f, name="T_topk_values" if which else "T_topk_indices", tag="sort")
+    return [gather(1, data.dtype), gather(0, dtype)]
+
+
 def _check(op, data, axis, k=None):
     check_tensor(op, data, "data")
     axis = normalize_axis(op, axis, len(data.shape))
@@ -60,6 +108,9 @@ def topk(data, k=1, axis=-1, ret_type="both", is_ascend=False, dtype="int64"):
     if ret_type not in ("both", "values", "indices"):
         raise OperatorError(f"topk: ret_type must be 'both', 'values' or 'indices', got {ret_type!r}")
     axis, n = _check("topk", data, axis, k)
+    if k <= SELECT_MAX_K and 4 * k <= n:
+        both = _select(data, axis, k, is_ascend, dtype)
+        return both if ret_type == "both" else both[0 if ret_type == "values" else 1]
     rank = _ranks(data, axis, is_ascend)
     outs = []
     if ret_type in ("both", "values"):
