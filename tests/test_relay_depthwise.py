@@ -221,3 +221,18 @@ def test_small_mobilenet_onnx_matches_onnxruntime(rng):
     from onnx_util import check
     m = models.mobilenet_v2(size=32, classes=10, width_mult=0.25)
     check(m, {"data": rng.standard_normal((1, 3, 32, 32)).astype("float32")}, rtol=1e-3, atol=1e-4)
+
+
+def test_whole_mobilenet_v2_has_no_layout_transform_between_blocks():
+    pytest.importorskip("onnx")
+    from tvmlab.bench import models
+    m = models.mobilenet_v2(size=64, classes=10)
+    mod, params = relay.frontend.from_onnx(m, shape={"data": (1, 3, 64, 64)})
+    with tvm.transform.PassContext(opt_level=3):
+        mod, _ = relay.optimize(mod, HASWELL, params=params)
+    body = mod["main"].body
+    lts = [(n.attrs.src_layout, n.attrs.dst_layout) for n in post_order(body, enter_functions=True)
+           if isinstance(n, Call) and getattr(n.op, "name", "") == "layout_transform"]
+    # the image goes in once (3 channels: one block of 3), the pooled features come out once
+    assert lts == [("NCHW", "NCHW3c"), ("NCHW16c", "NCHW")]
+    assert count_calls(body, "nn.contrib_depthwise_conv2d_NCHWc") == 17 and count_calls(body, "nn.conv2d") == 0
