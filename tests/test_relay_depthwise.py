@@ -236,3 +236,15 @@ def test_whole_mobilenet_v2_has_no_layout_transform_between_blocks():
     # the image goes in once (3 channels: one block of 3), the pooled features come out once
     assert lts == [("NCHW", "NCHW3c"), ("NCHW16c", "NCHW")]
     assert count_calls(body, "nn.contrib_depthwise_conv2d_NCHWc") == 17 and count_calls(body, "nn.conv2d") == 0
+
+
+def test_generic_fallback_schedule_agrees(rng):
+    Xc = te.placeholder((1, 2, 9, 8, 8), name="Xc")
+    Wc = te.placeholder((2, 1, 3, 3, 1, 8), name="Wc")
+    Y = topi.nn.depthwise_conv2d_NCHWc(Xc, Wc, (2, 1), (0, 1, 2, 1), 1, "NCHW8c", "NCHW8c")
+    f = tvm.build(topi.generic.schedule_depthwise_conv2d_NCHWc([Y]), [Xc, Wc, Y])
+    x = rng.standard_normal((1, 16, 9, 8)).astype("float32")
+    k = rng.standard_normal((16, 1, 3, 3)).astype("float32")
+    got = _run(f, lt(x, "NCHW", "NCHW8c"), lt(k, "OIHW", "OIHW1i8o"), out_shape=tuple(int(v) for v in Y.shape))
+    want = _nchw_depthwise(x, k, (2, 1), (0, 1, 2, 1), 1)
+    np.testing.assert_allclose(lt(got, "NCHW8c", "NCHW"), want, rtol=1e-5, atol=1e-5)
