@@ -414,3 +414,12 @@ def test_topk_small_k_of_long_axis_with_ties_and_infinities(largest):
     node = mk("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest)
     outs = [("v", None, TensorProto.FLOAT), ("i", None, TensorProto.INT64)]
     exact(model(node, {"x": x}, outs, {"k": np.array([5], np.int64)}, opset=11), {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [{}, {"exclusive": 1, "reverse": 1}, {"reverse": 1}], ids=["plain", "both", "rev"])
+def test_cumsum_long_axis_in_blocks(attrs):
+    """An axis longer than 32 is summed in blocks of about sqrt(n) (53: blocks of 8, the last one short)."""
+    x = rand(3, 53, 2, seed=42)
+    inits = {"ax": np.array(1, np.int64)}
+    check(model(mk("CumSum", ["x", "ax"], ["y"], **attrs), {"x": x}, ["y"], inits, opset=14), {"x": x},
+          rtol=1e-4, atol=1e-5)
