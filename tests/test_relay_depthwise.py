@@ -213,6 +213,12 @@ def test_contrib_depthwise_type_errors_name_the_layouts():
                                                 kernel_layout="OIHW1i8o")
     mod = T.InferType()(tvm.IRModule.from_expr(y))
     assert tuple(mod["main"].body.checked_type.shape) == (1, 2, 8, 8, 8)
+    with pytest.raises(TVMLabError, match="strides and dilation must be >= 1"):
+        relay.nn.contrib_depthwise_conv2d_nchwc(x, w, strides=(0, 1), kernel_layout="OIHW1i8o")
+    wrong = relay.var("w", shape=(3, 1, 3, 3, 1, 8))       # 24 outputs from 16 inputs: no multiplier
+    with pytest.raises(TVMLabError, match="multiple"):
+        T.InferType()(tvm.IRModule.from_expr(relay.nn.contrib_depthwise_conv2d_nchwc(
+            x, wrong, data_layout="NCHW8c", kernel_layout="OIHW1i8o")))
 
 
 def test_small_mobilenet_onnx_matches_onnxruntime(rng):

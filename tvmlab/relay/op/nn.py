@@ -108,6 +108,9 @@ def contrib_depthwise_conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0),
     """``relay.nn.contrib_depthwise_conv2d_nchwc``: the blocked depthwise convolution AlterOpLayout makes (data
     NCHW{i}c, kernel OIHW1i{o}o, output NCHW{o}c, output channel ``c * multiplier + m`` reading channel ``c``)."""
     a = _conv_attrs(strides, padding, dilation, groups, channels, kernel_size, out_dtype)
+    if min(a["strides"]) < 1 or min(a["dilation"]) < 1:
+        raise RelayError(f"nn.contrib_depthwise_conv2d_NCHWc: strides and dilation must be >= 1, got "
+                         f"{a['strides']}, {a['dilation']}")
     return make_call("nn.contrib_depthwise_conv2d_NCHWc", [data, kernel], data_layout=data_layout,
                      kernel_layout=kernel_layout, out_layout=out_layout or data_layout, **a)
 
