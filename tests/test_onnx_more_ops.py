@@ -423,3 +423,35 @@ def test_cumsum_long_axis_in_blocks(attrs):
     inits = {"ax": np.array(1, np.int64)}
     check(model(mk("CumSum", ["x", "ax"], ["y"], **attrs), {"x": x}, ["y"], inits, opset=14), {"x": x},
           rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,attrs,opset", [("ThresholdedRelu", {"alpha": 0.3}, 13), ("Shrink", {"lambd": 0.4, "bias": 0.1}, 13),
+                                            ("Sign", {}, 13), ("Hardmax", {}, 13), ("Hardmax", {"axis": 1}, 11),
+                                            ("MeanVarianceNormalization", {}, 13)],
+                         ids=["thresholded_relu", "shrink", "sign", "hardmax13", "hardmax11", "mvn"])
+def test_where_based_ops(op, attrs, opset):
+    x = rand(2, 3, 4, 5, low=-1, high=1, seed=43)
+    x[0, 0, 0, :2] = 0.0 if op == "Sign" else x[0, 0, 0, :2]
+    check(model(mk(op, ["x"], ["y"], **attrs), {"x": x}, [("y", x.shape)], opset=opset), {"x": x})
+
+
+def test_isnan_isinf():
+    x = rand(3, 8, seed=44)
+    x[0, 1], x[1, 2], x[2, 3] = np.nan, np.inf, -np.inf
+    nodes = [mk("IsNaN", ["x"], ["a"]), mk("IsInf", ["x"], ["b"]), mk("IsInf", ["x"], ["c"], detect_negative=0),
+             mk("Or", ["a", "c"], ["d"]), mk("Xor", ["d", "b"], ["y"])]
+    exact(model(nodes, {"x": x}, [BOOL]), {"x": x})
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot(axis):
+    idx = np.array([[0, 3, -1], [2, -4, 1]], np.int64)
+    inits = {"d": np.array(4, np.int64), "v": np.array([0.25, 2.5], np.float32)}
+    check(model(mk("OneHot", ["i", "d", "v"], ["y"], axis=axis), {"i": idx}, ["y"], inits, opset=11), {"i": idx})
+
+
+@pytest.mark.parametrize("upper,k", [(1, 0), (0, 0), (1, 2), (0, -1)])
+def test_trilu(upper, k):
+    x = rand(2, 4, 6, seed=45)
+    check(model(mk("Trilu", ["x", "k"], ["y"], upper=upper), {"x": x}, ["y"], {"k": np.array(k, np.int64)}, opset=14),
+          {"x": x})
