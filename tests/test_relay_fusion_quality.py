@@ -193,3 +193,40 @@ def test_profiles_side_by_side_with_onnxruntime():
     assert not any(n.startswith("fused_layout_transform_nn_batch_flatten") for n in names)
     o = gbench.node_overhead(nodes=8, rounds=1)
     assert o["native"] > 0 and o["python"] > 0
+
+
+def test_image_channels_are_packed_inside_the_first_conv():
+    groups = _groups(models.small_cnn())
+    assert groups[0] == ["layout_transform", "nn.contrib_conv2d_NCHWc", "add", "nn.relu"]
+    assert sum(g.count("layout_transform") for g in groups) == 2        # the other one follows the global pool
+    # 16 channels are whole vector blocks: their transform stays a kernel of its own, as does one that two
+    # convolutions read
+    for c, readers in ((16, 1), (3, 2)):
+        x = relay.var("x", shape=(1, c, 8, 8))
+        ws = [relay.const(np.random.default_rng(k).standard_normal((16, c, 3, 3)).astype("float32"))
+              for k in range(readers)]
+        convs = [relay.nn.conv2d(x, w, padding=(1, 1)) for w in ws]
+        body = convs[0] if readers == 1 else relay.add(convs[0], convs[1])
+        mod = tvm.IRModule.from_expr(relay.Function([x], body))
+        with tvm.transform.PassContext(opt_level=3):
+            out, _ = optimize(mod, target=AVX2)
+        got = [[c_.op.name for c_ in post_order(n.op.body) if isinstance(c_, Call)]
+               for n in post_order(out["main"].body) if isinstance(n, Call) and isinstance(n.op, Function)]
+        assert ["layout_transform"] in got, (c, readers, got)
+
+
+def test_first_conv_with_packed_input_matches_numpy(rng):
+    """Three channels packed inside the conv's kernel; one channel (NCHW1c) is a view of the input."""
+    import relay_ref as ref
+    for shape, stride in (((1, 3, 13, 11), 2), ((2, 1, 9, 9), 1)):
+        x = relay.var("x", shape=shape)
+        w = rng.standard_normal((20, shape[1], 3, 3)).astype("float32")
+        y = relay.nn.relu(relay.nn.conv2d(x, relay.const(w), strides=(stride, stride), padding=(1, 1)))
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        xv = rng.standard_normal(shape).astype("float32")
+        m.set_input("x", xv)
+        m.run()
+        want = np.maximum(ref.conv2d(xv, w, stride=(stride, stride), pad=(1, 1, 1, 1)), 0)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)

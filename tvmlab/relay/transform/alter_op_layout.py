@@ -144,7 +144,10 @@ def alter(func, target="llvm"):
             elif kind == "conv" or (kind == "group" and _group_blocks(n, vb) is not None):
                 c, o = n.args[0]._checked_type.shape[1], n.args[1]._checked_type.shape[0]
                 ib, ob = channel_block(c, vb), channel_block(o, vb)
-                data = as_layout(n.args[0], f"NCHW{ib}c")
+                if ib == 1 and not blocked(n.args[0]):    # NCHW1c is NCHW with a unit axis: a view (__nop)
+                    data = tensor.reshape(new[n.args[0]], (*n.args[0]._checked_type.shape, 1))
+                else:
+                    data = as_layout(n.args[0], f"NCHW{ib}c")
                 w = layout_transform(new[n.args[1]], "OIHW", f"OIHW{ib}i{ob}o")
                 new[n] = make_call("nn.contrib_conv2d_NCHWc", [data, w], strides=a.strides, padding=a.padding,
                                    dilation=a.dilation, groups=a.groups, channels=a.channels, kernel_size=a.kernel_size,
