@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..base import RelayError
 from ..ty import TensorType
-from .registry import OpPattern, make_call, register
+from .registry import OpPattern, make_call, register, register_schedule
 from .typerel import tensor_arg
 
 
@@ -28,6 +28,14 @@ register("image.resize2d", _resize_rel, OpPattern.INJECTIVE, _resize_compute,
          {"size": None, "roi": None, "layout": "NCHW", "method": "linear",
           "coordinate_transformation_mode": "half_pixel", "rounding_method": "", "cubic_alpha": -0.5,
           "cubic_exclude": 0, "extrapolation_value": 0.0, "out_dtype": None, "scale": None}, 1)
+
+
+def _resize_schedule(attrs, outs, target):
+    from ...topi.image import schedule_resize2d
+    return schedule_resize2d(outs, target)
+
+
+register_schedule("image.resize2d", _resize_schedule)
 
 
 def resize2d(data, size, roi=None, layout="NCHW", method="linear", coordinate_transformation_mode="half_pixel",

@@ -1,2 +1,2 @@
 """Image operators: ``topi.image.resize2d``."""
-from .resize import resize2d  # noqa: F401
+from .resize import resize2d, schedule_resize2d  # noqa: F401

@@ -3,7 +3,9 @@
 Each output pixel maps back to a fractional input coordinate by the
 ``coordinate_transformation_mode``; nearest rounds it by ``rounding_method``,
 linear blends the two neighbours on each axis (clamped at the border), the
-way onnxruntime and PyTorch resize.
+way onnxruntime and PyTorch resize. The coordinates are small per-row and
+per-column tables (tag ``resize_table``): ``schedule_resize2d`` computes them
+once and runs the pixel loop over rows in parallel.
 """
 from __future__ import annotations
 
@@ -51,6 +53,22 @@ def _nearest(c, n, rounding):
     return _clamp(_op.cast("int32", r), n)
 
 
+TABLE = "resize_table"
+
+
+def _linear_tables(in_size, out_size, scale, mode, what):
+    """(first index, second index, weight of the second) per output index, the coordinate clamped inside."""
+    def coord(o):
+        c = _source(o, in_size, out_size, scale, mode)
+        return _op.min(_op.max(c, _op.const(0.0, "float32")), _op.const(in_size - 1, "float32"))
+    lo = te.compute((out_size,), lambda o: _op.cast("int32", _op.floor(coord(o))), name=f"T_resize2d_{what}0",
+                    tag=TABLE)
+    hi = te.compute((out_size,), lambda o: _clamp(lo(o) + 1, in_size), name=f"T_resize2d_{what}1", tag=TABLE)
+    w = te.compute((out_size,), lambda o: coord(o) - _op.cast("float32", lo(o)), name=f"T_resize2d_{what}w",
+                   tag=TABLE)
+    return lo, hi, w
+
+
 def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
              coordinate_transformation_mode="half_pixel", rounding_method="", cubic_alpha=-0.5,
              cubic_exclude=0, extrapolation_value=0.0, out_dtype=None, scale=None):
@@ -82,30 +100,51 @@ def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
     shape[ha], shape[wa] = out_h, out_w
     dtype = out_dtype or data.dtype
 
+    # per-axis tables (source index, and for linear the second index and the weight), one entry per output
+    # row or column: the main loop reads them instead of recomputing coordinates per pixel
+    if method == "nearest_neighbor":
+        ry = te.compute((out_h,), lambda y: _nearest(_source(y, in_h, out_h, sh, mode), in_h, rounding),
+                        name="T_resize2d_row", tag=TABLE)
+        rx = te.compute((out_w,), lambda x: _nearest(_source(x, in_w, out_w, sw, mode), in_w, rounding),
+                        name="T_resize2d_col", tag=TABLE)
+    else:
+        y0, y1, wy = _linear_tables(in_h, out_h, sh, mode, "row")
+        x0, x1, wx = _linear_tables(in_w, out_w, sw, mode, "col")
+
     def f(*i):
         y, x = i[ha], i[wa]
-        cy = _source(y, in_h, out_h, sh, mode)
-        cx = _source(x, in_w, out_w, sw, mode)
 
         def at(yy, xx):
             idx = list(i)
             idx[ha], idx[wa] = yy, xx
             return data(*idx)
         if method == "nearest_neighbor":
-            return _op.cast(dtype, at(_nearest(cy, in_h, rounding), _nearest(cx, in_w, rounding)))
-        zero = _op.const(0.0, "float32")
-        cy = _op.min(_op.max(cy, zero), _op.const(in_h - 1, "float32"))
-        cx = _op.min(_op.max(cx, zero), _op.const(in_w - 1, "float32"))
-        y0 = _op.cast("int32", _op.floor(cy))
-        x0 = _op.cast("int32", _op.floor(cx))
-        y1, x1 = _clamp(y0 + 1, in_h), _clamp(x0 + 1, in_w)
-        dy = cy - _op.cast("float32", y0)
-        dx = cx - _op.cast("float32", x0)
+            return _op.cast(dtype, at(ry(y), rx(x)))
         one = _op.const(1.0, "float32")
 
         def v(yy, xx):
             return _op.cast("float32", at(yy, xx))
-        top = v(y0, x0) * (one - dx) + v(y0, x1) * dx
-        bottom = v(y1, x0) * (one - dx) + v(y1, x1) * dx
+        dy, dx = wy(y), wx(x)
+        top = v(y0(y), x0(x)) * (one - dx) + v(y0(y), x1(x)) * dx
+        bottom = v(y1(y), x0(x)) * (one - dx) + v(y1(y), x1(x)) * dx
         return _op.cast(dtype, top * (one - dy) + bottom * dy)
     return te.compute(tuple(shape), f, name="T_resize2d", tag=tag.INJECTIVE)
+
+
+def schedule_resize2d(outs, target=None):
+    """Tables at the root, everything else inlined into the outputs; output rows in parallel, the row's
+    pixels in the inner loop."""
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    s = te.create_schedule([o.op for o in outs])
+    for stage in list(s.stages):
+        op = stage.op
+        if op in s.outputs or getattr(op, "tag", "") == TABLE or getattr(op, "reduce_axis", None) is None:
+            continue
+        if not op.reduce_axis:
+            stage.compute_inline()
+    for o in outs:
+        axes = list(s[o].op.axis)
+        if len(axes) > 1:
+            outer = s[o].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+            s[o].parallel(outer)
+    return s
