@@ -104,7 +104,7 @@ def _rnn(ctx, node):
         f = fns[d * n_act:(d + 1) * n_act]
         out = [None] * seq
         for t in (reversed(range(seq)) if reverse else range(seq)):
-            h, c = _cell(r, op, node, xs[t], h, c, rd, rb, pd, f, clip, hidden)
+            h, c = rnn_cell(r, op, xs[t], h, c, rd, rb, pd, f, clip, bool(node.attr("linear_before_reset", 0)))
             out[t] = h
         ys.append(r.concatenate([r.expand_dims(o, axis=0) for o in out], axis=0))
         hs.append(h)
@@ -118,8 +118,15 @@ def _rnn(ctx, node):
     return [y, y_h, y_c] if op == "LSTM" else [y, y_h]
 
 
-def _cell(r, op, node, xt, h, c, rd, rb, peep, fns, clip, hidden):
-    """One time step: (new h, new c) (c is unchanged for GRU and RNN)."""
+ONNX_ORDER = {"LSTM": "iofc", "GRU": "zrh", "RNN": "h"}
+
+
+def rnn_cell(r, op, xt, h, c, rd, rb, peep, fns, clip, linear_before_reset, order=None):
+    """One time step: (new h, new c) (c is unchanged for GRU and RNN). ``xt`` is the step's input projection
+    (bias included), ``rd``/``rb`` the recurrent weight and bias, ``order`` the gates' order in them (ONNX's by
+    default; PyTorch's LSTM is "ifco", its GRU "rzh" with linear_before_reset)."""
+    order = order or ONNX_ORDER[op]
+
     def clipped(v):
         return v if clip is None else r.clip(v, -float(clip), float(clip))
 
@@ -127,16 +134,17 @@ def _cell(r, op, node, xt, h, c, rd, rb, peep, fns, clip, hidden):
         xg = r.split(xt, indices_or_sections=3, axis=1)
         rds = r.split(rd, indices_or_sections=3, axis=0)
         rbs = r.split(rb, indices_or_sections=3, axis=0) if rb is not None else [None] * 3
+        gz, gr, gh = (order.index(g) for g in "zrh")
 
         def rec(k, state):
             v = r.nn.dense(state, rds[k])
             return v if rbs[k] is None else r.add(v, rbs[k])
-        z = fns[0](clipped(r.add(xg[0], rec(0, h))))
-        rr = fns[0](clipped(r.add(xg[1], rec(1, h))))
-        if node.attr("linear_before_reset", 0):
-            cand = r.add(xg[2], r.multiply(rr, rec(2, h)))
+        z = fns[0](clipped(r.add(xg[gz], rec(gz, h))))
+        rr = fns[0](clipped(r.add(xg[gr], rec(gr, h))))
+        if linear_before_reset:
+            cand = r.add(xg[gh], r.multiply(rr, rec(gh, h)))
         else:
-            cand = r.add(xg[2], rec(2, r.multiply(rr, h)))
+            cand = r.add(xg[gh], rec(gh, r.multiply(rr, h)))
         hh = fns[1](clipped(cand))
         one = r.const(1.0, "float32")
         return r.add(r.multiply(r.subtract(one, z), hh), r.multiply(z, h)), c
@@ -146,7 +154,7 @@ def _cell(r, op, node, xt, h, c, rd, rb, peep, fns, clip, hidden):
     if op == "RNN":
         return fns[0](clipped(gates)), c
     parts = r.split(gates, indices_or_sections=4, axis=1)
-    i, o, f, cc = (parts[k] for k in range(4))
+    i, o, f, cc = (parts[order.index(g)] for g in "iofc")
     if peep is not None:
         i = r.add(i, r.multiply(peep[0], c))
         f = r.add(f, r.multiply(peep[2], c))
