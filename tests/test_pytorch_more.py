@@ -160,3 +160,34 @@ def test_topk_sort_and_max_with_indices():
         m, mi = torch.max(x, dim=2, keepdim=True)
         return v, i, s, si, m, mi, torch.min(x, dim=0)[0], torch.max(x)
     check(_module(f), rand(3, 6, 5, seed=10))
+
+
+@pytest.mark.parametrize("kind,kw", [("LSTM", dict(num_layers=2)), ("LSTM", dict(bidirectional=True, batch_first=True)),
+                                     ("GRU", dict(bidirectional=True)), ("GRU", dict(num_layers=2, bias=False)),
+                                     ("RNN", dict(nonlinearity="relu")), ("RNN", dict(batch_first=True))],
+                         ids=["lstm_2layers", "lstm_bidir_batch_first", "gru_bidir", "gru_2layers_nobias",
+                              "rnn_relu", "rnn_tanh_batch_first"])
+def test_recurrent_layers(kind, kw):
+    import torch
+    torch.manual_seed(2)
+    layer = getattr(torch.nn, kind)(5, 6, **kw)
+    x = rand(*((3, 4, 5) if kw.get("batch_first") else (4, 3, 5)), seed=11)
+    with_state = kind != "RNN"
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = layer
+
+        def forward(self, x):
+            y, state = self.rnn(x)
+            return (y,) + (tuple(state) if kind == "LSTM" else (state,)) if with_state else y
+    check(Net(), x, rtol=1e-4, atol=1e-5)
+
+
+def test_filled_tensors():
+    import torch
+
+    def f(x):
+        return x + torch.ones_like(x) * 2 - torch.full((3, 1), 0.5) + torch.zeros(x.shape[1])
+    check(_module(f), rand(3, 4, seed=12))

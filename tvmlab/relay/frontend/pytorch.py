@@ -15,6 +15,7 @@ from ...runtime import ndarray as nd
 from .common import (FrontendError, OpNotImplemented, ShapeCache, gelu, layer_norm, matmul, normalize_axis,
                      prod, relay_module)
 from .pytorch_more import MORE
+from .pytorch_rnn import RNN_CONVERTERS
 
 
 def _torch():
@@ -312,6 +313,7 @@ CONVERTERS = {
     "aten::slice": _slice, "aten::select": _select, "aten::chunk": _chunk,
 }
 CONVERTERS.update(MORE)        # comparisons, where, argmax, cumsum, einsum, interpolation ... (pytorch_more)
+CONVERTERS.update(RNN_CONVERTERS)      # nn.LSTM / nn.GRU / nn.RNN (pytorch_rnn)
 _IN_PLACE = ("relu", "relu6", "silu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
              "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
              "squeeze")

@@ -177,6 +177,25 @@ def _max_min_dim(name):
     return convert
 
 
+def _filled(value):
+    def convert(c, a):
+        """aten::zeros/ones(size, dtype, layout, device, pin_memory), aten::full(size, value, dtype, ...)."""
+        size = [int(v) for v in a[0]]
+        fill, rest = (value, a[1:]) if value is not None else (a[1], a[2:])
+        dtype = (_dtype_arg(rest[0]) if rest and rest[0] is not None else
+                 ("float32" if value is not None or isinstance(fill, float) else "int64"))
+        return c.relay.const(np.full(size, fill, dtype))
+    return convert
+
+
+def _filled_like(value):
+    def convert(c, a):
+        """aten::zeros_like/ones_like(x, dtype, ...)."""
+        dtype = _dtype_arg(a[1]) if len(a) > 1 and a[1] is not None else c.shapes.dtype(a[0])
+        return c.relay.const(np.full(c.shape(a[0]), value, dtype))
+    return convert
+
+
 def _unary(name):
     return lambda c, a: getattr(c.relay, name)(a[0])
 
@@ -205,5 +224,7 @@ MORE = {
     "aten::elu": _elu,
     "aten::topk": _topk, "aten::sort": _sort, "aten::max": _max_min_dim("max"), "aten::min": _max_min_dim("min"),
     "aten::to": _to,
+    "aten::zeros": _filled(0), "aten::ones": _filled(1), "aten::full": _filled(None),
+    "aten::zeros_like": _filled_like(0), "aten::ones_like": _filled_like(1),
     "aten::upsample_nearest2d": _upsample("nearest"), "aten::upsample_bilinear2d": _upsample("linear"),
 }
