@@ -337,7 +337,7 @@ def test_bad_uses_are_clear_errors():
     from tvmlab.errors import TVMLabError
     x, i = relay.var("x", shape=(3, 4)), relay.var("i", shape=(3, 4), dtype="int32")
     for bad, msg in ((lambda: relay.argmax(x), "give one axis"),
-                     (lambda: relay.image.resize2d(x, size=(2, 2), method="cubic"), "method must be one of"),
+                     (lambda: relay.image.resize2d(x, size=(2, 2), method="area"), "method must be one of"),
                      (lambda: relay.image.resize2d(x, size=(0, 2)), "two positive ints"),
                      (lambda: relay.topk(x, k=relay.const(2)), "k must be a static int"),
                      (lambda: relay.einsum([x], 5), "equation must be a string")):
@@ -455,3 +455,13 @@ def test_trilu(upper, k):
     x = rand(2, 4, 6, seed=45)
     check(model(mk("Trilu", ["x", "k"], ["y"], upper=upper), {"x": x}, ["y"], {"k": np.array(k, np.int64)}, opset=14),
           {"x": x})
+
+
+@pytest.mark.parametrize("ctm,exclude,a", [("half_pixel", 0, -0.75), ("align_corners", 0, -0.5),
+                                           ("asymmetric", 1, -0.75), ("pytorch_half_pixel", 1, -0.5)])
+@pytest.mark.parametrize("scales", [[1, 1, 2, 1.5], [1, 1, 0.6, 0.8]], ids=["up", "down"])
+def test_resize_cubic(ctm, exclude, a, scales):
+    x = rand(1, 2, 6, 7, seed=46)
+    node = mk("Resize", ["x", "", "s"], ["y"], mode="cubic", coordinate_transformation_mode=ctm,
+              exclude_outside=exclude, cubic_coeff_a=a)
+    check(model(node, {"x": x}, ["y"], {"s": np.array(scales, np.float32)}), {"x": x}, rtol=1e-4, atol=1e-5)

@@ -95,8 +95,11 @@ def test_cumsum_prod_einsum_bmm():
 @pytest.mark.parametrize("kw", [dict(scale_factor=2, mode="nearest"), dict(size=(7, 10), mode="nearest"),
                                 dict(scale_factor=1.5, mode="bilinear", align_corners=False),
                                 dict(size=(9, 4), mode="bilinear", align_corners=True),
-                                dict(size=(3, 13), mode="bilinear", align_corners=False)],
-                         ids=["nearest_x2", "nearest_size", "bilinear_x1.5", "bilinear_corners", "bilinear_size"])
+                                dict(size=(3, 13), mode="bilinear", align_corners=False),
+                                dict(scale_factor=1.5, mode="bicubic", align_corners=False),
+                                dict(size=(4, 9), mode="bicubic", align_corners=True)],
+                         ids=["nearest_x2", "nearest_size", "bilinear_x1.5", "bilinear_corners", "bilinear_size",
+                              "bicubic_x1.5", "bicubic_corners"])
 def test_interpolate(kw):
     import torch.nn.functional as F
     check(_module(lambda x: F.interpolate(x, **kw)), rand(2, 3, 5, 6, seed=6))

@@ -396,8 +396,8 @@ def _resize_params(ctx, node, in_shape):
     rank = len(in_shape)
     mode = node.attr("mode", "nearest")
     mode = "linear" if mode == "bilinear" else mode          # Upsample-7's spelling
-    if mode not in ("nearest", "linear"):
-        raise FrontendError(f"mode {mode!r} is not supported (expected 'nearest' or 'linear'; cubic is not)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise FrontendError(f"mode {mode!r} is not supported (expected 'nearest', 'linear' or 'cubic')")
     if node.op_type == "Upsample" or ctx.opset < 11:
         scales = (const_input(ctx, node, 1, "scales") if ctx.opset >= 9 else node.attr("scales"))
         sizes, transform, rounding = None, "asymmetric", "floor"
@@ -451,13 +451,13 @@ def _resize(ctx, node):
     mode, transform, rounding, out, scales = _resize_params(ctx, node, shape)
     if len(shape) == 3:      # (N, C, W): one spatial axis, resized as a 1-high image
         x4 = r.expand_dims(x, axis=2)
-        y = _resize2d(ctx, x4, shape[:2] + (1,) + shape[2:], mode, transform, rounding,
+        y = _resize2d(ctx, node, x4, shape[:2] + (1,) + shape[2:], mode, transform, rounding,
                       out[:2] + [1] + out[2:], None if scales is None else scales[:2] + [1.0] + scales[2:])
         return r.squeeze(y, axis=[2])
-    return _resize2d(ctx, x, shape, mode, transform, rounding, out, scales)
+    return _resize2d(ctx, node, x, shape, mode, transform, rounding, out, scales)
 
 
-def _resize2d(ctx, x, shape, mode, transform, rounding, out, scales):
+def _resize2d(ctx, node, x, shape, mode, transform, rounding, out, scales):
     factors = [o / i for o, i in zip(out, shape)]
     whole = all(f >= 1 and f == int(f) for f in factors) and \
         (scales is None or all(abs(s - f) < 1e-9 for s, f in zip(scales, factors)))
@@ -465,13 +465,16 @@ def _resize2d(ctx, x, shape, mode, transform, rounding, out, scales):
             rounding.startswith("round")) or (transform == "asymmetric" and rounding == "floor")
     if mode == "nearest" and whole and (same or all(f == 1 for f in factors)):
         return upsample_nearest(ctx.relay, x, shape, [int(f) for f in factors])
+    if mode == "cubic" and node.op_type == "Upsample":
+        raise FrontendError("Upsample has no cubic mode")
     scale = None if scales is None else (scales[2], scales[3])
     if transform == "half_pixel_symmetric":
         transform, scale = _symmetric(shape, out, scale)
     return ctx.relay.image.resize2d(x, size=(out[2], out[3]), layout="NCHW",
-                                    method="nearest_neighbor" if mode == "nearest" else "linear",
+                                    method="nearest_neighbor" if mode == "nearest" else mode,
                                     coordinate_transformation_mode=transform, rounding_method=rounding,
-                                    scale=scale)
+                                    scale=scale, cubic_alpha=float(node.attr("cubic_coeff_a", -0.75)),
+                                    cubic_exclude=int(node.attr("exclude_outside", 0)))
 
 
 def _symmetric(shape, out, scale):

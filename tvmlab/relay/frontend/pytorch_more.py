@@ -118,7 +118,7 @@ def _sizes(c, x, size, scales):
 def _upsample(method):
     def convert(c, a):
         """upsample_nearest2d(x, size, scale_factors) / (x, size, scale_h, scale_w);
-        upsample_bilinear2d(x, size, align_corners, scale_factors) / (x, size, align_corners, sh, sw)."""
+        upsample_bilinear2d / bicubic2d(x, size, align_corners, scale_factors) / (x, size, align_corners, sh, sw)."""
         x = a[0]
         shape = c.shape(x)
         if len(shape) != 4:
@@ -137,9 +137,9 @@ def _upsample(method):
             mode, rounding = "asymmetric", "floor"
         else:
             mode, rounding = ("align_corners" if align else "half_pixel"), ""
-        return c.relay.image.resize2d(x, size=size, method="nearest_neighbor" if method == "nearest" else "linear",
+        return c.relay.image.resize2d(x, size=size, method="nearest_neighbor" if method == "nearest" else method,
                                       coordinate_transformation_mode=mode, rounding_method=rounding,
-                                      scale=None if scales is None or align else scales)
+                                      scale=None if scales is None or align else scales, cubic_alpha=-0.75)
     return convert
 
 
@@ -227,4 +227,5 @@ MORE = {
     "aten::zeros": _filled(0), "aten::ones": _filled(1), "aten::full": _filled(None),
     "aten::zeros_like": _filled_like(0), "aten::ones_like": _filled_like(1),
     "aten::upsample_nearest2d": _upsample("nearest"), "aten::upsample_bilinear2d": _upsample("linear"),
+    "aten::upsample_bicubic2d": _upsample("cubic"),
 }

@@ -21,7 +21,8 @@ def _resize_rel(types, attrs):
 def _resize_compute(attrs, inputs, out_type):
     from ...topi.image import resize2d as f
     return [f(inputs[0], None, attrs.size, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
-              attrs.rounding_method, out_dtype=out_type.dtype, scale=attrs.scale)]
+              attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude, out_dtype=out_type.dtype,
+              scale=attrs.scale)]
 
 
 register("image.resize2d", _resize_rel, OpPattern.INJECTIVE, _resize_compute,
@@ -41,11 +42,11 @@ register_schedule("image.resize2d", _resize_schedule)
 def resize2d(data, size, roi=None, layout="NCHW", method="linear", coordinate_transformation_mode="half_pixel",
              rounding_method="", cubic_alpha=-0.5, cubic_exclude=0, extrapolation_value=0.0, out_dtype=None,
              scale=None):
-    """``relay.image.resize2d(data, size=(h, w), method="nearest_neighbor" | "linear", ...)`` (TVM's
+    """``relay.image.resize2d(data, size=(h, w), method="nearest_neighbor" | "linear" | "cubic", ...)`` (TVM's
     arguments; ``scale`` (h, w), tvmlab's addition, sets the coordinate scale when it is not out/in)."""
     from ...topi.image.resize import METHODS, MODES, ROUNDING
     if method not in METHODS:
-        raise RelayError(f"resize2d: method must be one of {METHODS}, got {method!r} (cubic is not supported)")
+        raise RelayError(f"resize2d: method must be one of {METHODS}, got {method!r}")
     if coordinate_transformation_mode not in MODES:
         raise RelayError(f"resize2d: coordinate_transformation_mode must be one of {MODES}, "
                          f"got {coordinate_transformation_mode!r}")
@@ -61,7 +62,8 @@ def resize2d(data, size, roi=None, layout="NCHW", method="linear", coordinate_tr
         raise RelayError(f"resize2d: size must be two positive ints, got {size!r}")
     return make_call("image.resize2d", [data], size=size, layout=layout, method=method,
                      coordinate_transformation_mode=coordinate_transformation_mode,
-                     rounding_method=rounding_method, out_dtype=out_dtype,
+                     rounding_method=rounding_method, out_dtype=out_dtype, cubic_alpha=float(cubic_alpha),
+                     cubic_exclude=int(cubic_exclude),
                      scale=None if scale is None else tuple(float(s) for s in scale))
 
 

@@ -2,8 +2,9 @@
 
 Each output pixel maps back to a fractional input coordinate by the
 ``coordinate_transformation_mode``; nearest rounds it by ``rounding_method``,
-linear blends the two neighbours on each axis (clamped at the border), the
-way onnxruntime and PyTorch resize. The coordinates are small per-row and
+linear blends the two neighbours on each axis (clamped at the border), cubic
+the four taps of Keys' kernel (``cubic_alpha``; ``cubic_exclude`` drops taps
+outside the image), the way onnxruntime and PyTorch resize. The coordinates are small per-row and
 per-column tables (tag ``resize_table``): ``schedule_resize2d`` computes them
 once and runs the pixel loop over rows in parallel.
 """
@@ -15,7 +16,7 @@ from .. import tag
 from ..utils import OperatorError, check_tensor, const_or_none
 
 MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn")
-METHODS = ("nearest_neighbor", "linear")
+METHODS = ("nearest_neighbor", "linear", "cubic")
 ROUNDING = ("round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -69,6 +70,42 @@ def _linear_tables(in_size, out_size, scale, mode, what):
     return lo, hi, w
 
 
+def _cubic_weight(t, a):
+    """Keys' cubic convolution kernel at distance ``t`` (>= 0) with coefficient ``a``."""
+    a = _op.const(float(a), "float32")
+    one, two = _op.const(1.0, "float32"), _op.const(2.0, "float32")
+    near = ((a + two) * t - (a + _op.const(3.0, "float32"))) * t * t + one
+    far = ((a * t - _op.const(5.0, "float32") * a) * t + _op.const(8.0, "float32") * a) * t - \
+        _op.const(4.0, "float32") * a
+    return _op.select(t <= one, near, _op.select(t < two, far, _op.const(0.0, "float32")))
+
+
+def _cubic_tables(in_size, out_size, scale, mode, what, a, exclude):
+    """Four (index, weight) tables: the taps at floor(c) - 1 .. floor(c) + 2, indices clamped at the border
+    (or, with ``exclude``, taps outside get no weight and the others are renormalised)."""
+    def coord(o):
+        return _source(o, in_size, out_size, scale, mode)
+    base = te.compute((out_size,), lambda o: _op.cast("int32", _op.floor(coord(o))), name=f"T_resize2d_{what}b",
+                      tag=TABLE)
+
+    def raw(o, k):
+        w = _cubic_weight(_op.abs(coord(o) - _op.cast("float32", base(o) + (k - 1))), a)
+        if exclude:
+            j = base(o) + (k - 1)
+            inside = _op.logical_and(j >= 0, j < _op.const(in_size, "int32"))
+            w = _op.select(inside, w, _op.const(0.0, "float32"))
+        return w
+    def table(name, fn, k):
+        return te.compute((out_size,), lambda o: fn(o, k), name=f"T_resize2d_{what}{name}{k}", tag=TABLE)
+
+    def norm(o, k):
+        w = raw(o, k)
+        return w / (raw(o, 0) + raw(o, 1) + raw(o, 2) + raw(o, 3)) if exclude else w
+    idx = [table("i", lambda o, k: _clamp(base(o) + (k - 1), in_size), k) for k in range(4)]
+    wts = [table("w", norm, k) for k in range(4)]
+    return idx, wts
+
+
 def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
              coordinate_transformation_mode="half_pixel", rounding_method="", cubic_alpha=-0.5,
              cubic_exclude=0, extrapolation_value=0.0, out_dtype=None, scale=None):
@@ -107,6 +144,9 @@ def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
                         name="T_resize2d_row", tag=TABLE)
         rx = te.compute((out_w,), lambda x: _nearest(_source(x, in_w, out_w, sw, mode), in_w, rounding),
                         name="T_resize2d_col", tag=TABLE)
+    elif method == "cubic":
+        iy, wy = _cubic_tables(in_h, out_h, sh, mode, "row", cubic_alpha, cubic_exclude)
+        ix, wx = _cubic_tables(in_w, out_w, sw, mode, "col", cubic_alpha, cubic_exclude)
     else:
         y0, y1, wy = _linear_tables(in_h, out_h, sh, mode, "row")
         x0, x1, wx = _linear_tables(in_w, out_w, sw, mode, "col")
@@ -120,6 +160,16 @@ def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
             return data(*idx)
         if method == "nearest_neighbor":
             return _op.cast(dtype, at(ry(y), rx(x)))
+        if method == "cubic":
+            total = None
+            for ky in range(4):
+                row = None
+                for kx in range(4):
+                    term = _op.cast("float32", at(iy[ky](y), ix[kx](x))) * wx[kx](x)
+                    row = term if row is None else row + term
+                term = row * wy[ky](y)
+                total = term if total is None else total + term
+            return _op.cast(dtype, total)
         one = _op.const(1.0, "float32")
 
         def v(yy, xx):
