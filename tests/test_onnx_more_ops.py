@@ -465,3 +465,18 @@ def test_resize_cubic(ctm, exclude, a, scales):
     node = mk("Resize", ["x", "", "s"], ["y"], mode="cubic", coordinate_transformation_mode=ctm,
               exclude_outside=exclude, cubic_coeff_a=a)
     check(model(node, {"x": x}, ["y"], {"s": np.array(scales, np.float32)}), {"x": x}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dshape,ishape,b,opset", [((4, 5, 3), (2, 2), 0, 11), ((4, 5, 3), (3, 2, 1), 0, 11),
+                                                   ((4, 5, 3), (2, 3), 0, 12), ((3, 5, 4), (3, 2, 1), 1, 12),
+                                                   ((2, 3, 5, 4), (2, 3, 2), 2, 13)],
+                         ids=["pairs", "rows", "full", "batch1", "batch2"])
+def test_gather_nd(dshape, ishape, b, opset):
+    x = rand(*dshape, seed=47)
+    rng = np.random.default_rng(48)
+    m = ishape[-1]
+    hi = np.array(dshape[b:b + m])
+    idx = (rng.integers(0, 1 << 16, size=ishape) % hi) - rng.integers(0, 2, size=ishape) * hi   # some negative
+    attrs = {"batch_dims": b} if opset >= 12 else {}
+    check(model(mk("GatherND", ["x", "i"], ["y"], **attrs), {"x": x}, ["y"], {"i": idx.astype(np.int64)}, opset=opset),
+          {"x": x})

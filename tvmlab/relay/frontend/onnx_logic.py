@@ -266,3 +266,16 @@ def _mvn(ctx, node):
     centred = r.subtract(x, r.mean(x, axis=axes, keepdims=True))
     std = r.sqrt(r.mean(r.multiply(centred, centred), axis=axes, keepdims=True))
     return r.divide(centred, r.add(std, _c(ctx, x, 1e-9)))
+
+
+@converter("GatherND")
+def _gather_nd(ctx, node):
+    """ONNX holds each index tuple along indices' last axis, relay.gather_nd along its first: a transpose."""
+    r = ctx.relay
+    x, ind = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
+    rank = len(ctx.shape_of(ind))
+    b = int(node.attr("batch_dims", 0)) if ctx.opset >= 12 else 0
+    if rank < 1:
+        raise FrontendError("indices must have rank 1 or more")
+    ind = r.transpose(ind, axes=[rank - 1] + list(range(rank - 1))) if rank > 1 else ind
+    return r.gather_nd(x, ind, batch_dims=b)

@@ -1,4 +1,4 @@
-"""Comparisons, logical operators and ``where``: ``relay.less(a, b)``, ``relay.logical_not(c)`` ...
+"""Comparisons, logical operators, ``where`` and ``gather_nd``: ``relay.less(a, b)``, ``relay.logical_not(c)`` ...
 
 Comparisons broadcast as numpy does and give bool tensors; the logical
 operators take bool (or any numeric: non-zero is true) tensors. All are
@@ -84,3 +84,30 @@ def where(condition, x, y):
 
 __all__ = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
            "logical_xor", "logical_not", "where"]
+
+
+def _gather_nd_rel(types, attrs):
+    t, ind = tensor_arg(types, 0), tensor_arg(types, 1, "indices")
+    if "int" not in ind.dtype:
+        raise TypeInferenceError(f"gather_nd: indices must be integers, got {ind.dtype}")
+    m, b = ind.shape[0] if ind.shape else 0, attrs.batch_dims
+    if not ind.shape or b < 0 or b + m > len(t.shape) or len(ind.shape) < 1 + b:
+        raise TypeInferenceError(f"gather_nd: indices {ind.shape} with batch_dims={b} do not index data {t.shape}")
+    return TensorType(t.shape[:b] + ind.shape[1 + b:] + t.shape[b + m:], t.dtype)
+
+
+def _gather_nd_compute(attrs, inputs, out_type):
+    from ...topi.indexing import gather_nd as f
+    return [f(inputs[0], inputs[1], attrs.batch_dims)]
+
+
+register("gather_nd", _gather_nd_rel, OpPattern.INJECTIVE, _gather_nd_compute, {"batch_dims": 0, "index_rank": None},
+         2)
+
+
+def gather_nd(data, indices, batch_dims=0, index_rank=None):
+    """``relay.gather_nd(data, indices, batch_dims=0)``: indices (M, B.., Y..) hold index tuples along axis 0."""
+    return make_call("gather_nd", [data, indices], batch_dims=int(batch_dims), index_rank=index_rank)
+
+
+__all__ += ["gather_nd"]
