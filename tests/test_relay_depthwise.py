@@ -254,3 +254,16 @@ def test_generic_fallback_schedule_agrees(rng):
     got = _run(f, lt(x, "NCHW", "NCHW8c"), lt(k, "OIHW", "OIHW1i8o"), out_shape=tuple(int(v) for v in Y.shape))
     want = _nchw_depthwise(x, k, (2, 1), (0, 1, 2, 1), 1)
     np.testing.assert_allclose(lt(got, "NCHW8c", "NCHW"), want, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_nchwc_tiles_that_do_not_divide_the_output(rng):
+    Xc = te.placeholder((1, 2, 13, 17, 8), name="Xc")
+    Wc = te.placeholder((2, 1, 3, 3, 1, 8), name="Wc")
+    Y = topi.nn.relu(topi.nn.depthwise_conv2d_NCHWc(Xc, Wc, 1, 1, 1, "NCHW8c", "NCHW8c"))
+    s = topi.x86.schedule_depthwise_conv2d_NCHWc([Y], width=5, rows=4)      # 13 rows, 17 columns
+    f = tvm.build(s, [Xc, Wc, Y])
+    x = rng.standard_normal((1, 16, 13, 17)).astype("float32")
+    k = rng.standard_normal((16, 1, 3, 3)).astype("float32")
+    got = _run(f, lt(x, "NCHW", "NCHW8c"), lt(k, "OIHW", "OIHW1i8o"), out_shape=(1, 2, 13, 17, 8))
+    np.testing.assert_allclose(lt(got, "NCHW8c", "NCHW"), np.maximum(_nchw_depthwise(x, k, 1, 1, 1), 0),
+                               rtol=1e-5, atol=1e-5)

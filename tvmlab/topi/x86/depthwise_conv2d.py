@@ -3,33 +3,55 @@
     out = topi.clip(topi.add(topi.nn.depthwise_conv2d_NCHWc(Xc, Wc, 1, 1, 1, "NCHW16c", "NCHW16c"), Bc), 0, 6)
     s = topi.x86.schedule_depthwise_conv2d_NCHWc([out])
 
-Tasks are (batch, channel block, output row), run in parallel; each sums a
+Tasks are (batch, channel block, a few output rows), run in parallel; each sums a
 register tile of ``width`` output columns x the channel block (in vector lanes)
 over the unrolled window, then passes it through the group's element-wise tail
-(bias, relu6, a residual add) before the one store.  The padded input is made
-just before the tasks that read it, per row task (a few rows of one channel
-block), so it never goes through memory as a whole tensor.
+(bias, relu6, a residual add) before the one store.  Each task pads the input
+rows it reads (of one channel block) itself, so the padded input never goes
+through memory as a whole tensor and needs no parallel pass of its own.
 """
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..conv2d import register_tile_blocked
+from ..conv2d import tile_width
+from ..util import const_int
 from ..utils import with_cpu_target
 from .injective import fused_group, schedule_others
 
 
+def _rows(oh):
+    """Output rows per task: up to 4 (the padded rows a task makes are reused by the next output row; 3x3
+    stride 1: 6 input rows for 4 output rows, not 3 for 1), a divisor of the height so no task is partial."""
+    if oh is None or oh < 8:
+        return 1
+    return next(r for r in (4, 2, 1) if oh % r == 0)
+
+
 @with_cpu_target
-def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None):
+def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None, rows=None):
     """Schedule a fused group whose anchor is ``depthwise_conv2d_NCHWc`` (``width``: the register tile's
-    output columns; chosen from the vector registers when None)."""
+    output columns, chosen from the vector registers when None; ``rows``: output rows per task)."""
     s, outs, conv, tile_out = fused_group(outs, ("depthwise_conv2d_NCHWc",), "schedule_depthwise_conv2d_NCHWc",
                                           target)
     ct = conv.output(0)
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
-    register_tile_blocked(s, tile_out, acc, target, width)
+    rows = rows or _rows(const_int(tile_out.shape[2]))
+    block = const_int(tile_out.shape[4])
+    width = width or tile_width(const_int(tile_out.shape[3]), block, tile_out.dtype, target)
+    b, fo, y, x, fi = s[tile_out].op.axis
+    yo, yi = s[tile_out].split(y, factor=rows)
+    xo, xi = s[tile_out].split(x, factor=width)
+    s[tile_out].reorder(b, fo, yo, yi, xo, xi, fi)
+    task = s[tile_out].fuse(b, fo, yo)
+    s[tile_out].parallel(task)
+    s[tile_out].vectorize(fi)
+    s[acc].compute_at(s[tile_out], xo)
+    cb, cf, cy, cx, cfi = s[acc].op.axis
+    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
+    s[acc].unroll(cx)
+    s[acc].vectorize(cfi)
     for r in s[acc].op.reduce_axis:
         s[acc].unroll(r)
-    task = s[tile_out].leaf_iter_vars[0]    # the parallel (batch, channel block, row) tasks
     for t in conv.input_tensors:
         if isinstance(t.op, ComputeOp):     # the padded input: the rows a task reads, made in the task
             s[t.op].compute_at(s[tile_out], task)
