@@ -480,3 +480,22 @@ def test_gather_nd(dshape, ishape, b, opset):
     attrs = {"batch_dims": b} if opset >= 12 else {}
     check(model(mk("GatherND", ["x", "i"], ["y"], **attrs), {"x": x}, ["y"], {"i": idx.astype(np.int64)}, opset=opset),
           {"x": x})
+
+
+@pytest.mark.parametrize("axis,reduction,opset", [(0, None, 13), (1, None, 11), (-1, "add", 16), (0, "mul", 16),
+                                                  (1, "max", 18), (0, "min", 18)])
+def test_scatter_elements(axis, reduction, opset):
+    x = rand(4, 6, seed=49)
+    ishape = (3, 4)
+    rng = np.random.default_rng(50)
+    n = x.shape[axis]
+    if reduction is None:       # distinct targets per line (duplicates are order-dependent without a reduction)
+        idx = np.stack([rng.permutation(n)[:ishape[axis]] for _ in range(ishape[1 - axis])], axis=1 - axis)
+    else:
+        idx = rng.integers(0, n, size=ishape)
+    idx = idx - (rng.integers(0, 2, size=ishape) * n)             # some negative
+    upd = rand(*ishape, seed=51, low=0.5, high=1.5)
+    attrs = {"axis": axis} | ({"reduction": reduction} if reduction else {})
+    m = model(mk("ScatterElements", ["x", "i", "u"], ["y"], **attrs), {"x": x, "u": upd}, ["y"],
+              {"i": idx.astype(np.int64)}, opset=opset)
+    check(m, {"x": x, "u": upd})

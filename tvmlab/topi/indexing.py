@@ -30,3 +30,67 @@ def gather_nd(data, indices, batch_dims=0):
             idx.append(_op.select(v < _op.const(0, "int32"), v + size, v))
         return data(*(tuple(bs) + tuple(idx) + tuple(x)))
     return te.compute(shape, f, name="T_gather_nd", tag="injective")
+
+
+REDUCTIONS = ("update", "add", "mul", "min", "max")
+
+
+def scatter_elements(data, indices, updates, axis=0, reduction="update"):
+    """``data`` with ``updates[q]`` written at ``q`` with its ``axis`` coordinate replaced by ``indices[q]``
+    (ONNX ScatterElements; duplicates: the last update wins, or they combine by ``reduction``).
+
+    Each output element reduces over the one axis of candidate updates that can land on it, so no write
+    races: about out x indices.shape[axis] work."""
+    for nm, t in (("data", data), ("indices", indices), ("updates", updates)):
+        check_tensor("scatter_elements", t, nm)
+    n = len(data.shape)
+    if len(indices.shape) != n or [const_or_none(d) for d in indices.shape] != \
+            [const_or_none(d) for d in updates.shape] or "int" not in indices.dtype or updates.dtype != data.dtype:
+        raise OperatorError(f"scatter_elements: needs integer indices and updates ({data.dtype}) of one shape and "
+                            f"data's rank, got data {tuple(data.shape)}, indices {tuple(indices.shape)} "
+                            f"{indices.dtype}, updates {tuple(updates.shape)} {updates.dtype}")
+    if reduction not in REDUCTIONS:
+        raise OperatorError(f"scatter_elements: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if not -n <= axis < n:
+        raise OperatorError(f"scatter_elements: axis {axis} is out of range for rank {n}")
+    axis %= n
+    size = const_or_none(data.shape[axis])
+    k = te.reduce_axis((0, indices.shape[axis]), name="k")
+
+    def source(i):
+        """(candidate index tuple in indices/updates, whether it exists and lands on output index ``i``)."""
+        q = [k if d == axis else _op.min(i[d], _op.const(const_or_none(indices.shape[d]) - 1, "int32"))
+             for d in range(n)]
+        inside = None
+        for d in range(n):
+            if d != axis:
+                c = i[d] < _op.const(const_or_none(indices.shape[d]), "int32")
+                inside = c if inside is None else _op.logical_and(inside, c)
+        v = _op.cast("int32", indices(*q))
+        v = _op.select(v < _op.const(0, "int32"), v + _op.const(size, "int32"), v)
+        hit = v == i[axis]
+        return q, hit if inside is None else _op.logical_and(inside, hit)
+
+    if reduction == "update":
+        def last(*i):
+            _, hit = source(i)
+            return te.max(_op.select(hit, k.var, _op.const(-1, "int32")), axis=k)
+        pick = te.compute(data.shape, last, name="T_scatter_last")
+
+        def f(*i):
+            j = pick(*i)
+            q = [_op.max(j, _op.const(0, "int32")) if d == axis else
+                 _op.min(i[d], _op.const(const_or_none(indices.shape[d]) - 1, "int32")) for d in range(n)]
+            return _op.select(j >= _op.const(0, "int32"), updates(*q), data(*i))
+        return te.compute(data.shape, f, name="T_scatter_elements", tag="scatter")
+    reducer = {"add": te.sum, "mul": te.prod, "min": te.min, "max": te.max}[reduction]
+    neutral = {"add": 0, "mul": 1}
+
+    def gathered(*i):
+        q, hit = source(i)
+        ident = _op.const(neutral[reduction], data.dtype) if reduction in neutral else \
+            (_op.max_value(data.dtype) if reduction == "min" else _op.min_value(data.dtype))
+        return reducer(_op.select(hit, updates(*q), ident), axis=k)
+    acc = te.compute(data.shape, gathered, name="T_scatter_acc")
+    combine = {"add": _op.add, "mul": _op.mul, "min": _op.min, "max": _op.max}[reduction]
+    return te.compute(data.shape, lambda *i: combine(data(*i), acc(*i)), name="T_scatter_elements", tag="scatter")

@@ -279,3 +279,14 @@ def _gather_nd(ctx, node):
         raise FrontendError("indices must have rank 1 or more")
     ind = r.transpose(ind, axes=[rank - 1] + list(range(rank - 1))) if rank > 1 else ind
     return r.gather_nd(x, ind, batch_dims=b)
+
+
+@converter("ScatterElements", "Scatter")
+def _scatter_elements(ctx, node):
+    """Duplicated indices: the last update wins (as onnxruntime), or ``reduction`` (opset 16: add, mul; 18:
+    min, max) combines them with the data."""
+    x, ind, upd = (expr_input(ctx, node, i) for i in range(3))
+    axis = normalize_axis(node.attr("axis", 0), len(ctx.shape_of(x)))
+    reduction = node.attr("reduction", "none") if ctx.opset >= 16 else "none"
+    reduction = "update" if reduction == "none" else reduction
+    return ctx.relay.scatter_elements(x, ind, upd, axis=axis, reduction=reduction)

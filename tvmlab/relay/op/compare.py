@@ -111,3 +111,35 @@ def gather_nd(data, indices, batch_dims=0, index_rank=None):
 
 
 __all__ += ["gather_nd"]
+
+
+def _scatter_rel(types, attrs):
+    t, ind, upd = tensor_arg(types, 0), tensor_arg(types, 1, "indices"), tensor_arg(types, 2, "updates")
+    if "int" not in ind.dtype or ind.shape != upd.shape or len(ind.shape) != len(t.shape) or upd.dtype != t.dtype:
+        raise TypeInferenceError(f"scatter_elements: needs integer indices and {t.dtype} updates of one shape and "
+                                 f"data's rank; got data {t.shape}, indices {ind.shape} {ind.dtype}, updates "
+                                 f"{upd.shape} {upd.dtype}")
+    from .typerel import norm_axis
+    norm_axis(attrs.axis, len(t.shape))
+    return t
+
+
+def _scatter_compute(attrs, inputs, out_type):
+    from ...topi.indexing import scatter_elements as f
+    return [f(*inputs, axis=attrs.axis, reduction=attrs.reduction)]
+
+
+register("scatter_elements", _scatter_rel, OpPattern.OPAQUE, _scatter_compute, {"axis": 0, "reduction": "update"}, 3)
+
+
+def scatter_elements(data, indices, updates, axis=0, reduction="update"):
+    """``relay.scatter_elements(data, indices, updates, axis=0, reduction="update" | "add" | "mul" | "min" |
+    "max")`` (ONNX ScatterElements)."""
+    from ...topi.indexing import REDUCTIONS
+    if reduction not in REDUCTIONS:
+        from ..base import RelayError
+        raise RelayError(f"scatter_elements: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    return make_call("scatter_elements", [data, indices, updates], axis=int(axis), reduction=reduction)
+
+
+__all__ += ["scatter_elements"]
