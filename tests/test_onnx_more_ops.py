@@ -336,6 +336,7 @@ def test_bad_uses_are_clear_errors():
     from tvmlab import relay
     from tvmlab.errors import TVMLabError
     x, i = relay.var("x", shape=(3, 4)), relay.var("i", shape=(3, 4), dtype="int32")
+    f = relay.var("f", shape=(2, 4))
     for bad, msg in ((lambda: relay.argmax(x), "give one axis"),
                      (lambda: relay.image.resize2d(x, size=(2, 2), method="area"), "method must be one of"),
                      (lambda: relay.image.resize2d(x, size=(0, 2)), "two positive ints"),
@@ -347,7 +348,9 @@ def test_bad_uses_are_clear_errors():
                       (relay.einsum([x, x], "ij,kl->ijm"), "output 'ijm'"),
                       (relay.einsum([x, relay.transpose(x)], "ij,ij->i"), "letter 'i' is 3"),
                       (relay.topk(x, k=5, axis=1).astuple(), "k must be in 1..4"),
-                      (relay.image.resize2d(x, size=(2, 2)), "4-D"), (relay.cumsum(x, axis=2), "out of range")):
+                      (relay.image.resize2d(x, size=(2, 2)), "4-D"), (relay.cumsum(x, axis=2), "out of range"),
+                      (relay.gather_nd(x, f), "indices must be integers"),
+                      (relay.scatter_elements(x, f, f), "needs integer indices")):
         with pytest.raises(TVMLabError, match=msg):
             relay.transform.InferType()(tvm.IRModule.from_expr(expr))
 
@@ -482,7 +485,7 @@ def test_gather_nd(dshape, ishape, b, opset):
           {"x": x})
 
 
-@pytest.mark.parametrize("axis,reduction,opset", [(0, None, 13), (1, None, 11), (-1, "add", 16), (0, "mul", 16),
+@pytest.mark.parametrize("axis,reduction,opset", [(0, None, 13), (1, None, 10), (-1, "add", 16), (0, "mul", 16),
                                                   (1, "max", 18), (0, "min", 18)])
 def test_scatter_elements(axis, reduction, opset):
     x = rand(4, 6, seed=49)
@@ -496,6 +499,9 @@ def test_scatter_elements(axis, reduction, opset):
     idx = idx - (rng.integers(0, 2, size=ishape) * n)             # some negative
     upd = rand(*ishape, seed=51, low=0.5, high=1.5)
     attrs = {"axis": axis} | ({"reduction": reduction} if reduction else {})
-    m = model(mk("ScatterElements", ["x", "i", "u"], ["y"], **attrs), {"x": x, "u": upd}, ["y"],
+    op = "Scatter" if opset < 11 else "ScatterElements"
+    if opset < 11:
+        idx = idx % n                       # Scatter (opset 9-10) takes no negative indices
+    m = model(mk(op, ["x", "i", "u"], ["y"], **attrs), {"x": x, "u": upd}, ["y"],
               {"i": idx.astype(np.int64)}, opset=opset)
     check(m, {"x": x, "u": upd})
