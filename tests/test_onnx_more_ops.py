@@ -505,3 +505,19 @@ def test_scatter_elements(axis, reduction, opset):
     m = model(mk(op, ["x", "i", "u"], ["y"], **attrs), {"x": x, "u": upd}, ["y"],
               {"i": idx.astype(np.int64)}, opset=opset)
     check(m, {"x": x, "u": upd})
+
+
+@pytest.mark.parametrize("op", ["Sin", "Cos", "Tan", "Sinh", "Cosh", "Asin", "Acos", "Atan"])
+def test_trig(op):
+    x = rand(3, 7, low=-0.9, high=0.9, seed=52)
+    check(model(mk(op, ["x"], ["y"]), {"x": x}, ["y"]), {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+def test_mod():
+    a = np.random.default_rng(53).integers(-20, 20, size=(3, 5)).astype(np.int32)
+    b = np.array([3, -4, 5, -7, 2], np.int32)
+    fa, fb = rand(3, 5, low=-5, high=5, seed=54), rand(5, low=0.5, high=2, seed=55) * np.array([1, -1, 1, -1, 1], np.float32)
+    nodes = [mk("Mod", ["a", "b"], ["y"]), mk("Mod", ["a", "b"], ["z"], fmod=1)]
+    exact(model(nodes, {"a": a, "b": b}, [("y", None, TensorProto.INT32), ("z", None, TensorProto.INT32)]),
+          {"a": a, "b": b})
+    check(model(mk("Mod", ["a", "b"], ["y"], fmod=1), {"a": fa, "b": fb}, ["y"]), {"a": fa, "b": fb})

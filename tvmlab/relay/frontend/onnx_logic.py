@@ -290,3 +290,23 @@ def _scatter_elements(ctx, node):
     reduction = node.attr("reduction", "none") if ctx.opset >= 16 else "none"
     reduction = "update" if reduction == "none" else reduction
     return ctx.relay.scatter_elements(x, ind, upd, axis=axis, reduction=reduction)
+
+
+_TRIG = {"Sin": "sin", "Cos": "cos", "Tan": "tan", "Sinh": "sinh", "Cosh": "cosh", "Asin": "asin", "Acos": "acos",
+         "Atan": "atan"}
+
+
+@converter(*_TRIG)
+def _trig(ctx, node):
+    return getattr(ctx.relay, _TRIG[node.op_type])(expr_input(ctx, node, 0))
+
+
+@converter("Mod")
+def _mod(ctx, node):
+    """fmod=1: C's fmod (the dividend's sign); fmod=0 (integers): the divisor's sign, as Python's %."""
+    a, b = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
+    if node.attr("fmod", 0):
+        return ctx.relay.mod(a, b)
+    if "float" in ctx.dtype_of(a):
+        raise FrontendError("fmod=0 needs integer inputs (ONNX); floats need fmod=1")
+    return ctx.relay.floor_mod(a, b)
