@@ -22,6 +22,7 @@ from .op.tensor import *  # noqa: F401,F403
 from .op.algorithm import *  # noqa: F401,F403
 from .op.compare import *  # noqa: F401,F403
 from .op.trig import *  # noqa: F401,F403
+from .op.indexing import *  # noqa: F401,F403
 from .op import image  # noqa: F401
 from .ty import FuncType, TensorType, TupleType  # noqa: F401
 from .visit import free_vars as _free_vars

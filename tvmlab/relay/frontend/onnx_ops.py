@@ -2,7 +2,10 @@
 
 ``CONVERTERS`` is filled by ``onnx_nn`` (convolutions, pooling, normalisation,
 matrix products), ``onnx_math`` (elementwise arithmetic, activations,
-reductions) and ``onnx_tensor`` (shape manipulation and constants).
+reductions), ``onnx_tensor`` (shape manipulation, constants, Resize),
+``onnx_logic`` (comparisons, logic, Where and what is written with them),
+``onnx_index`` (ArgMax, TopK, CumSum, Einsum, GatherND, ScatterElements) and
+``onnx_rnn`` (LSTM, GRU, RNN).
 ``FOLDERS`` holds numpy versions of the shape-arithmetic ops, applied while
 importing when every input is a static value. A converter returns one
 expression, a list (one per output; ``None`` for an output it does not
@@ -70,4 +73,4 @@ def scalar(ctx, expr, value):
     return ctx.relay.const(np.asarray(value, dtype=dtype).item(), dtype)
 
 
-from . import onnx_logic, onnx_math, onnx_nn, onnx_rnn, onnx_tensor  # noqa: E402,F401  (they fill the tables)
+from . import onnx_index, onnx_logic, onnx_math, onnx_nn, onnx_rnn, onnx_tensor  # noqa: E402,F401  (they fill the tables)
