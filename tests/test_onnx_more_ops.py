@@ -521,3 +521,26 @@ def test_mod():
     exact(model(nodes, {"a": a, "b": b}, [("y", None, TensorProto.INT32), ("z", None, TensorProto.INT32)]),
           {"a": a, "b": b})
     check(model(mk("Mod", ["a", "b"], ["y"], fmod=1), {"a": fa, "b": fb}, ["y"]), {"a": fa, "b": fb})
+
+
+@pytest.mark.parametrize("dshape,ishape,reduction,opset", [((4, 5, 3), (2, 2), None, 13), ((4, 5), (3, 1), None, 11),
+                                                           ((4, 5, 3), (2, 3, 3), "add", 16), ((4, 5), (6, 2), "mul", 16),
+                                                           ((6,), (4, 1), "max", 18), ((3, 4), (2,), "min", 18)],
+                         ids=["rows", "slices", "add", "mul_dupes", "max_1d", "min_one_tuple"])
+def test_scatter_nd(dshape, ishape, reduction, opset):
+    x = rand(*dshape, seed=56)
+    m = ishape[-1]
+    rng = np.random.default_rng(57)
+    n_pos = int(np.prod(ishape[:-1]))
+    dims = np.array(dshape[:m])
+    if reduction is None:      # distinct targets (duplicates are order-dependent without a reduction)
+        flat = rng.permutation(int(np.prod(dims)))[:n_pos]
+        idx = np.stack(np.unravel_index(flat, dims), axis=-1).reshape(ishape)
+    else:
+        idx = rng.integers(0, 1 << 16, size=ishape) % dims
+    idx = idx - rng.integers(0, 2, size=ishape) * dims                 # some negative
+    upd = rand(*(ishape[:-1] + dshape[m:]), seed=58, low=0.5, high=1.5)
+    attrs = {"reduction": reduction} if reduction else {}
+    m_ = model(mk("ScatterND", ["x", "i", "u"], ["y"], **attrs), {"x": x, "u": upd}, ["y"],
+               {"i": idx.astype(np.int64)}, opset=opset)
+    check(m_, {"x": x, "u": upd})

@@ -19,7 +19,7 @@ from .einsum import einsum  # noqa: F401,E402
 from .logical import logical_not, logical_xor  # noqa: F401,E402
 from .scan import cumprod, cumsum  # noqa: F401,E402
 from .sort import argsort, sort, topk  # noqa: F401,E402
-from .indexing import gather_nd, scatter_elements  # noqa: F401,E402
+from .indexing import gather_nd, scatter_elements, scatter_nd  # noqa: F401,E402
 from .trig import acos, asin, atan, cosh, sinh, tan  # noqa: F401,E402
 from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
                         split, squeeze, stack, strided_slice, take, tile, transpose, where)

@@ -94,3 +94,57 @@ def scatter_elements(data, indices, updates, axis=0, reduction="update"):
     acc = te.compute(data.shape, gathered, name="T_scatter_acc")
     combine = {"add": _op.add, "mul": _op.mul, "min": _op.min, "max": _op.max}[reduction]
     return te.compute(data.shape, lambda *i: combine(data(*i), acc(*i)), name="T_scatter_elements", tag="scatter")
+
+
+def scatter_nd(data, indices, updates, mode="update"):
+    """``data`` with ``updates[y.., x..]`` written at ``data[indices[0, y..], .., indices[M-1, y..], x..]`` (TVM's
+    layout: index tuples along indices' axis 0; negative indices count from the end). Duplicated targets: the
+    last update wins, or they combine with the data by ``mode`` ("add", "mul", "min", "max")."""
+    for nm, t in (("data", data), ("indices", indices), ("updates", updates)):
+        check_tensor("scatter_nd", t, nm)
+    if mode not in REDUCTIONS:
+        raise OperatorError(f"scatter_nd: mode must be one of {REDUCTIONS}, got {mode!r}")
+    m = const_or_none(indices.shape[0]) if indices.shape else None
+    if len(indices.shape) == 1:         # one index tuple: give it a unit axis of positions
+        ind0, upd0 = indices, updates
+        indices = te.compute((m, 1), lambda k, j: ind0(k), name="T_scatter_nd_index")
+        updates = te.compute((1,) + tuple(upd0.shape), lambda j, *x: upd0(*x), name="T_scatter_nd_update")
+    ys = [const_or_none(d) for d in indices.shape[1:]]
+    xs = list(data.shape[m:]) if m is not None and m <= len(data.shape) else None
+    if "int" not in indices.dtype or xs is None or updates.dtype != data.dtype or \
+            [const_or_none(d) for d in updates.shape] != ys + [const_or_none(d) for d in xs]:
+        raise OperatorError(f"scatter_nd: indices (M, Y..) of integers with M <= data rank and updates (Y.., "
+                            f"data.shape[M:]) of data's dtype; got data {tuple(data.shape)} {data.dtype}, indices "
+                            f"{tuple(indices.shape)} {indices.dtype}, updates {tuple(updates.shape)} {updates.dtype}")
+    raxes = [te.reduce_axis((0, y), name=f"u{d}") for d, y in enumerate(ys)]
+    rv = [r.var for r in raxes]
+
+    def hit(i):
+        cond = None
+        for k in range(m):
+            v = _op.cast("int32", indices(*([k] + rv)))
+            size = _op.const(const_or_none(data.shape[k]), "int32")
+            c = _op.select(v < _op.const(0, "int32"), v + size, v) == i[k]
+            cond = c if cond is None else _op.logical_and(cond, c)
+        return cond
+    if mode == "update":
+        flat = None
+        for r, y in zip(rv, ys):
+            flat = r if flat is None else flat * _op.const(y, "int32") + r
+        last = te.compute(data.shape, lambda *i: te.max(_op.select(hit(i), flat, _op.const(-1, "int32")), axis=raxes),
+                          name="T_scatter_nd_last")
+
+        def f(*i):
+            j, pos, stride = last(*i), [], 1
+            for y in reversed(ys):
+                pos.insert(0, (_op.max(j, _op.const(0, "int32")) // _op.const(stride, "int32")) % _op.const(y, "int32"))
+                stride *= y
+            return _op.select(j >= _op.const(0, "int32"), updates(*(pos + list(i[m:]))), data(*i))
+        return te.compute(data.shape, f, name="T_scatter_nd", tag="scatter")
+    reducer = {"add": te.sum, "mul": te.prod, "min": te.min, "max": te.max}[mode]
+    ident = {"add": _op.const(0, data.dtype), "mul": _op.const(1, data.dtype), "min": _op.max_value(data.dtype),
+             "max": _op.min_value(data.dtype)}[mode]
+    acc = te.compute(data.shape, lambda *i: reducer(_op.select(hit(i), updates(*(rv + list(i[m:]))), ident),
+                                                    axis=raxes), name="T_scatter_nd_acc")
+    combine = {"add": _op.add, "mul": _op.mul, "min": _op.min, "max": _op.max}[mode]
+    return te.compute(data.shape, lambda *i: combine(data(*i), acc(*i)), name="T_scatter_nd", tag="scatter")

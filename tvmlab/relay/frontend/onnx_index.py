@@ -119,3 +119,18 @@ def _scatter_elements(ctx, node):
     reduction = node.attr("reduction", "none") if ctx.opset >= 16 else "none"
     reduction = "update" if reduction == "none" else reduction
     return ctx.relay.scatter_elements(x, ind, upd, axis=axis, reduction=reduction)
+
+
+@converter("ScatterND")
+def _scatter_nd(ctx, node):
+    """ONNX holds each index tuple along indices' last axis, relay.scatter_nd along its first: a transpose;
+    ``reduction`` from opsets 16 (add, mul) and 18 (min, max)."""
+    r = ctx.relay
+    x, ind, upd = (expr_input(ctx, node, i) for i in range(3))
+    rank = len(ctx.shape_of(ind))
+    if rank < 1:
+        raise FrontendError("indices must have rank 1 or more")
+    if rank > 1:
+        ind = r.transpose(ind, axes=[rank - 1] + list(range(rank - 1)))
+    reduction = node.attr("reduction", "none") if ctx.opset >= 16 else "none"
+    return r.scatter_nd(x, ind, upd, mode="update" if reduction == "none" else reduction)

@@ -63,4 +63,33 @@ def scatter_elements(data, indices, updates, axis=0, reduction="update"):
     return make_call("scatter_elements", [data, indices, updates], axis=int(axis), reduction=reduction)
 
 
-__all__ = ["gather_nd", "scatter_elements"]
+def _scatter_nd_rel(types, attrs):
+    t, ind, upd = tensor_arg(types, 0), tensor_arg(types, 1, "indices"), tensor_arg(types, 2, "updates")
+    m = ind.shape[0] if ind.shape else None
+    if "int" not in ind.dtype or m is None or m > len(t.shape) or upd.dtype != t.dtype or \
+            tuple(upd.shape) != tuple(ind.shape[1:]) + tuple(t.shape[m:]):
+        raise TypeInferenceError(f"scatter_nd: needs integer indices (M, Y..) with M <= {len(t.shape)} and {t.dtype} "
+                                 f"updates (Y.., data.shape[M:]); got data {t.shape}, indices {ind.shape} "
+                                 f"{ind.dtype}, updates {upd.shape} {upd.dtype}")
+    return t
+
+
+def _scatter_nd_compute(attrs, inputs, out_type):
+    from ...topi.indexing import scatter_nd as f
+    return [f(*inputs, mode=attrs.mode)]
+
+
+register("scatter_nd", _scatter_nd_rel, OpPattern.OPAQUE, _scatter_nd_compute, {"mode": "update"}, 3)
+
+
+def scatter_nd(data, indices, updates, mode="update"):
+    """``relay.scatter_nd(data, indices, updates, mode="update" | "add" | "mul" | "min" | "max")``: indices
+    (M, Y..) hold index tuples along axis 0 (TVM's layout)."""
+    from ...topi.indexing import REDUCTIONS
+    if mode not in REDUCTIONS:
+        from ..base import RelayError
+        raise RelayError(f"scatter_nd: mode must be one of {REDUCTIONS}, got {mode!r}")
+    return make_call("scatter_nd", [data, indices, updates], mode=mode)
+
+
+__all__ = ["gather_nd", "scatter_elements", "scatter_nd"]
