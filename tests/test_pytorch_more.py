@@ -194,3 +194,39 @@ def test_filled_tensors():
     def f(x):
         return x + torch.ones_like(x) * 2 - torch.full((3, 1), 0.5) + torch.zeros(x.shape[1])
     check(_module(f), rand(3, 4, seed=12))
+
+
+@pytest.mark.parametrize("opset", [12, 17])
+def test_torch_onnx_export_of_newer_ops(tmp_path, opset):
+    """What torch.onnx writes for interpolate, comparisons, where, argmax, topk, cumsum, einsum and an LSTM
+    imports through from_onnx and matches onnxruntime."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import onnx
+    import torch
+    import torch.nn.functional as F
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.lstm = torch.nn.LSTM(4, 5, bidirectional=True)
+
+        def forward(self, x):
+            y = F.interpolate(torch.relu(self.conv(x)), scale_factor=2, mode="bilinear", align_corners=False)
+            y = torch.where(y > 0.1, y, torch.zeros_like(y)) + F.interpolate(y, size=(12, 14), mode="nearest")
+            seq = y.mean(dim=2).permute(2, 0, 1)                     # (W, N, C)
+            out, _ = self.lstm(seq)
+            scores = torch.einsum("wnc,wnd->ncd", out, out).cumsum(dim=2)
+            return scores, torch.argmax(y, dim=1), torch.topk(out, 2, dim=2)[0]
+    torch.manual_seed(3)
+    net = Net().eval()
+    x = np.random.default_rng(4).standard_normal((2, 3, 6, 7)).astype(np.float32)
+    path = tmp_path / "net.onnx"
+    try:
+        torch.onnx.export(net, (torch.from_numpy(x),), str(path), opset_version=opset, dynamo=False,
+                          input_names=["data"])
+    except Exception as e:      # the exporter needs packages torch does not require (onnxscript, ...)
+        pytest.skip(f"torch.onnx.export unavailable: {e}")
+    from onnx_util import check
+    check(onnx.load(str(path)), {"data": x}, rtol=1e-4, atol=1e-5)
