@@ -98,11 +98,12 @@ def _cubic_tables(in_size, out_size, scale, mode, what, a, exclude):
     def table(name, fn, k):
         return te.compute((out_size,), lambda o: fn(o, k), name=f"T_resize2d_{what}{name}{k}", tag=TABLE)
 
-    def norm(o, k):
-        w = raw(o, k)
-        return w / (raw(o, 0) + raw(o, 1) + raw(o, 2) + raw(o, 3)) if exclude else w
     idx = [table("i", lambda o, k: _clamp(base(o) + (k - 1), in_size), k) for k in range(4)]
-    wts = [table("w", norm, k) for k in range(4)]
+    wts = [table("w", raw, k) for k in range(4)]
+    if exclude:             # renormalised from the raw tables (each weight's expression stays small)
+        raws = wts
+        wts = [table("n", lambda o, k: raws[k](o) / (raws[0](o) + raws[1](o) + raws[2](o) + raws[3](o)), k)
+               for k in range(4)]
     return idx, wts
 
 
