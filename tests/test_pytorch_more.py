@@ -230,3 +230,20 @@ def test_torch_onnx_export_of_newer_ops(tmp_path, opset):
         pytest.skip(f"torch.onnx.export unavailable: {e}")
     from onnx_util import check
     check(onnx.load(str(path)), {"data": x}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [(2, 3), (4, 6), 1])
+def test_adaptive_pooling_to_dividing_sizes(size):
+    import torch.nn.functional as F
+    check(_module(lambda x: (F.adaptive_avg_pool2d(x, size), F.adaptive_max_pool2d(x, size))), rand(2, 3, 4, 6, seed=13))
+
+
+def test_adaptive_pooling_to_other_sizes_is_a_clear_error():
+    import torch
+    import torch.nn.functional as F
+
+    from tvmlab import relay
+    from tvmlab.errors import TVMLabError
+    traced = torch.jit.trace(_module(lambda x: F.adaptive_avg_pool2d(x, (3, 4))), (torch.from_numpy(rand(1, 2, 5, 6)),))
+    with pytest.raises(TVMLabError, match="adaptive pooling of 5x6 to 3x4"):
+        relay.frontend.from_pytorch(traced, [("input0", (1, 2, 5, 6))])

@@ -105,9 +105,17 @@ def _adaptive_pool(kind):
     def convert(c, a):
         r = c.relay
         size = _pair(a[1])
-        if size != [1, 1]:
-            raise FrontendError(f"adaptive pooling to {size} is not supported (only to 1x1)")
-        return (r.nn.global_avg_pool2d if kind == "avg" else r.nn.global_max_pool2d)(a[0])
+        if size == [1, 1]:
+            return (r.nn.global_avg_pool2d if kind == "avg" else r.nn.global_max_pool2d)(a[0])
+        hw = list(c.shape(a[0])[2:])
+        if size == hw:
+            return a[0]
+        if any(o <= 0 or i % o for i, o in zip(hw, size)):       # then each window is in/out, stride in/out
+            raise FrontendError(f"adaptive pooling of {hw[0]}x{hw[1]} to {size[0]}x{size[1]} is not supported "
+                                f"(only to 1x1 or to sizes that divide the input)")
+        k = [i // o for i, o in zip(hw, size)]
+        pool = r.nn.avg_pool2d if kind == "avg" else r.nn.max_pool2d
+        return pool(a[0], pool_size=k, strides=k, padding=[0, 0, 0, 0])
     return convert
 
 
