@@ -395,11 +395,11 @@ def _resize_params(ctx, node, in_shape):
     """(mode, coordinate mode, nearest rounding, output sizes, scales or None) of a Resize/Upsample node."""
     rank = len(in_shape)
     mode = node.attr("mode", "nearest")
-    mode = "linear" if mode == "bilinear" else mode          # Upsample-7's spelling
+    mode = "linear" if mode == "bilinear" else mode          # an older exporters' spelling
     if mode not in ("nearest", "linear", "cubic"):
         raise FrontendError(f"mode {mode!r} is not supported (expected 'nearest', 'linear' or 'cubic')")
     if node.op_type == "Upsample" or ctx.opset < 11:
-        scales = (const_input(ctx, node, 1, "scales") if ctx.opset >= 9 else node.attr("scales"))
+        scales = const_input(ctx, node, 1, "scales")           # an input from opset 9 (the oldest read)
         sizes, transform, rounding = None, "asymmetric", "floor"
     else:
         scales = const_input(ctx, node, 2, "scales")
