@@ -72,7 +72,9 @@ def test_compare_where_logic_and_to():
         pos = x > 0
         small = torch.logical_and(x.abs() < 0.5, y <= x)
         keep = torch.logical_or(pos, torch.logical_not(small))
-        return torch.where(keep, x * 2, y), (x != y).to(torch.float32) + (x >= 0.25).float(), torch.eq(x, x)
+        n = (x * 4).to(torch.int64)
+        return torch.where(keep, x * 2, y), (x != y).to(torch.float32) + (x >= 0.25).float(), torch.eq(x, x), \
+            n > -1.5, torch.where(n < 2, n, n * 3)
     check(_module(f), rand(3, 7, seed=1), rand(3, 7, seed=2))
 
 

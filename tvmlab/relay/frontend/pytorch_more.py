@@ -21,8 +21,15 @@ def _is_expr(v):
 
 
 def _pair_of(c, x, y):
-    """Both as expressions; a Python scalar becomes a constant of the other's dtype."""
+    """Both as expressions; a Python scalar becomes a constant of the other's dtype (an integer tensor meeting
+    a float scalar is cast to float32 first, as torch promotes)."""
     r = c.relay
+    for a, b in ((x, y), (y, x)):
+        if _is_expr(a) and isinstance(b, float) and "int" in c.shapes.dtype(a):
+            if a is x:
+                x = r.cast(x, "float32")
+            else:
+                y = r.cast(y, "float32")
     if not _is_expr(x):
         x = r.const(np.asarray(x, c.shapes.dtype(y)).item(), c.shapes.dtype(y))
     if not _is_expr(y):
