@@ -245,9 +245,9 @@ def test_alter_op_layout_picks_divisor_blocks_and_keeps_other_ops_in_nchw(rng):
     y = relay.nn.max_pool2d(relay.nn.conv2d(x, w), (2, 2), (2, 2))
     mod = run(y, T.AlterOpLayout("llvm -mcpu=haswell"))
     data = [t for t in layout_transforms(mod) if t[0] != "OIHW"]       # the weight's is folded later
-    assert data == [("NCHW", "NCHW3c"), ("NCHW12c", "NCHW")]           # the pool stays blocked
+    assert data == [("NCHW", "NCHW3c"), ("NCHW6c", "NCHW")]           # the pool stays blocked
     pool = mod["main"].body.args[0]
-    assert pool.op.name == "nn.max_pool2d" and pool.attrs.layout == "NCHW12c"
+    assert pool.op.name == "nn.max_pool2d" and pool.attrs.layout == "NCHW6c"
     y = relay.nn.batch_flatten(relay.nn.conv2d(x, w))
     mod = run(y, T.AlterOpLayout("llvm -mcpu=haswell"))
     assert mod["main"].body.args[0].op.name == "layout_transform"    # flatten wants NCHW
@@ -331,4 +331,4 @@ def test_concatenate_of_alike_blocked_convolutions_stays_blocked(rng):
     assert layout_transforms(mod) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
     odd = relay.concatenate([convs[0], relay.nn.conv2d(x, relay.const(np.ones((12, 16, 1, 1), "float32")))], 1)
     mod = run(odd, T.AlterOpLayout("llvm -mcpu=haswell"), T.FoldConstant())
-    assert ("NCHW12c", "NCHW") in layout_transforms(mod)      # blocks differ: back to NCHW first
+    assert ("NCHW6c", "NCHW") in layout_transforms(mod)      # blocks differ: back to NCHW first
