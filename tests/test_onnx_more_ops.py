@@ -190,6 +190,15 @@ def test_unsupported_einsum_ellipsis_names_node():
     m = model(mk("Einsum", ["a", "a"], ["y"], equation="...ij,...kj->...ik", name="e1"), {"a": a}, ["y"], opset=12)
     with pytest.raises(TVMLabError, match=r"Einsum node 'e1'.*ellipsis"):
         relay.frontend.from_onnx(m)
+    for eq, bshape, msg in (("ij,jk->il", [3, 4], "output 'il' must be distinct letters"),
+                            ("ij,jk->ik", [5, 4], "letter 'j' is 3 in one operand and 5")):
+        m = helper.make_model(helper.make_graph(
+            [mk("Einsum", ["a2", "b"], ["y"], equation=eq, name="e2")], "g",
+            [helper.make_tensor_value_info("a2", TensorProto.FLOAT, [2, 3]),
+             helper.make_tensor_value_info("b", TensorProto.FLOAT, bshape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), opset_imports=[helper.make_opsetid("", 12)])
+        with pytest.raises(TVMLabError, match=rf"Einsum node 'e2'.*{msg}"):
+            relay.frontend.from_onnx(m)
 
 
 @pytest.mark.parametrize("opset,attrs", [(9, {"k": 3}), (10, {"axis": 1}), (11, {"largest": 0, "axis": -1}),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import TVMLabError
 from .common import FrontendError, einsum, normalize_axis
 from .onnx_ops import axes_arg, const_input, converter, expr_input, folder
 
@@ -73,7 +74,12 @@ def _einsum(ctx, node):
     if "." in eq:
         raise FrontendError(f"equation {eq!r}: an ellipsis ('...') is not supported")
     xs = [ctx.expr_of(i) for i in node.inputs if i]
-    return einsum(ctx.relay, ctx.shape_of, xs, eq.replace(" ", ""))
+    out = einsum(ctx.relay, ctx.shape_of, xs, eq.replace(" ", ""))
+    try:
+        ctx.shape_of(out)               # a bad equation is reported here, with this node's name
+    except TVMLabError as e:
+        raise FrontendError(f"equation {eq!r}: {e}") from None
+    return out
 
 
 @converter("TopK")

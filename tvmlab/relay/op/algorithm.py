@@ -89,18 +89,18 @@ def _einsum_rel(types, attrs):
     from ...topi.utils import OperatorError
     ts = [tensor_arg(types, k, f"operand {k}") for k in range(len(types))]
     if not ts:
-        raise TypeInferenceError("einsum: needs at least one operand")
+        raise TypeInferenceError("needs at least one operand")
     try:
         terms, out = parse_subscripts(attrs.equation, [len(t.shape) for t in ts])
     except OperatorError as e:
-        raise TypeInferenceError(str(e)) from None
+        raise TypeInferenceError(str(e).removeprefix("einsum: ")) from None
     if len({t.dtype for t in ts}) != 1:
-        raise TypeInferenceError(f"einsum: operands need one dtype, got {[t.dtype for t in ts]}")
+        raise TypeInferenceError(f"operands need one dtype, got {[t.dtype for t in ts]}")
     extent = {}
     for t, letters in zip(ts, terms):
         for c, d in zip(letters, t.shape):
             if extent.get(c, 1) != 1 and d != 1 and extent[c] != d:
-                raise TypeInferenceError(f"einsum: letter {c!r} is {extent[c]} in one operand and {d} in another")
+                raise TypeInferenceError(f"letter {c!r} is {extent[c]} in one operand and {d} in another")
             if extent.get(c, 1) == 1:
                 extent[c] = d
     return TensorType([extent[c] for c in out], ts[0].dtype)
