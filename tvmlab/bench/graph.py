@@ -107,12 +107,13 @@ def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0, min_ms=
 
 
 def format_table(results):
-    head = (f"{'model':<12}{'variant':<18}{'vs ort':>8}{'tvmlab ms':>11}{'ort ms':>9}{'pass off':>10}"
+    w = max([len("model")] + [len(r.model) for r in results]) + 2
+    head = (f"{'model':<{w}}{'variant':<18}{'vs ort':>8}{'tvmlab ms':>11}{'ort ms':>9}{'pass off':>10}"
             f"{'build s':>9}{'max err':>10}")
     out = [head, "-" * len(head)]
     for r in results:
         off = f"{r.slowdown:>9.2f}x" if r.variant != VARIANTS[0][0] else f"{'':>10}"
-        out.append(f"{r.model:<12}{r.variant:<18}{r.ratio:>7.2f}x{r.tvmlab_s * 1e3:>11.2f}{r.ort_s * 1e3:>9.2f}"
+        out.append(f"{r.model:<{w}}{r.variant:<18}{r.ratio:>7.2f}x{r.tvmlab_s * 1e3:>11.2f}{r.ort_s * 1e3:>9.2f}"
                    f"{off}{r.build_s:>9.1f}{r.max_rel_err:>10.1e}")
     out.append(f"vs ort = onnxruntime time / tvmlab time (> 1: tvmlab is faster), both on {threads()} threads; "
                f"pass off = time with that pass off / time of the full pipeline (> 1: the pass helps), "
