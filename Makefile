@@ -45,6 +45,10 @@ bench: venv
 	  || echo "note: torch did not install; conv2d is compared with numpy"
 	$(PY) -m tvmlab.bench
 	$(PY) -m tvmlab.bench.topi_nn
+	$(PY) -m tvmlab.bench.onnx_ops
+	$(PY) -m tvmlab.bench.tune
+	$(PY) -m tvmlab.bench.tune --topi 32
+	$(PY) -m tvmlab.bench.auto_scheduler
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
