@@ -6,11 +6,9 @@ import os
 import signal
 import time
 
-import numpy as np
 import pytest
 
 from tvmlab import autotvm, te
-from tvmlab.autotvm.measure import MeasureInput
 from tvmlab.tuning.executor import ExecutorError, WorkerPool
 from tvmlab.tuning.forked import call_forked
 from tvmlab.tuning.measure import MeasureErrorNo
@@ -80,36 +78,6 @@ def test_call_forked_reports_each_outcome():
     assert crash.status == "crash" and crash.value == -signal.SIGSEGV
     assert call_forked(work, ("hang",), 0.5).status == "timeout"
     assert not [c for c in children() if "Z" in c[1]], children()
-
-
-@autotvm.template("test/pipeline_slow")
-def slow_or_fast(n):
-    cfg = autotvm.get_config()
-    cfg.define_knob("extra", [1, 30000])
-    A = te.placeholder((n,), name="A")
-    r = te.reduce_axis((0, cfg["extra"].val), name="r")
-    B = te.compute((n,), lambda i: te.sum(A[i] * 0.5 + r.astype("float32") * 0.0, axis=r), name="B")
-    return te.create_schedule(B.op), [A, B]
-
-
-def test_a_far_slower_candidate_is_ended_with_its_lower_bound_cost():
-    task = autotvm.task.create("test/pipeline_slow", args=(20000,), target="llvm")
-    builder = autotvm.LocalBuilder(timeout=30, n_parallel=1)
-    runner = autotvm.LocalRunner(timeout=30, number=3, repeat=3)
-    try:
-        builder.set_task(task)
-        runner.set_task(task, builder)
-        inps = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (0, 1)]
-        fast = runner.run(inps[:1], builder.build(inps[:1]))[0]
-        assert fast.error_no == MeasureErrorNo.NO_ERROR
-        limit = runner._kill_after()
-        assert limit == pytest.approx(max(10 * runner.best_cost, 0.01))
-        slow = runner.run(inps[1:], builder.build(inps[1:]))[0]
-        # 30000 times the work: ended after `limit` seconds, recorded (no error) with that lower bound
-        assert slow.error_no == MeasureErrorNo.NO_ERROR and slow.costs == (limit,) * 3
-        assert runner.best_cost == pytest.approx(np.mean(fast.costs))
-    finally:
-        runner.close()
 
 
 @autotvm.template("test/pipeline_matmul")

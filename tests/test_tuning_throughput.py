@@ -50,33 +50,52 @@ def test_build_candidate_library_runs_against_a_reference(tmp_path):
 @autotvm.template("test/throughput")
 def slow_or_fast(n):
     cfg = autotvm.get_config()
-    cfg.define_knob("extra", [0, 400])
+    cfg.define_knob("extra", [0, 400, 30000])
     A = te.placeholder((n,), name="A")
     r = te.reduce_axis((0, max(1, cfg["extra"].val)), name="r")
     B = te.compute((n,), lambda i: te.sum(A[i] * 0.5 + r.astype("float32") * 0.0, axis=r), name="B")
     return te.create_schedule(B.op), [A, B]
 
 
-@pytest.mark.parametrize("slow_factor", [10.0, None])
-def test_runner_costs_far_slower_candidates_by_their_first_call(slow_factor):
+def _fast_then_slow(runner, slow_index):
+    """Time config 0 (one pass) then ``slow_index`` (400 or 30000 passes): (fast, slow, kill limit)."""
     task = autotvm.task.create("test/throughput", args=(20000,), target="llvm")
     builder = autotvm.LocalBuilder(timeout=30, n_parallel=1)
+    builder.set_task(task)
+    runner.set_task(task, builder)
+    inps = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (0, slow_index)]
+    fast = runner.run(inps[:1], builder.build(inps[:1]))[0]
+    assert fast.error_no == MeasureErrorNo.NO_ERROR
+    assert runner.best_cost == pytest.approx(np.mean(fast.costs))
+    limit = runner._kill_after()
+    slow = runner.run(inps[1:], builder.build(inps[1:]))[0]
+    assert slow.error_no == MeasureErrorNo.NO_ERROR and len(slow.costs) == 3
+    assert runner.best_cost == pytest.approx(np.mean(fast.costs))
+    runner.set_task(task, builder)
+    assert runner.best_cost is None
+    return fast, slow, limit
+
+
+@pytest.mark.parametrize("slow_factor", [10.0, None])
+def test_runner_costs_far_slower_candidates_by_their_first_call(slow_factor):
     runner = autotvm.LocalRunner(timeout=30, number=3, repeat=3)
     runner.slow_factor = slow_factor
     try:
-        builder.set_task(task)
-        runner.set_task(task, builder)
-        inps = [MeasureInput(task.target, task, task.config_space.get(i)) for i in (0, 1)]
-        fast = runner.run(inps[:1], builder.build(inps[:1]))[0]
-        assert fast.error_no == MeasureErrorNo.NO_ERROR
-        assert runner.best_cost == pytest.approx(np.mean(fast.costs))
-        slow = runner.run(inps[1:], builder.build(inps[1:]))[0]
-        assert slow.error_no == MeasureErrorNo.NO_ERROR and len(slow.costs) == 3
+        fast, slow, _ = _fast_then_slow(runner, 1)
         # 400 times the work: far over 10x the best, so one call is its cost (three equal costs)
         assert (len(set(slow.costs)) == 1) == (slow_factor is not None)
         assert min(slow.costs) > max(fast.costs)
-        runner.set_task(task, builder)
-        assert runner.best_cost is None
+    finally:
+        runner.close()
+
+
+def test_a_far_slower_candidate_is_ended_with_its_lower_bound_cost():
+    runner = autotvm.LocalRunner(timeout=30, number=3, repeat=3)
+    try:
+        fast, slow, limit = _fast_then_slow(runner, 2)
+        assert limit == pytest.approx(max(10 * np.mean(fast.costs), 0.01))
+        # 30000 times the work: ended after `limit` seconds, recorded (no error) with that lower bound
+        assert slow.costs == (limit,) * 3
     finally:
         runner.close()
 

@@ -78,9 +78,19 @@ def layout_transform(data, src_layout, dst_layout):
 
 
 # ------------------------------------------------------------------ conv2d in NCHWc
-def _nchwc_rel(types, attrs):
+def _nchwc_out_type(d, w, ob, attrs):
+    # (N, O/ob, OH, OW, ob) of a blocked convolution of data d by weight w
     from .op.nn import conv_out
     from .ty import TensorType
+    n, _, h, wd, _ = d.shape
+    kh, kw = w.shape[2], w.shape[3]
+    pt, pl, pb, pr = attrs.padding
+    oh = conv_out(h, kh, attrs.strides[0], attrs.dilation[0], pt, pb)
+    ow = conv_out(wd, kw, attrs.strides[1], attrs.dilation[1], pl, pr)
+    return TensorType((n, w.shape[0], oh, ow, ob), attrs.out_dtype or d.dtype)
+
+
+def _nchwc_rel(types, attrs):
     d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
     ib, ob = block_of(attrs.data_layout), block_of(attrs.out_layout)
     km = _KERNEL.match(attrs.kernel_layout)
@@ -92,12 +102,7 @@ def _nchwc_rel(types, attrs):
             w.shape[4] != ib or w.shape[5] != ob or w.shape[0] % g:
         raise TypeInferenceError(f"data {d.shape} and weight {w.shape} do not fit layouts {attrs.data_layout} / "
                                  f"{attrs.kernel_layout}")
-    n, _, h, wd, _ = d.shape
-    kh, kw = w.shape[2], w.shape[3]
-    pt, pl, pb, pr = attrs.padding
-    oh = conv_out(h, kh, attrs.strides[0], attrs.dilation[0], pt, pb)
-    ow = conv_out(wd, kw, attrs.strides[1], attrs.dilation[1], pl, pr)
-    return TensorType((n, w.shape[0], oh, ow, ob), attrs.out_dtype or d.dtype)
+    return _nchwc_out_type(d, w, ob, attrs)
 
 
 def _nchwc_compute(attrs, inputs, out_type):
@@ -115,8 +120,6 @@ register("nn.contrib_conv2d_NCHWc", _nchwc_rel, OpPattern.OUT_ELEMWISE_FUSABLE, 
 
 # ------------------------------------------------------------------ depthwise conv2d in NCHWc
 def _dw_nchwc_rel(types, attrs):
-    from .op.nn import conv_out
-    from .ty import TensorType
     d, w = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
     ib, ob = block_of(attrs.data_layout), block_of(attrs.out_layout)
     km = _KERNEL.match(attrs.kernel_layout)
@@ -127,12 +130,7 @@ def _dw_nchwc_rel(types, attrs):
             or w.shape[5] != ob or (w.shape[0] * ob) % (d.shape[1] * ib):
         raise TypeInferenceError(f"data {d.shape} and weight {w.shape} do not fit layouts {attrs.data_layout} / "
                                  f"{attrs.kernel_layout} (output channels a multiple of the input's)")
-    n, _, h, wd, _ = d.shape
-    kh, kw = w.shape[2], w.shape[3]
-    pt, pl, pb, pr = attrs.padding
-    oh = conv_out(h, kh, attrs.strides[0], attrs.dilation[0], pt, pb)
-    ow = conv_out(wd, kw, attrs.strides[1], attrs.dilation[1], pl, pr)
-    return TensorType((n, w.shape[0], oh, ow, ob), attrs.out_dtype or d.dtype)
+    return _nchwc_out_type(d, w, ob, attrs)
 
 
 def _dw_nchwc_compute(attrs, inputs, out_type):

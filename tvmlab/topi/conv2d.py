@@ -118,24 +118,30 @@ def register_tile(s, out, blocked, oc_block, target, width=None):
     s[out].reorder(b, fo, y, xo, fi, xi)
     s[out].parallel(s[out].fuse(b, fo, y))
     s[out].unroll(fi)
-    s[blocked].compute_at(s[out], xo)
-    cb, cf, cy, cx, cfi = s[blocked].op.axis
-    s[blocked].reorder(cb, cf, cy, *s[blocked].op.reduce_axis, cx, cfi)
-    s[blocked].unroll(cx)
-    s[blocked].vectorize(cfi)
+    _accumulate_tile(s, blocked, out, xo)
 
 
-def register_tile_blocked(s, out, acc, target, width=None):
+def register_tile_blocked(s, out, acc, target, width=None, rows=None):
     """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
-    channel block, row), each computing ``acc`` one (width x b) register tile at a time."""
+    channel block, row) -- or ``rows`` rows -- each computing ``acc`` one (width x b) register tile at a
+    time.  Returns the task axis."""
     block = const_int(out.shape[4])
     width = width or tile_width(const_int(out.shape[3]), block, out.dtype, target)
     b, fo, y, x, fi = s[out].op.axis
+    ys = s[out].split(y, factor=rows) if rows else (y,)
     xo, xi = s[out].split(x, factor=width)
-    s[out].reorder(b, fo, y, xo, xi, fi)
-    s[out].parallel(s[out].fuse(b, fo, y))
+    s[out].reorder(b, fo, *ys, xo, xi, fi)
+    task = s[out].fuse(b, fo, ys[0])
+    s[out].parallel(task)
     s[out].vectorize(fi)
-    s[acc].compute_at(s[out], xo)
+    _accumulate_tile(s, acc, out, xo)
+    return task
+
+
+def _accumulate_tile(s, acc, out, at):
+    # ``acc`` (N, O/b, OH, OW, b) computed at ``out``'s column tile: the reduction outside, the tile's
+    # columns unrolled and its channels in vector lanes
+    s[acc].compute_at(s[out], at)
     cb, cf, cy, cx, cfi = s[acc].op.axis
     s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
     s[acc].unroll(cx)

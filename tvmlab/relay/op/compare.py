@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..base import TypeInferenceError
 from ..ty import TensorType
 from .registry import OpPattern, make_call, register
+from .tensor import _binary as tensor_binary
 from .typerel import broadcast_shape, same_dtype, tensor_arg
 
 
@@ -18,19 +19,8 @@ def _cmp_rel(types, attrs):
     return TensorType(broadcast_shape(a.shape, b.shape), "bool")
 
 
-def _binary(name, topi_name=None):
-    def compute(attrs, inputs, out_type):
-        from ... import topi
-        from ...topi import logical
-        fn = getattr(topi, topi_name or name, None) or getattr(logical, topi_name or name)
-        return [fn(*inputs)]
-    register(name, _cmp_rel, OpPattern.BROADCAST, compute, {}, 2)
-
-    def ctor(lhs, rhs):
-        return make_call(name, [lhs, rhs])
-    ctor.__name__ = name
-    ctor.__doc__ = f"``relay.{name}(lhs, rhs)``: a bool tensor, numpy broadcasting."
-    return ctor
+def _binary(name):
+    return tensor_binary(name, rel=_cmp_rel, doc="gives a bool tensor, numpy broadcasting.")
 
 
 equal = _binary("equal")

@@ -56,17 +56,22 @@ def _topi(name):
     return call
 
 
-exp = _unary("exp", rel=_float_only("exp"), topi=_topi("exp"))
-log = _unary("log", rel=_float_only("log"), topi=_topi("log"))
-sqrt = _unary("sqrt", rel=_float_only("sqrt"), topi=_topi("sqrt"))
-rsqrt = _unary("rsqrt", rel=_float_only("rsqrt"), topi=_topi("rsqrt"))
-sigmoid = _unary("sigmoid", rel=_float_only("sigmoid"), topi=_topi("sigmoid"))
-tanh = _unary("tanh", rel=_float_only("tanh"), topi=_topi("tanh"))
-erf = _unary("erf", rel=_float_only("erf"), topi=_topi("erf"))
-floor = _unary("floor", rel=_float_only("floor"), topi=_topi("floor"))
-ceil = _unary("ceil", rel=_float_only("ceil"), topi=_topi("ceil"))
+def _float_unary(name, topi_name=None):
+    """An element-wise operator on floats computed by ``topi.<topi_name or name>``."""
+    return _unary(name, rel=_float_only(name), topi=_topi(topi_name or name))
+
+
+exp = _float_unary("exp")
+log = _float_unary("log")
+sqrt = _float_unary("sqrt")
+rsqrt = _float_unary("rsqrt")
+sigmoid = _float_unary("sigmoid")
+tanh = _float_unary("tanh")
+erf = _float_unary("erf")
+floor = _float_unary("floor")
+ceil = _float_unary("ceil")
 # half to even, as ONNX and numpy round (topi.round rounds halves away from zero)
-round = _unary("round", rel=_float_only("round"), topi=_topi("nearbyint"))  # noqa: A001
+round = _float_unary("round", "nearbyint")  # noqa: A001
 negative = _unary("negative", topi=_topi("negative"))
 abs = _unary("abs", topi=_topi("abs"))  # noqa: A001
 copy = _unary("copy", topi=_topi("identity"))
@@ -116,16 +121,17 @@ def _bcast_rel(types, attrs):
     return TensorType(broadcast_shape(a.shape, b.shape), a.dtype)
 
 
-def _binary(name):
+def _binary(name, rel=None, doc="with numpy broadcasting."):
+    """Register the broadcast operator ``name`` computed by ``topi.<name>``; its constructor."""
     def compute(attrs, inputs, out_type):
         from ... import topi
         return [getattr(topi, name)(*inputs)]
-    register(name, _bcast_rel, OpPattern.BROADCAST, compute, {}, 2)
+    register(name, rel or _bcast_rel, OpPattern.BROADCAST, compute, {}, 2)
 
     def ctor(lhs, rhs):
         return make_call(name, [lhs, rhs])
     ctor.__name__ = name
-    ctor.__doc__ = f"``relay.{name}(lhs, rhs)`` with numpy broadcasting."
+    ctor.__doc__ = f"``relay.{name}(lhs, rhs)`` {doc}"
     return ctor
 
 

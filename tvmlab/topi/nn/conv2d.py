@@ -209,6 +209,31 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
                       tag="depthwise_conv2d_nchw", attrs=attrs)
 
 
+def check_block_layout(op, what, layout, block):
+    """``layout`` (None, or "NCHW<block>c") must name a block of ``block`` channels."""
+    if layout is not None and layout != f"NCHW{block}c":
+        raise OperatorError(f"{op}: {what} {layout!r} does not match the block of {block} channels "
+                            f"(expected 'NCHW{block}c')")
+
+
+def nchwc_window(op, data, kernel, out_dtype, stride, padding, dilation, name):
+    """The window of a blocked convolution over data (N, C/ic, H, W, ic) and a kernel (..., KH, KW, ., .):
+    ``(out_dtype, strides, dilation, pads, (OH, OW), padded data)``, checking dtypes and sizes."""
+    h, w = data.shape[2], data.shape[3]
+    kh, kw = const_or_none(kernel.shape[2]), const_or_none(kernel.shape[3])
+    if data.dtype != kernel.dtype and out_dtype is None:
+        raise OperatorError(f"{op}: data is {shape_str(data)} but kernel is {shape_str(kernel)}; give out_dtype")
+    out_dtype = dt.canonical(out_dtype or data.dtype)
+    sh, sw = pair(op, "strides", stride)
+    dh, dw = pair(op, "dilation", dilation)
+    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
+    pt, pl, pb, pr = pads
+    oh = out_size(op, h, pt + pb, kh, sh, dh)
+    ow = out_size(op, w, pl + pr, kw, sw, dw)
+    pad = data if not any(pads) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0, name=name + "_pad")
+    return out_dtype, (sh, sw), (dh, dw), pads, (oh, ow), pad
+
+
 def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, out_dtype=None, name="conv2d_NCHWc",
                  groups=1):
     """Blocked convolution: data (N, C/ic, H, W, ic), kernel (O/oc, C/groups/ic, KH, KW, ic, oc) ->
@@ -231,20 +256,10 @@ def conv2d_NCHWc(data, kernel, stride, padding, dilation, layout, out_layout, ou
         raise OperatorError(f"{op}: data {shape_str(data)} and kernel {shape_str(kernel)} do not match with "
                             f"groups={groups} (expected (N, C/ic, H, W, ic) and (O/oc, C/groups/ic, KH, KW, ic, oc), "
                             "the output blocks splitting evenly into the groups)")
-    for lay, block in ((layout, ic), (out_layout, oc)):
-        if lay not in (f"NCHW{block}c", None):
-            raise OperatorError(f"{op}: layout {lay!r} does not match the block of {block} channels "
-                                f"(expected 'NCHW{block}c')")
-    if data.dtype != kernel.dtype and out_dtype is None:
-        raise OperatorError(f"{op}: data is {shape_str(data)} but kernel is {shape_str(kernel)}; give out_dtype")
-    out_dtype = dt.canonical(out_dtype or data.dtype)
-    sh, sw = pair(op, "strides", stride)
-    dh, dw = pair(op, "dilation", dilation)
-    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
-    pt, pl, pb, pr = pads
-    oh = out_size(op, h, pt + pb, kh, sh, dh)
-    ow = out_size(op, w, pl + pr, kw, sw, dw)
-    pad = data if not any(pads) else _pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0, name=name + "_pad")
+    check_block_layout(op, "layout", layout, ic)
+    check_block_layout(op, "out_layout", out_layout, oc)
+    out_dtype, (sh, sw), (dh, dw), pads, (oh, ow), pad = nchwc_window(op, data, kernel, out_dtype, stride, padding,
+                                                                     dilation, name)
     rco = te.reduce_axis((0, kcb), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")

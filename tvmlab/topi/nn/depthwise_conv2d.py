@@ -14,17 +14,8 @@ of input channels and one of weights.
 from __future__ import annotations
 
 from ... import te
-from ...ir import dtype as dt
 from ..utils import OperatorError, check_tensor, const_or_none, shape_str
-from .conv2d import _cast
-from .pad import pad as _pad
-from .utils import get_pad_tuple, out_size, pair
-
-
-def _block(op, what, layout, block):
-    if layout is not None and layout != f"NCHW{block}c":
-        raise OperatorError(f"{op}: {what} {layout!r} does not match the block of {block} channels "
-                            f"(expected 'NCHW{block}c')")
+from .conv2d import _cast, check_block_layout, nchwc_window
 
 
 def depthwise_conv2d_NCHWc(Input, Filter, stride, padding, dilation, layout, out_layout, out_dtype=None,
@@ -42,23 +33,15 @@ def depthwise_conv2d_NCHWc(Input, Filter, stride, padding, dilation, layout, out
         raise OperatorError(f"{op}: data {shape_str(Input)} and kernel {shape_str(Filter)} do not fit "
                             "(expected constant channels, data (N, C/ic, H, W, ic) and kernel "
                             "(C*M/oc, 1, KH, KW, 1, oc))")
-    _block(op, "layout", layout, ic)
-    _block(op, "out_layout", out_layout, oc)
+    check_block_layout(op, "layout", layout, ic)
+    check_block_layout(op, "out_layout", out_layout, oc)
     C, O = cbk_c * ic, ofo_c * oc
     if O % C:
         raise OperatorError(f"{op}: the kernel's {O} output channels are not a multiple of the data's {C} "
                             "channels (expected C * multiplier)")
     M = O // C
-    if Input.dtype != Filter.dtype and out_dtype is None:
-        raise OperatorError(f"{op}: data is {shape_str(Input)} but kernel is {shape_str(Filter)}; give out_dtype")
-    out_dtype = dt.canonical(out_dtype or Input.dtype)
-    sh, sw = pair(op, "strides", stride)
-    dh, dw = pair(op, "dilation", dilation)
-    pads = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), op)
-    pt, pl, pb, pr = pads
-    oh = out_size(op, h, pt + pb, kh, sh, dh)
-    ow = out_size(op, w, pl + pr, kw, sw, dw)
-    pad = Input if not any(pads) else _pad(Input, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), 0.0, name=name + "_pad")
+    out_dtype, (sh, sw), (dh, dw), pads, (oh, ow), pad = nchwc_window(op, Input, Filter, out_dtype, stride, padding,
+                                                                     dilation, name)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
 

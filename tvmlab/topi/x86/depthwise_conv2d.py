@@ -13,7 +13,7 @@ through memory as a whole tensor and needs no parallel pass of its own.
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..conv2d import tile_width
+from ..conv2d import register_tile_blocked
 from ..util import const_int
 from ..utils import with_cpu_target
 from .injective import fused_group, schedule_others
@@ -36,20 +36,7 @@ def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None, rows=None):
     ct = conv.output(0)
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
     rows = rows or _rows(const_int(tile_out.shape[2]))
-    block = const_int(tile_out.shape[4])
-    width = width or tile_width(const_int(tile_out.shape[3]), block, tile_out.dtype, target)
-    b, fo, y, x, fi = s[tile_out].op.axis
-    yo, yi = s[tile_out].split(y, factor=rows)
-    xo, xi = s[tile_out].split(x, factor=width)
-    s[tile_out].reorder(b, fo, yo, yi, xo, xi, fi)
-    task = s[tile_out].fuse(b, fo, yo)
-    s[tile_out].parallel(task)
-    s[tile_out].vectorize(fi)
-    s[acc].compute_at(s[tile_out], xo)
-    cb, cf, cy, cx, cfi = s[acc].op.axis
-    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
-    s[acc].unroll(cx)
-    s[acc].vectorize(cfi)
+    task = register_tile_blocked(s, tile_out, acc, target, width, rows)
     for r in s[acc].op.reduce_axis:
         s[acc].unroll(r)
     for t in conv.input_tensors:
