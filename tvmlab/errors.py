@@ -38,3 +38,7 @@ class RuntimeArgError(TVMLabError, ValueError):
 
 class DeviceError(TVMLabError, RuntimeError):
     """A device is missing or cannot do what was asked."""
+
+
+class DivergentBarrierError(BuildError, LoweringError):
+    """A GPU kernel would have a barrier that only some threads of a block reach (it would hang)."""

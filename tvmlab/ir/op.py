@@ -591,7 +591,8 @@ def call_intrin(dtype, func_name, *args):
     if not isinstance(func_name, str) or not func_name:
         raise DSLError(f"call_intrin needs an operator name such as 'tir.exp', got {func_name!r}")
     name = func_name[4:] if func_name.startswith("tir.") else func_name
-    return E.Call(dt.canonical(dtype), name, tuple(convert(a) for a in args))
+    dtype = "void" if dtype == "void" else dt.canonical(dtype)      # "void": a statement's call
+    return E.Call(dtype, name, tuple(E.StringImm(a) if isinstance(a, str) else convert(a) for a in args))
 
 
 class CallEffectKind:
