@@ -117,10 +117,10 @@ PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
 # ------------------------------------------------------------------ GPU targets
 # AST2 -> AST3 for a GPU kernel: no loop partitioning (guards on thread
 # indices stay guards), virtual threads are interleaved in each thread, cross-thread
-# reductions become shared-memory trees, barriers guard shared memory.
+# reductions become warp shuffles (CUDA) or shared-memory trees, barriers guard shared memory.
 DEVICE_PASSES = [
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
-    ("lower_thread_allreduce", lambda stmt, ctx: lower_thread_allreduce(stmt)),
+    ("lower_thread_allreduce", lambda stmt, ctx: lower_thread_allreduce(stmt, ctx.config.get("warp_size", 32))),
     ("thread_sync", lambda stmt, ctx: thread_sync(stmt)),
 ]
 
@@ -156,6 +156,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     "split_host_device" to the host function.
     """
     ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    ctx.config.setdefault("warp_size", 32 if target_kind == "cuda" else None)   # shuffles: CUDA only
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func
     for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):

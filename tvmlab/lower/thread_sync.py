@@ -330,7 +330,10 @@ def thread_sync(stmt):
     found.visit(stmt)
     if not found.vars:
         return stmt
-    new, _ = _Planner(found.vars).plan(stmt, _Scope(), False)
+    threads = []          # every thread index varies, also where used outside its own attribute
+    post_order_visit(stmt, lambda n: threads.append(n.node.var) if isinstance(n, AttrStmt)
+                     and n.attr_key == "thread_extent" and is_thread_index(n.node) else None)
+    new, _ = _Planner(found.vars).plan(stmt, _Scope(threads), False)
     return new
 
 
