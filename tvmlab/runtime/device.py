@@ -93,6 +93,18 @@ def device(name, device_id=0):
     return Device(canon, device_id)
 
 
+def enabled(target):
+    """Whether the runtime for ``target``'s kind works here (TVM's ``tvm.runtime.enabled``).
+
+    "llvm"/"cpu": always; "cuda": a CUDA binding loads and finds a GPU; "opengl": an EGL
+    context opens; kinds tvmlab has no runtime for (or does not know): False.  A target
+    string with options ("cuda -arch=sm_80") or a Target object is accepted.
+    """
+    kind = str(getattr(target, "kind", target)).strip()
+    canon = _ALIASES.get(kind.split()[0] if kind else kind)
+    return canon is not None and bool(_TYPES[canon]["exist"](0))
+
+
 def cpu(device_id=0):
     return Device("cpu", device_id)
 
