@@ -179,7 +179,9 @@ def test_nvcc_fallback_makes_ptx_and_cubin(monkeypatch, tmp_path):
                     'case "$1" in --ptx) echo "// ptx $2" > "$out";; --cubin) printf "\\177ELF$2" > "$out";; esac\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)   # NVRTC is not installed
+    if "cuda.bindings" in sys.modules:
+        monkeypatch.delattr(sys.modules["cuda.bindings"], "nvrtc", raising=False)
     code = compile_cuda("__global__ void f() {}", 86)
     assert code.ptx.strip() == "// ptx -arch=compute_86" and code.cubin == b"\x7fELF-arch=sm_86"
     code = compile_cuda("__global__ void f() {}", 75, cubin=False)
