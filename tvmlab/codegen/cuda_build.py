@@ -1,4 +1,4 @@
-"""build_cuda: a GPU-lowered IRModule -> CUDA C -> PTX (NVRTC, nvcc as fallback) -> runtime Module.
+"""build_cuda: a GPU-lowered IRModule -> CUDA C -> PTX + cubin (NVRTC, nvcc as fallback) -> runtime Module.
 
 The IRModule comes from ``lower(..., target="cuda")`` (host function plus
 kernels).  Compilation needs no GPU, so every codegen error surfaces at build
@@ -6,10 +6,13 @@ time on any machine.  The returned host Module runs the host function: it
 checks the arguments (CUDA NDArrays, dtypes, shapes binding the shape
 variables), evaluates each launch's grid and block from them, and launches
 the kernels in order.  ``mod.imported_modules[0].get_source()`` is the CUDA C,
-``get_source("ptx")`` the PTX.
+``get_source("ptx")`` the PTX, ``get_source("cubin")`` the cubin (bytes).
 
 Target options: ``-arch=sm_80`` (default: the GPU's, else sm_75), the GPU
 limits of ``tvmlab.lower.verify_gpu`` (``-max_threads_per_block=512``, ...).
+With a known architecture (``-arch`` or the GPU's) NVRTC also makes a cubin,
+which the runtime loads when it fits the GPU, so the first launch does not
+wait for the driver to compile the PTX; otherwise it loads the PTX.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,23 +41,47 @@ from .registry import Target, register_target
 _OPTIONS = ("arch",) + tuple(DEFAULT_LIMITS)
 _IGNORED = ("keys", "model", "tag")
 DEFAULT_ARCH = 75
+NO_CUBIN = "no cubin was asked for"
 
 
 def _arch(target):
+    """(arch, known): ``-arch=sm_80`` or the GPU's compute capability (known), else DEFAULT_ARCH."""
     a = target.options.get("arch")
     if a:
         digits = "".join(c for c in str(a) if c.isdigit())
         if not digits:
             raise BuildError(f"-arch must look like sm_80, got {a!r}")
-        return int(digits)
+        return int(digits), True
     if cuda_driver.backend() is not None:
         major, minor = cuda_driver.backend().compute_capability(0)
-        return major * 10 + minor
-    return DEFAULT_ARCH
+        return major * 10 + minor, True
+    return DEFAULT_ARCH, False
 
 
-def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
-    """PTX (text) and, when possible, a cubin for sm_<arch> compiled from ``src`` by NVRTC."""
+class DeviceCode(NamedTuple):
+    """What the CUDA compiler made: PTX text, and a cubin for sm_<arch> when it could make one
+    (``note`` says why not)."""
+    ptx: str
+    cubin: bytes | None
+    arch: int           # what the code is for: the cubin's sm_<arch>, the PTX's compute_<arch>
+    note: str = ""
+
+
+def cubin_runs_on(arch, cc):
+    """Whether a cubin for sm_<arch> runs on a GPU of compute capability ``cc`` = (major, minor):
+    the same major version and a minor one at least as high (NVIDIA's binary compatibility)."""
+    return cc[0] == arch // 10 and cc[1] >= arch % 10
+
+
+def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
+    """PTX (text) and, when ``cubin``, a cubin for sm_<arch> compiled from ``src`` by NVRTC.
+
+    A cubin loads without the driver's JIT compile on the first launch.  For an architecture
+    NVRTC does not know, the code is made for the newest one below it: a cubin too when that
+    one has the same major version (the cubin runs on sm_<arch>), else PTX only, which the
+    driver compiles for the GPU when loading it; ``note`` says which.  An architecture older
+    than all NVRTC knows is an error when a cubin is asked for.
+    """
     try:
         from cuda.bindings import nvrtc
     except ImportError as e:
@@ -64,11 +93,23 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
             raise BuildError(f"NVRTC {what} failed: {err}")
         return res[1] if len(res) > 1 else None
 
+    supported = sorted(check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+    known = ", ".join(f"sm_{a}" for a in supported)
+    lower = [a for a in supported if a <= arch]
+    if not lower and cubin:
+        raise BuildError(f"NVRTC {_nvrtc_version(nvrtc)} compiles for {known}; sm_{arch} is older than all "
+                         "of them (install an NVRTC that still supports it, or compile with nvcc)")
+    virt = lower[-1] if lower else supported[0]
+    real = cubin and virt // 10 == arch // 10
+    note = "" if cubin else NO_CUBIN
+    if virt != arch:
+        note = (f"NVRTC {_nvrtc_version(nvrtc)} does not know sm_{arch} (it knows {known}): "
+                + (f"a cubin for sm_{virt}, which runs on sm_{arch}, and PTX for compute_{virt}" if real else
+                   f"PTX for compute_{virt} only, which the driver compiles for the GPU when it loads it"))
+    opts = [f"--gpu-architecture={'sm' if real else 'compute'}_{virt}".encode(), b"-default-device",
+            b"--std=c++14"]
     prog = check(nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        supported = check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
-        virt = arch if arch in supported else max([a for a in supported if a <= arch] or [min(supported)])
-        opts = [f"--gpu-architecture=compute_{virt}".encode(), b"-default-device", b"--std=c++14"]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
@@ -79,34 +120,51 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
         size = check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
         ptx = b" " * size
         check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+        image = None
+        if real:
+            size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            image = b" " * size
+            check(nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return ptx.rstrip(b"\x00").decode()
+    return DeviceCode(ptx.rstrip(b"\x00").decode(), image, virt, note)
 
 
-def compile_nvcc(src, arch):
-    """PTX from ``src`` with the nvcc command (the fallback when NVRTC is missing)."""
+def _nvrtc_version(nvrtc):
+    res = nvrtc.nvrtcVersion()
+    return f"{res[1]}.{res[2]}" if res[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS else "(unknown version)"
+
+
+def compile_nvcc(src, arch, cubin=True):
+    """PTX (and with ``cubin`` a cubin for sm_<arch>) from ``src`` with the nvcc command, the
+    fallback when NVRTC is missing."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise BuildError("neither NVRTC (cuda-python + nvidia-cuda-nvrtc) nor nvcc is available to compile CUDA")
     with tempfile.TemporaryDirectory() as d:
-        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        cu = os.path.join(d, "k.cu")
         with open(cu, "w") as f:
             f.write(src)
-        r = subprocess.run([nvcc, "--ptx", f"-arch=compute_{arch}", cu, "-o", out],
-                           capture_output=True, text=True, check=False)
-        if r.returncode:
-            raise BuildError(f"nvcc could not compile the generated CUDA C:\n{r.stderr}\n--- source ---\n{src}")
-        with open(out) as f:
-            return f.read()
+
+        def run(flag, arch_flag, out):
+            r = subprocess.run([nvcc, flag, arch_flag, cu, "-o", out], capture_output=True, text=True, check=False)
+            if r.returncode:
+                raise BuildError(f"nvcc could not compile the generated CUDA C:\n{r.stderr}\n--- source ---\n{src}")
+            with open(out, "rb") as f:
+                return f.read()
+
+        ptx = run("--ptx", f"-arch=compute_{arch}", os.path.join(d, "k.ptx")).decode()
+        image = run("--cubin", f"-arch=sm_{arch}", os.path.join(d, "k.cubin")) if cubin else None
+    return DeviceCode(ptx, image, arch, "" if cubin else NO_CUBIN)
 
 
-def compile_cuda(src, arch):
+def compile_cuda(src, arch, cubin=True):
+    """DeviceCode for ``src``: NVRTC, or nvcc when NVRTC is not installed."""
     try:
         from cuda.bindings import nvrtc  # noqa: F401
     except ImportError:
-        return compile_nvcc(src, arch)
-    return compile_nvrtc(src, arch)
+        return compile_nvcc(src, arch, cubin)
+    return compile_nvrtc(src, arch, cubin=cubin)
 
 
 class _Temps(IRVisitor):
@@ -209,8 +267,7 @@ class CUDAFunction:
         env, values = self._bind(args)
         b = cuda_driver.require(dev)
         if self._loaded is None:
-            image = self.kmod.get_source("ptx").encode() + b"\x00"
-            module = b.load(image)
+            module = b.load(self.kmod.image_for(b.compute_capability(dev.device_id))[1])
             self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
         for var, dtype, count in self.temps:
             values[var] = cuda_driver.CUDANDArray((self._eval(count, env),), dtype, dev)
@@ -290,11 +347,30 @@ def _ct(dtype):
 
 
 class CUDAModule(Module):
-    """The device code: CUDA C and PTX (``get_source()`` / ``get_source("ptx")``)."""
+    """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
+    ``get_source("cubin")``: bytes, when the architecture was known)."""
 
-    def __init__(self, kernels, cuda_src, ptx):
-        super().__init__("cuda", {}, None, {"cu": cuda_src, "ptx": ptx}, aliases={"": "cu", "cuda": "cu"})
+    def __init__(self, kernels, cuda_src, code):
+        sources = {"cu": cuda_src, "ptx": code.ptx}
+        if code.cubin is not None:
+            sources["cubin"] = code.cubin
+        super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
         self.kernels = kernels
+        self.arch = code.arch       # the cubin's sm_<arch>
+        self.note = code.note       # why there is no cubin
+
+    def get_source(self, fmt=""):
+        if fmt == "cubin" and "cubin" not in self._sources:
+            raise RuntimeArgError(f"get_source('cubin'): this CUDA module has no cubin ({self.note}); "
+                                  "its PTX is in get_source('ptx')")
+        return super().get_source(fmt)
+
+    def image_for(self, cc):
+        """("cubin", bytes) when the cubin runs on a GPU of compute capability ``cc``, else
+        ("ptx", bytes) for the driver to compile: what the runtime loads."""
+        if "cubin" in self._sources and cubin_runs_on(self.arch, tuple(cc)):
+            return "cubin", self._sources["cubin"]
+        return "ptx", self._sources["ptx"].encode() + b"\x00"
 
 
 def build_cuda(mod, target="cuda"):
@@ -312,8 +388,14 @@ def build_cuda(mod, target="cuda"):
         for p in k.params:
             ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
     src = generate_cuda(split.kernels)
-    ptx = compile_cuda(src, _arch(target))
-    kmod = CUDAModule(split.kernels, src, ptx)
+    arch, known = _arch(target)
+    code = compile_cuda(src, arch, cubin=known)
+    if code.note == NO_CUBIN:
+        code = code._replace(note=f"sm_{code.arch} is a guess: the target names no -arch and there is no GPU "
+                                  "to read it from; build for 'cuda -arch=sm_80' to get one")
+    elif code.note:
+        warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=2)
+    kmod = CUDAModule(split.kernels, src, code)
     fn = CUDAFunction(split.host, split.launches, kmod)
     host = Module("cuda_host", {fn.name: fn}, fn.name, {"host": split.host.script()},
                   aliases={"": "host"})

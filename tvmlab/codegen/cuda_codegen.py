@@ -301,6 +301,11 @@ class CodeGenCUDA:
             return f"({self.expr(args[0])} {bit} {self.expr(args[1])})"
         if op == "bitwise_not":
             return f"(~{self.expr(args[0])})"
+        if op == "popcount":          # of the bits of the argument's own width
+            bits = dt.bits(args[0].dtype)
+            count = (f"__popc{'ll' if bits == 64 else ''}(({ctype(f'uint{bits}')})"
+                     f"{self.expr(args[0])})")
+            return count if e.dtype == "int32" else f"(({ctype(e.dtype)}){count})"
         if op == "abs":
             return self._call("fabs" if dt.is_float(e.dtype) else "abs", e.dtype, args)
         if op == "sigmoid":

@@ -429,6 +429,15 @@ def bitwise_not(a):
     return E.Call(a.dtype, "bitwise_not", (a,))
 
 
+def popcount(x):
+    """The number of 1 bits of an integer in its own width (two's complement), of ``x``'s dtype."""
+    x = convert(x)
+    _require_int(x, "popcount")
+    if isinstance(x, E.IntImm):
+        return E.IntImm(x.dtype, bin(x.value & ((1 << dt.bits(x.dtype)) - 1)).count("1"))
+    return E.Call(x.dtype, "popcount", (x,))
+
+
 def select(cond, t, f):
     cond = _as_bool(cond, "Select")
     t, f = match_types(t, f)

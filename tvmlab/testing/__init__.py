@@ -35,16 +35,12 @@ def assert_prim_expr_equal(lhs, rhs):
 
 
 def device_enabled(target):
-    """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine."""
-    from ..errors import TVMLabError
-    from ..runtime.device import device
+    """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine:
+    a code generator is registered for its kind and ``tvm.runtime.enabled(target)``."""
+    from ..codegen.registry import list_targets
+    from ..runtime.device import enabled
     kind = str(getattr(target, "kind", target)).split()[0] if str(target).strip() else ""
-    try:
-        from ..codegen.registry import get_builder
-        get_builder(kind)
-        return device(kind, 0).exist
-    except (TVMLabError, KeyError):
-        return False
+    return kind in list_targets() and enabled(kind)
 
 
 def uses_gpu(fn):
