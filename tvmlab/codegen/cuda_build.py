@@ -33,6 +33,7 @@ from ..ir.functor import IRVisitor
 from ..ir.printer import astext
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
+from ..runtime.registry import get_global_func
 from ..runtime.module import Module
 from .cuda_codegen import ctype, generate_cuda
 from .llvm_build import _py_fn
@@ -389,11 +390,17 @@ def build_cuda(mod, target="cuda"):
             ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
     src = generate_cuda(split.kernels)
     arch, known = _arch(target)
-    code = compile_cuda(src, arch, cubin=known)
+    user = get_global_func("tvm_callback_cuda_compile", allow_missing=True)
+    if user is not None:            # TVM's hook: the user's compiler, CUDA C -> PTX
+        ptx = user(src)
+        code = DeviceCode(ptx.decode() if isinstance(ptx, (bytes, bytearray)) else str(ptx), None, arch,
+                          "compiled by the registered tvm_callback_cuda_compile (PTX only)")
+    else:
+        code = compile_cuda(src, arch, cubin=known)
     if code.note == NO_CUBIN:
         code = code._replace(note=f"sm_{code.arch} is a guess: the target names no -arch and there is no GPU "
                                   "to read it from; build for 'cuda -arch=sm_80' to get one")
-    elif code.note:
+    elif code.note and user is None:
         warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=2)
     kmod = CUDAModule(split.kernels, src, code)
     fn = CUDAFunction(split.host, split.launches, kmod)
