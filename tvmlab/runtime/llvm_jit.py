@@ -17,38 +17,78 @@ import llvmlite.binding as llvm
 
 from ..errors import BuildError
 
-_STATE = {"init": False, "gomp": None}
+_STATE = {"init": False, "gomp": None, "threads": {}}
 
 
 def initialize():
     """Initialise LLVM for the host once and load libgomp (returns its path or None)."""
     if not _STATE["init"]:
+        chosen = thread_environment()
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         _STATE["init"] = True
-        _bounded_spin()
-        for name in (ctypes.util.find_library("gomp"), "libgomp.so.1"):
-            if not name:
-                continue
-            try:
-                llvm.load_library_permanently(name)
-            except RuntimeError:
-                continue
-            _STATE["gomp"] = name
-            break
+        saved = {k: os.environ.get(k) for k in chosen}
+        os.environ.update(chosen)          # libgomp reads its settings once, when it loads
+        try:
+            for name in (ctypes.util.find_library("gomp"), "libgomp.so.1"):
+                if not name:
+                    continue
+                try:
+                    llvm.load_library_permanently(name)
+                except RuntimeError:
+                    continue
+                _STATE["gomp"] = name
+                break
+        finally:
+            for k, v in saved.items():     # ... and nothing else in the process sees them
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        _STATE["threads"] = chosen
     return _STATE["gomp"]
 
 
 SPINCOUNT = "1000"
 
 
-def _bounded_spin():
-    """libgomp's idle threads spin ~300000 pauses (milliseconds) before sleeping; on a machine where another
-    process holds a core, every parallel region then waits for a spinning thread's time slice (a 0.1 ms model
-    ran at 5-50 ms).  Unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT), spin ~1000 pauses (tens of
-    microseconds: enough to stay awake between the kernels of one run); read by libgomp when it loads."""
+def thread_environment():
+    """The variables tvmlab hands libgomp as it loads it (they are removed from ``os.environ`` again,
+    so child processes and other libraries see the user's environment unchanged):
+
+    - ``OMP_NUM_THREADS`` from ``TVM_NUM_THREADS`` when that is set: as in TVM, it wins over
+      ``OMP_NUM_THREADS`` and sets how many threads a parallel loop uses.
+    - ``GOMP_SPINCOUNT=1000`` unless the user chose (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``):
+      libgomp's idle threads spin ~300000 pauses (milliseconds) before sleeping; on a machine where
+      another process holds a core, every parallel region then waits for a spinning thread's time
+      slice (a 0.1 ms model ran at 5-50 ms).  1000 pauses (tens of microseconds) stay awake between
+      the kernels of one run.
+
+    Neither applies when another library (xgboost, torch) loaded libgomp first."""
+    chosen = {}
+    n = os.environ.get("TVM_NUM_THREADS", "").strip()
+    if n:
+        if not (n.isdigit() and int(n) > 0):
+            raise BuildError(f"TVM_NUM_THREADS must be a positive number of threads, got {n!r}")
+        chosen["OMP_NUM_THREADS"] = n
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = SPINCOUNT
+        chosen["GOMP_SPINCOUNT"] = SPINCOUNT
+    return chosen
+
+
+def thread_settings():
+    """What tvmlab gave libgomp when it loaded it ({} before the first build)."""
+    return dict(_STATE["threads"])
+
+
+def num_threads():
+    """Threads a parallel loop uses: ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs
+    this process may run on."""
+    for var in ("TVM_NUM_THREADS", "OMP_NUM_THREADS"):
+        env = os.environ.get(var, "").split(",")[0].strip()
+        if env.isdigit() and int(env) > 0:
+            return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def has_openmp():
