@@ -9,6 +9,7 @@ fitting its dtype.
 from __future__ import annotations
 
 import os
+import tempfile
 import zlib
 
 import numpy as np
@@ -21,6 +22,10 @@ from tvmlab.ir.tensor import PlaceholderOp, Tensor
 from tvmlab.testing import poison as _poison
 from tvmlab.testing import random_data, tolerance
 
+
+# the machine figures the explorer keeps (tvmlab.bench.machine) go to a folder of this run,
+# never into the user's cache
+os.environ.setdefault("TVMLAB_CACHE_DIR", tempfile.mkdtemp(prefix="tvmlab-test-cache-"))
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _THREADS_AT_START = {k: os.environ.get(k) for k in _THREAD_VARS}

@@ -13,6 +13,7 @@ import ipywidgets as W
 from ..errors import TVMLabError
 from .bench import Benchmarker, Workload, plot_png
 from .bench_worker import ProcessBenchmarker
+from .colors import TABLE
 from .session import steps_key, target_kind
 
 
@@ -162,6 +163,6 @@ def _records_html(recs, how):
         f"<td>{f(r.get('numpy_ms'), '.3f')}</td><td>{html.escape(r.get('message') or '')}</td></tr>"
         for r in recs)
     return (f'<div style="font-size:11px;color:#868e96">{html.escape(how)}</div>'
-            '<table style="font-size:12px"><tr><th>step</th><th>last primitive</th><th>target</th>'
+            + TABLE + '<tr><th>step</th><th>last primitive</th><th>target</th>'
             '<th>check</th><th>ms</th><th>GFLOP/s</th><th>numpy ms</th><th></th></tr>'
             f"{rows}</table>")
