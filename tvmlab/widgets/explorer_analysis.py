@@ -32,23 +32,27 @@ class AnalysisPanels:
                                  layout=W.Layout(width="220px"))
         self.iter_kind = W.Dropdown(description="writer", layout=W.Layout(width="220px"))
         self.iter_loop = W.Dropdown(description="lines per", layout=W.Layout(width="220px"))
-        self.iter_button = W.Button(description="draw", icon="th")
+        self.iter_button = W.Button(description="draw", icon="th",
+                                    layout=W.Layout(width="auto", flex="0 0 auto"))
         self.iter_view = W.HTML()
         self.iter_button.on_click(lambda _: self._draw_panel("Iteration space", force=True))
         for w in (self.iter_kind, self.iter_loop):
             w.observe(lambda ch: None if self._updating else self._draw_panel(
                 "Iteration space", force=True), names="value")
         iter_page = W.VBox([W.HBox([self.iter_sizes, self.iter_kind, self.iter_loop,
-                                    self.iter_button]), self.iter_view])
+                                    self.iter_button], layout=W.Layout(flex_flow="row wrap")),
+                            self.iter_view])
         self.roofline_view = W.HTML()
         self.remeasure_button = W.Button(description="re-measure the roofs", icon="tachometer",
                                          tooltip="measure this machine's FMA peak and memory bandwidth "
                                                  "again (a few seconds, every core busy)",
-                                         layout=W.Layout(width="auto"))
+                                         layout=W.Layout(width="auto", align_self="flex-start"))
         self.remeasure_button.on_click(click_handler(lambda: self.remeasure_roofs()))
         roof_page = W.VBox([self.roofline_view, self.remeasure_button])
-        self.pin_button = W.Button(description="pin this step", icon="thumb-tack")
-        self.compare_button = W.Button(description="compare with pinned", icon="columns")
+        self.pin_button = W.Button(description="pin this step", icon="thumb-tack",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
+        self.compare_button = W.Button(description="compare with pinned", icon="columns",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
         self.pin_label = W.Label("nothing pinned")
         self.compare_view = W.HTML()
         self.pin_button.on_click(lambda _: self.pin())

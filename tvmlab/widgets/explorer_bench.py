@@ -27,7 +27,8 @@ class BenchmarkPanel:
         self.bench_plot = W.Image(format="png")
         self.bench_table = W.HTML()
         self.live_benchmark = W.Checkbox(description="live benchmark of every step", value=True)
-        self.measure_button = W.Button(description="measure this step", icon="clock-o")
+        self.measure_button = W.Button(description="measure this step", icon="clock-o",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
         self.live_benchmark.observe(self._on_live, names="value")
         self.measure_button.on_click(self._on_measure)
         bench_page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),

@@ -80,7 +80,7 @@ class TraceControls:
         self._controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
                                      self._form, self.apply_button], layout=flex())
         self.trace_view = W.HTML()
-        fit = dict(layout=W.Layout(width="auto"))      # as wide as its label: none is cut short
+        fit = dict(layout=W.Layout(width="auto", flex="0 0 auto"))   # as wide as its label, never cut
         self.undo_button = W.Button(description="undo", icon="undo", **fit)
         self.redo_button = W.Button(description="redo", icon="repeat", **fit)
         self.reset_button = W.Button(description="reset", icon="refresh", **fit)
@@ -91,8 +91,8 @@ class TraceControls:
             b.on_click(click_handler(fn))
         self.copy_button.on_click(self._on_copy)
         self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
-            [self.undo_button, self.redo_button, self.reset_button, self.copy_button]),
-            self.code_box], layout=flex())
+            [self.undo_button, self.redo_button, self.reset_button, self.copy_button],
+            layout=W.Layout(flex_flow="row wrap")), self.code_box], layout=flex())
 
     def _show_error(self, e):
         self.error = str(e)
