@@ -35,7 +35,7 @@ lab: venv
 test: venv
 	$(call need,chromium,chromium,the browser test)
 	PYOPENGL_PLATFORM=egl EGL_PLATFORM=surfaceless \
-	  $(PY) -m pytest -n 2 tests $(TVMLAB_TEST_ARGS)
+	  $(PY) -m pytest -n 2 -m "not network" tests $(TVMLAB_TEST_ARGS)
 
 # The documentation site in docs/_build/html (open index.html): Sphinx with myst-nb, built
 # offline, warnings are errors; the notebooks run while it builds.
