@@ -41,7 +41,7 @@ myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]       # pages keep the README's heading levels
 
 # every notebook runs as the site builds; an error in a cell fails the build
-nb_execution_mode = os.environ.get("TVMLAB_DOCS_EXECUTE", "force")
+nb_execution_mode = os.environ.get("TVMLAB_DOCS_EXECUTE", "force")    # "off" while writing a page
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
@@ -57,12 +57,13 @@ nitpicky = False      # docstrings name types in plain words; links between page
 
 
 def _copy_notebooks():
-    """notebooks/*.ipynb -> docs/notebooks/ (a build copy, ignored by git), stale ones removed."""
+    """notebooks/*.ipynb -> docs/notebooks/ (a build copy, ignored by git), stale ones removed;
+    ``TVMLAB_DOCS_NOTEBOOKS=01_*`` takes only those (a quicker build while writing a page)."""
     dest = HERE / "notebooks"
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir()
-    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for nb in sorted((ROOT / "notebooks").glob(os.environ.get("TVMLAB_DOCS_NOTEBOOKS", "*.ipynb"))):
         shutil.copyfile(nb, dest / nb.name)
 
 
