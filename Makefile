@@ -44,7 +44,7 @@ docs: venv
 	  $(VENV)/bin/pip install -e '.[all,test,docs]' && touch $(DOCSTAMP); \
 	fi
 	PYOPENGL_PLATFORM=egl EGL_PLATFORM=surfaceless MPLBACKEND=module://matplotlib_inline.backend_inline \
-	  $(PY) -m sphinx -W --keep-going -n -q -b html docs docs/_build/html
+	  $(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "The documentation is in docs/_build/html/index.html"
 
 fuzz: venv
