@@ -84,7 +84,7 @@ def test_known_findings_name_the_statement_and_threads():
     (f,) = report.findings
     assert f.kind == gpusim.RACE and f.buffer == "B" and f.stmt == "B[blockIdx.x] = 0.0"
     assert re.match(r"threadIdx=\(0,0,0\) blockIdx=\(0,0,0\) and threadIdx=\(\d+,0,0\) blockIdx=\(0,0,0\) both "
-                    r"write global B\[0\] in this statement with no barrier between$", f.message), f.message
+                    r"write global B\[0\] \(the same value\) in this statement with no barrier between$", f.message), f.message
     with pytest.raises(SimulationError, match=r"1 race .*\n.*both write global B\[0\]") as e:
         _run_checked("rfactor_sum", n=3, m=20)
     assert e.value.report.counts == {"race": 1}
@@ -186,6 +186,11 @@ def test_bad_arguments():
         gpusim.simulate(f, a, a[:9], a)
     with pytest.raises(RuntimeArgError, match="expected 3 arrays"):
         gpusim.simulate(f, a, a)
+    c = poison(np.empty(10, "float32"))
+    assert gpusim.simulate(f, a, a, c, 10).ok                  # all arguments, the shape variable too
+    np.testing.assert_array_equal(c, 2 * a)
+    with pytest.raises(RuntimeArgError, match="n = 5 but the shapes give 10"):
+        gpusim.simulate(f, a, a, c, 5)
     with pytest.raises(RuntimeArgError, match="argument 'A': expected a numpy array or a CPU NDArray, got list"):
         gpusim.simulate(f, [1.0] * 10, a, a)
     with pytest.raises(RuntimeArgError, match="C-contiguous"):
@@ -236,7 +241,7 @@ def test_race_two_threads_write_one_shared_element():
         with ib.if_scope(TX < 8):
             B[TX] = S[TX]
     k = _kernel(build, (16,), (8,))
-    f = _expect(gpusim.RACE, k, 1, 16, np.ones(16, "float32"), np.zeros(8, "float32"),
+    f = _expect(gpusim.RACE, k, 1, 16, np.arange(16, dtype="float32"), np.zeros(8, "float32"),
                 match="threadIdx=(0,0,0) blockIdx=(0,0,0) and threadIdx=(1,0,0) blockIdx=(0,0,0) both write "
                       "shared memory S[0] in this statement")
     assert f.buffer == "S" and f.element == 0 and f.stmt.startswith("S[threadIdx.x // 2] = A[threadIdx.x]")
@@ -291,7 +296,7 @@ def test_race_between_blocks_on_global_memory_across_chunks():
         with ib.if_scope(TX == 0):
             B[0] = A[BX]                                      # every block's thread 0 writes B[0]
     k = _kernel(build, (4,), (1,))
-    a, b = np.ones(4, "float32"), np.zeros(1, "float32")
+    a, b = np.arange(4, dtype="float32"), np.zeros(1, "float32")
     _expect(gpusim.RACE, k, 4, 8, a, b, match="both write global B[0] in this statement (threads of different "
             "blocks are never ordered within a launch)")
     with pytest.raises(SimulationError) as e:                # one block per chunk: found across chunks
@@ -493,3 +498,19 @@ def test_while_loop_with_per_thread_trip_counts():
     np.testing.assert_array_equal(b, (a * (a + 1) // 2)[::-1])
     f = _expect(gpusim.DIVERGENT_BARRIER, _countdown(True), 1, 8, a, b, match="6 of 8 threads arrive")
     assert "(a while loop)" in f.message
+
+
+def test_kernel_with_thread_extent_attrs():
+    tx = te.thread_axis("threadIdx.x")
+    bx = te.thread_axis("blockIdx.x")
+
+    def build(ib, A, B):
+        ib.scope_attr(bx, "thread_extent", 2)
+        ib.scope_attr(tx, "thread_extent", 4)
+        S = ib.allocate("float32", 4, name="S", scope="shared")
+        S[tx.var] = A[bx.var * 4 + tx.var]
+        ib.emit(_sync())
+        B[bx.var * 4 + tx.var] = S[3 - tx.var]
+    a, b = np.arange(8, dtype="float32"), poison(np.empty(8, "float32"))
+    assert gpusim.run_kernel(_kernel(build, (8,), (8,)), 2, 4, a, b).ok
+    np.testing.assert_array_equal(b, [3, 2, 1, 0, 7, 6, 5, 4])

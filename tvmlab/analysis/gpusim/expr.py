@@ -14,7 +14,6 @@ import numpy as np
 
 from ...errors import SimulationError
 from ...ir import dtype as dt
-from ...ir import expr as E
 from ...ir.functor import IRVisitor
 from ...ir.tensor import IterVar
 

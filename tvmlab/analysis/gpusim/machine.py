@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...codegen.common import written_buffers
 from ...errors import SimulationError
 from ...ir import dtype as dt
 from ...ir.expr import IntImm
@@ -17,7 +18,6 @@ from ...ir.functor import IRVisitor
 from ...ir.tensor import IterVar
 from ...lower.split_host_device import THREAD_TAGS
 from ...lower.thread_sync import is_barrier
-from ...codegen.common import written_buffers
 from .expr import ExprCompiler, narrow
 from .memory import Memory, garbage
 from .report import (DIVERGENT_BARRIER, DIVERGENT_SHUFFLE, Finding, Launch, coords, stmt_text, thread_text,

@@ -174,9 +174,10 @@ class Memory:
                 val = val[pos]
         else:
             val = np.full(len(pa), val)
+        val = np.asarray(val).astype(self.np_dtype)
         if self.races and len(pa):
-            self._check_write(ch, ln, a, pa, site)
-        self.data[pa] = np.asarray(val).astype(self.np_dtype)
+            self._check_write(ch, ln, a, pa, val, site)
+        self.data[pa] = val
         if self.written is not None:
             self.written[pa] = True
 
@@ -213,7 +214,7 @@ class Memory:
                     f"{ch.at(self.w_site[pa[k]], site)}{self._unordered(wt[k], tid[k], ch)}",
                     self.name, int(a[k]))
 
-    def _check_write(self, ch, ln, a, pa, site):
+    def _check_write(self, ch, ln, a, pa, val, site):
         if self.w_key is None:
             self._shadow()
         tid, blk, key = ch.ids(ln)
@@ -236,7 +237,9 @@ class Memory:
         if len(clash):
             k = int(clash[0])
             first, second = sorted((int(won[k]), int(tid[k])))
-            ch.find(RACE, site, f"{ch.thread(first)} and {ch.thread(second)} both write {self._elem(a[k])} "
+            j = int(np.flatnonzero((tid == won[k]) & (pa == pa[k]))[0])
+            same = " (the same value)" if val[j] == val[k] else ""
+            ch.find(RACE, site, f"{ch.thread(first)} and {ch.thread(second)} both write {self._elem(a[k])}{same} "
                     f"in this statement{self._unordered(first, second, ch)}", self.name, int(a[k]))
 
     @staticmethod
