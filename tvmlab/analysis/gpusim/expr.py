@@ -289,6 +289,10 @@ class ExprCompiler:
                                       f", width), got {len(args)} arguments: {e}")
             return self.kc.shuffle(e, *(self(a) for a in args))
         fs = [self(a) for a in args]
+        if op == "popcount" and len(fs) == 1:
+            from ..interp import _popcount
+            f, dtype = fs[0], args[0].dtype
+            return lambda ch, m: _popcount(f(ch, m), dtype).astype(np.int64)
         if op in _UNARY and len(fs) == 1:
             f, fn = fs[0], _UNARY[op]
             if op in ("abs", "bitwise_not", "isnan"):
