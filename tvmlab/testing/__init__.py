@@ -145,4 +145,12 @@ def simulate(f, *arrays, check=True, **options):
     return _simulate(f, *arrays, check=check, **options)
 
 
-__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "simulate", "SENTINEL"]
+def simulate_graph(factory, check=True, **inputs):
+    """Run a graph ``relay.build(..., target="cuda")`` made on the thread-level GPU simulator; returns
+    its outputs as numpy arrays (``tvmlab.testing.gpu_graph``)."""
+    from .gpu_graph import simulate_graph as _simulate_graph
+    return _simulate_graph(factory, check=check, **inputs)
+
+
+__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "simulate", "simulate_graph",
+           "SENTINEL"]
