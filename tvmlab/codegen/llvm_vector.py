@@ -17,7 +17,7 @@ import llvmlite.binding as llvm
 
 from ..ir import dtype as dt
 from ..runtime import llvm_jit
-from .llvm_build import target_config
+from .llvm_build import target_config, target_triple
 from .registry import Target
 
 _PROBE = """
@@ -50,8 +50,8 @@ class VectorRegisters:
 
 
 @functools.lru_cache(maxsize=None)
-def _probe(cpu, features):
-    tm = llvm_jit.create_target_machine(cpu, features, 2)
+def _probe(cpu, features, triple):
+    tm = llvm_jit.create_target_machine(cpu, features, 2, triple=triple)
     asm = tm.emit_assembly(llvm.parse_assembly(_PROBE))
     for pattern, bits, count in _KINDS:
         if pattern.search(asm):
@@ -61,5 +61,6 @@ def _probe(cpu, features):
 
 def vector_registers(target="llvm"):
     """The ``VectorRegisters`` code built for ``target`` (an llvm target string or Target) uses."""
-    cpu, features, _, _ = target_config(Target(target))
-    return _probe(cpu, features)
+    target = Target(target)
+    cpu, features, _, _ = target_config(target)
+    return _probe(cpu, features, target_triple(target))
