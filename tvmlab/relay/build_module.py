@@ -249,11 +249,15 @@ class GraphCodegen:
 
 
 def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="default", executor=None, runtime=None):
-    """Compile a relay module for ``target``; returns a factory: ``lib["default"](dev)``, ``get_graph_json()``,
-    ``get_params()``, ``export_library(path)``."""
+    """Compile a relay module for ``target``; returns a factory: ``lib["default"](dev)``, ``get_params()``,
+    ``export_library(path)``, and ``get_graph_json()`` for the graph executor.  ``executor=
+    relay.backend.Executor("aot")``: one entry function runs the whole model (``contrib.aot_executor``)."""
     from ..codegen.registry import Target
     from ..contrib.graph_executor import GraphExecutorFactoryModule
     from ..driver import build as tir_build
+    from .backend import executor_of, runtime_of
+    ex = executor_of(executor)
+    runtime_of(runtime)
     if isinstance(target, dict):
         if len(target) != 1:
             raise RelayError(f"relay.build compiles for one target, got {list(target)}")
@@ -262,6 +266,9 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
     tgt = target if isinstance(target, Target) else Target(str(target))
     if tgt.kind not in ("llvm", "cuda"):
         raise RelayError(f"relay.build compiles graphs for targets 'llvm' (the CPU) and 'cuda'; got {str(tgt)!r}")
+    if ex.name == "aot" and tgt.kind != "llvm":
+        raise RelayError(f"the ahead-of-time executor compiles for CPU targets ('llvm ...'), got {str(tgt)!r}; "
+                         "use the graph executor for it")
     opt_mod, _ = optimize(ir_mod, tgt, params)
     cg = GraphCodegen(tgt)
     graph_json = cg.run(opt_mod["main"])
@@ -270,7 +277,14 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
     else:       # one module per group (a CUDA module holds one host function)
         lib = GroupLibrary(tgt.kind, cg.funcs)
         cg.funcs = {}
-    factory = GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name=mod_name)
+    if ex.name == "aot":
+        from ..contrib.aot_executor import AOTExecutorFactoryModule, plan_aot
+        from ..runtime import llvm_jit
+        plan = plan_aot(graph_json, cg.params, lib, mod_name, ex.options.get("workspace-byte-alignment", 64),
+                        openmp=llvm_jit.has_openmp())
+        factory = AOTExecutorFactoryModule(plan, lib, cg.params, graph_json=graph_json)
+    else:
+        factory = GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name=mod_name)
     factory.ir_mod = opt_mod
     factory.lowered = IRModule(dict(cg.funcs))
     factory.memory_plan = cg.plan_stats
