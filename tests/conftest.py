@@ -47,6 +47,21 @@ def _restore_thread_settings():
     _restore_threads()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (or set TVMLAB_SLOW=1)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (a ResNet-50 end to end) are skipped unless asked for."""
+    if config.getoption("--run-slow") or os.environ.get("TVMLAB_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (or TVMLAB_SLOW=1)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
