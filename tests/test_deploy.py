@@ -96,15 +96,22 @@ def python_output(lib, x):
     return m.get_output(0).numpy()
 
 
-def test_a_c_program_runs_the_small_cnn_bit_for_bit_as_python(cnn, rng, tmp_path):
-    cnn.export_library(tmp_path / "model.so")
+def c_equals_python(lib, x, tmp_path):
+    """Export ``lib``, run MAIN_C on ``x`` on this process's thread count: its output, asserted equal to
+    Python's to the bit."""
+    lib.export_library(tmp_path / "model.so")
     main = compile_c(tmp_path, MAIN_C, "./model.so", "-Wl,-rpath,$ORIGIN")
+    x.tofile(tmp_path / "x.bin")
+    want = python_output(lib, x)
+    got = np.frombuffer(run_c([main, "x.bin"], tmp_path, threads=python_threads()).stdout, "float32")
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    return want
+
+
+def test_a_c_program_runs_the_small_cnn_bit_for_bit_as_python(cnn, rng, tmp_path):
     from tvmlab.contrib import graph_executor
     x = rng.standard_normal((1, 3, 32, 32)).astype("float32")
-    x.tofile(tmp_path / "x.bin")
-    want = python_output(cnn, x)
-    y = np.frombuffer(run_c([main, "x.bin"], tmp_path, threads=python_threads()).stdout, "float32")
-    np.testing.assert_array_equal(y.reshape(want.shape), want)
+    want = c_equals_python(cnn, x, tmp_path)
     # the graph executor and the library loaded back into Python agree to the bit as well
     g = graph_executor.GraphModule(small_cnn(executor=None)["default"](tvm.cpu(0)))
     g.run(data=x)
@@ -288,10 +295,4 @@ def test_resnet50_from_c_matches_python_bit_for_bit(rng, tmp_path):
     mod, params = onnx_model("resnet50")
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, "llvm", params=params, executor=Executor("aot"))
-    lib.export_library(tmp_path / "model.so")
-    main = compile_c(tmp_path, MAIN_C, "./model.so", "-Wl,-rpath,$ORIGIN")
-    x = rng.standard_normal((1, 3, 224, 224)).astype("float32")
-    x.tofile(tmp_path / "x.bin")
-    want = python_output(lib, x)
-    got = np.frombuffer(run_c([main, "x.bin"], tmp_path, threads=python_threads()).stdout, "float32")
-    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    c_equals_python(lib, rng.standard_normal((1, 3, 224, 224)).astype("float32"), tmp_path)

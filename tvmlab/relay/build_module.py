@@ -293,19 +293,21 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
 
 class GraphExecutor:
     """What ``relay.create_executor("graph", mod, dev, target)`` returns: ``evaluate()`` gives a function that
-    builds ``mod`` once and runs it on positional (or named) inputs."""
+    builds ``mod`` once and runs it on positional (or named) inputs (``kind="aot"``: with the AOT executor)."""
 
-    def __init__(self, mod, device, target, params=None):
-        self.mod, self.device, self.target, self.params = mod, device, target, params
+    def __init__(self, mod, device, target, params=None, kind="graph"):
+        self.mod, self.device, self.target, self.params, self.kind = mod, device, target, params, kind
 
     def evaluate(self, expr=None, binds=None):
         from ..contrib.graph_executor import GraphModule
         from ..runtime import ndarray as nd
+        from ..runtime.executor import AotModule
         mod = self.mod if expr is None else IRModule.from_expr(expr)
         if mod is None:
             raise RelayError("create_executor(...).evaluate() needs a module or an expression")
-        lib = build(mod, self.target, params=self.params)
-        m = GraphModule(lib["default"](self.device))
+        aot = self.kind == "aot"
+        lib = build(mod, self.target, params=self.params, executor="aot" if aot else None)
+        m = (AotModule if aot else GraphModule)(lib["default"](self.device))
         names = [p.name_hint for p in _main(mod).params if not self.params or p.name_hint not in self.params]
 
         def run(*args, **kwargs):
@@ -323,8 +325,9 @@ class GraphExecutor:
 
 def create_executor(kind="graph", mod=None, device=None, target="llvm", params=None):
     """``relay.create_executor("graph", mod, tvm.cpu(0), "llvm").evaluate()(x, y)`` -> the output(s).
-    "debug" and "vm" use the graph executor too (the answers are the same; there is no VM)."""
+    "aot" runs the ahead-of-time executor; "debug" and "vm" use the graph executor too (the answers are the
+    same; there is no VM)."""
     from ..runtime import cpu
-    if kind not in ("graph", "debug", "vm"):
-        raise RelayError(f"create_executor: kind must be 'graph', 'debug' or 'vm', got {kind!r}")
-    return GraphExecutor(mod, device if device is not None else cpu(0), target, params)
+    if kind not in ("graph", "debug", "vm", "aot"):
+        raise RelayError(f"create_executor: kind must be 'graph', 'aot', 'debug' or 'vm', got {kind!r}")
+    return GraphExecutor(mod, device if device is not None else cpu(0), target, params, kind)
