@@ -1,4 +1,5 @@
-"""``create_shared``: link object files saved with ``Module.save("f.o")`` into a loadable library."""
+"""``create_shared``: link object files saved with ``Module.save("f.o")`` into a loadable library;
+``cross_compiler``: the compiler that links code built for another CPU (``-mtriple``)."""
 from __future__ import annotations
 
 from ..codegen.llvm_export import link_shared

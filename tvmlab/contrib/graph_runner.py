@@ -8,6 +8,8 @@ most of a small model's run.  ``compile_runner`` writes those calls, with their
 arguments as constants, into one LLVM function; ``run()`` is then a single
 ctypes call.  The first kernel that fails stops the run and its index and error
 code come back, so the error is raised exactly as a direct call would raise it.
+The ahead-of-time executor (``aot_executor``) writes its entry function with
+the same ``runner_ir``, its arguments offsets into a workspace and constants.
 """
 from __future__ import annotations
 
