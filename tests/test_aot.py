@@ -263,7 +263,10 @@ def test_cross_built_kernels_export_with_the_targets_compiler(tmp_path):
     xo, _ = s[B].split(B.op.axis[0], factor=8)
     s[B].parallel(xo)
     # a 32-bit ARM object: its ELF32 symbol table names the libgomp calls the link needs
-    arm = tvm.build(s, [A, B], "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", name="twice")
+    from tvmlab.codegen.llvm_vector import vector_registers
+    armv7 = "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon"
+    assert (vector_registers(armv7).bits, vector_registers(armv7).count) == (128, 16)     # q0-q15
+    arm = tvm.build(s, [A, B], armv7, name="twice")
     arm.save(tmp_path / "twice.o")
     undefined = llvm_jit.undefined_symbols((tmp_path / "twice.o").read_bytes())
     assert ("GOMP_parallel" in undefined) == llvm_jit.has_openmp()

@@ -32,7 +32,8 @@ define void @probe(ptr noalias %a, ptr noalias %b) {
 
 # register name patterns in the probe's assembly -> (bits, registers of that kind)
 _KINDS = ((re.compile(r"%zmm\d"), 512, 32), (re.compile(r"%ymm\d"), 256, 16), (re.compile(r"%xmm\d"), 128, 16),
-          (re.compile(r"\bv\d+\.4s\b|\bq\d+\b"), 128, 32))
+          (re.compile(r"\bv\d+\.4s\b"), 128, 32),      # AArch64 NEON: v0-v31
+          (re.compile(r"\bq\d+\b"), 128, 16))            # 32-bit ARM NEON: q0-q15
 
 
 @dataclasses.dataclass(frozen=True)
