@@ -40,8 +40,8 @@ def _check_machine(path):
     if mine is not None and theirs is not None and mine != theirs:
         name = lambda m: _MACHINES.get(m, f"ELF machine {m}")  # noqa: E731
         raise RuntimeArgError(f"load_module: {path!r} holds code for {name(theirs)}, but this machine is "
-                              f"{name(mine)}; run it where the CPU is {name(theirs)} (from C, with its header; or under "
-                              f"qemu-{name(theirs)})")
+                              f"{name(mine)}; run it where the CPU is {name(theirs)} (from C, with its header; "
+                              f"or under qemu-{name(theirs)})")
 
 
 def load_module(path, fmt=""):
