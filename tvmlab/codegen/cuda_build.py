@@ -215,10 +215,11 @@ def _ct(dtype):
 
 class CUDAModule(Module):
     """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
-    ``get_source("cubin")``: bytes, when the architecture was known)."""
+    ``get_source("cubin")``: bytes, when the architecture was known); ``get_source("resources")``
+    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel."""
 
     def __init__(self, kernels, cuda_src, code):
-        sources = {"cu": cuda_src, "ptx": code.ptx}
+        sources = {"cu": cuda_src, "ptx": code.ptx, "resources": lambda: self.resource_report()}
         if code.cubin is not None:
             sources["cubin"] = code.cubin
         super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
@@ -231,6 +232,38 @@ class CUDAModule(Module):
             raise RuntimeArgError(f"get_source('cubin'): this CUDA module has no cubin ({self.note}); "
                                   "its PTX is in get_source('ptx')")
         return super().get_source(fmt)
+
+    def resources(self, arch=None):
+        """{kernel: KernelResources} (registers, shared memory, spills) for sm_<arch> (default: the
+        module's), from ptxas or the cubin (``tvmlab.codegen.cuda_resources``)."""
+        from .cuda_resources import resource_usage
+        arch = arch or self.arch
+        cubin = self._sources.get("cubin") if arch == self.arch else None
+        return resource_usage(self._sources["ptx"], arch, cubin)
+
+    def resource_report(self, arch=None):
+        """A text table per kernel: threads per block, registers, shared memory, spills, occupancy."""
+        from ..ir.expr import IntImm
+        from .cuda_resources import occupancy
+        arch = arch or self.arch
+        res = self.resources(arch)
+        lines = [f"resources for sm_{arch} (from {next(iter(res.values())).source if res else 'ptxas'})"]
+        for k in self.kernels:
+            r = res.get(k.name)
+            if r is None:
+                continue
+            threads = 1
+            for tag, ext in k.attrs.get("launch", {}).items():
+                if tag.startswith("threadIdx"):
+                    threads = threads * ext.value if isinstance(ext, IntImm) and threads else 0
+            spill = "?" if r.spill_stores is None else f"{r.spill_stores} B stores, {r.spill_loads} B loads"
+            lines.append(f"{k.name}: {threads or 'symbolic'} threads/block, {r.registers} registers/thread, "
+                         f"{r.shared_bytes} B shared/block, spills: {spill}")
+            if threads:
+                o = occupancy(r, threads, arch)
+                lines.append(f"  occupancy {o.occupancy:.0%}: {o.blocks} blocks ({o.warps} of {o.max_warps} "
+                             f"warps) per SM, limited by {o.limited_by}")
+        return "\n".join(lines)
 
     def image_for(self, cc):
         """("cubin", bytes) when the cubin runs on a GPU of compute capability ``cc``, else
