@@ -53,24 +53,12 @@ def case_add(size):
 
 
 def case_rowsum(size):
-    from tvmlab import te
+    from ..testing.gpu_schedules import row_sum_rfactor
     n = {"small": 100, "quick": 1024, "full": 4096}[size]
-    A = te.placeholder((n, n), name="A")
-    k = te.reduce_axis((0, n), name="k")
-    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    tx = te.thread_axis("threadIdx.x")
-    s[B].bind(s[B].op.reduce_axis[0], tx)
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    s[B].set_store_predicate(tx.var.equal(0))
+    s, args, ref = row_sum_rfactor(n, n)
     a = np.random.rand(n, n).astype("float32")
-    return Case(f"row sum {n}x{n}", _build(s, [A, B]), [a, np.zeros(n, "float32")],
-                lambda a: a.sum(1), lambda torch, a: lambda: a.sum(1), "torch.sum")
+    return Case(f"row sum {n}x{n}", _build(s, args), [a, np.zeros(n, "float32")], ref,
+                lambda torch, a: lambda: a.sum(1), "torch.sum")
 
 
 def case_opt_conv(size):

@@ -74,3 +74,35 @@ def opt_conv_hwcn(batch=4, in_channel=16, out_channel=64, in_size=7):
         return sum(np.einsum("hwcn,cf->hwfn", ap[y:y + out_size, x:x + out_size], w[y, x])
                    for y in range(kernel) for x in range(kernel))
     return s, [A, W, B], ref
+
+
+def row_sum_rfactor(m, n, threads=16, rows=32, where=None):
+    """TVM's reduction tutorial for CUDA: the sum of each row of an m x n matrix, ``threads`` threads
+    per row (rfactor of the inner split, bound to threadIdx.x, one writer by store predicate), ``rows``
+    rows per block on threadIdx.y.  ``where(i)``: a condition on the row, as ``te.sum(..., where=)``.
+    Returns (schedule, [A, B], reference)."""
+    A = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((m,), lambda i: te.sum(A[i, k], axis=k, where=where(i) if where else None), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=threads)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=rows)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var.equal(0))
+
+    def ref(a):
+        out = a.astype("float64").sum(1)
+        if where is not None:
+            out[[not _truth(where(i)) for i in range(m)]] = 0
+        return out
+    return s, [A, B], ref
+
+
+def _truth(cond):
+    from ..ir.arith import Analyzer
+    return Analyzer().can_prove(cond)
