@@ -63,22 +63,29 @@ def calls(mod, op):
     return found
 
 
-def run_gl(s, args, m, n, kind):
-    f = tvm.build(s, args, "opengl -compute")
-    dev = tvm.opengl(0)
+def check(call, m, n, kind, wrap=lambda x: x):
+    """Run ``call`` on random data of the reduction's shape and compare with numpy."""
     a = RNG.standard_normal((m, n)).astype("float32")
     if kind == "argmax":
         ii = np.tile(np.arange(n, dtype="int32"), (m, 1))
-        o0 = tvm.nd.array(np.full(m, -7, "int32"), dev)
-        o1 = tvm.nd.array(np.full(m, np.nan, "float32"), dev)
-        f(tvm.nd.array(ii, dev), tvm.nd.array(a, dev), o0, o1)
-        np.testing.assert_array_equal(o0.numpy(), a.argmax(1))
-        np.testing.assert_allclose(o1.numpy(), a.max(1))
+        o0, o1 = wrap(np.full(m, -7, "int32")), wrap(np.full(m, np.nan, "float32"))
+        call(wrap(ii), wrap(a), o0, o1)
+        np.testing.assert_array_equal(_np(o0), a.argmax(1))
+        np.testing.assert_allclose(_np(o1), a.max(1))
     else:
-        b = tvm.nd.array(np.full(m, np.nan, "float32"), dev)
-        f(tvm.nd.array(a, dev), b)
+        b = wrap(np.full(m, np.nan, "float32"))
+        call(wrap(a), b)
         want = a.sum(1) if kind == "sum" else a.max(1)
-        np.testing.assert_allclose(b.numpy(), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(_np(b), want, rtol=1e-4, atol=1e-4)
+
+
+def _np(x):
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def run_gl(s, args, m, n, kind):
+    f = tvm.build(s, args, "opengl -compute")
+    check(f, m, n, kind, lambda x: tvm.nd.array(x, tvm.opengl(0)))
 
 
 CASES = [
@@ -103,7 +110,8 @@ def test_cross_thread_reduction(m, n, threads, kind, rfactor, tag, rows):
         assert shuffles
     else:
         assert not shuffles
-    tvm.build(s, args, "cuda")                                  # NVRTC compiles the shuffles
+    f = tvm.build(s, args, "cuda")                              # NVRTC compiles the shuffles
+    check(lambda *xs: tvm.testing.simulate(f, *xs), m, n, kind)   # no race, no divergent shuffle
     assert not calls(tvm.lower(s, args, target="opengl -compute"), "tvm_warp_shuffle_down")
     if glc.available():
         run_gl(s, args, m, n, kind)
@@ -126,7 +134,9 @@ def test_custom_reducer_and_init_across_threads():
         out = tvm.nd.array(np.full(6, np.nan, "float32"), dev)
         tvm.build(s, [A, T], "opengl -compute")(tvm.nd.array(a, dev), out)
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
-        tvm.build(s, [A, T], "cuda")
+        out = np.full(6, np.nan, "float32")
+        tvm.testing.simulate(tvm.build(s, [A, T], "cuda"), a, out)
+        np.testing.assert_allclose(out, want, rtol=1e-5)
 
 
 def test_two_reduce_axes_on_threads_are_refused():

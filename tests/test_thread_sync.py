@@ -128,6 +128,20 @@ def test_gemm_runs_on_opengl_compute(n, transposed_a):
     np.testing.assert_allclose(c.numpy(), ref(a, b), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("transposed_a", [False, True])
+@pytest.mark.parametrize("n", [64, 100])
+def test_gemm_simulated_has_no_race_and_matches_numpy(n, transposed_a):
+    s, args, ref = gemm(n, transposed_a)
+    f = tvm.build(s, args, "cuda")
+    rng = np.random.default_rng(n + transposed_a)
+    a, b = (rng.uniform(-1, 1, (n, n)).astype("float32") for _ in range(2))
+    c = np.full((n, n), np.nan, "float32")
+    report = tvm.testing.simulate(f, a, b, c)            # raises on a race or a divergent barrier
+    np.testing.assert_allclose(c, ref(a, b), rtol=1e-4, atol=1e-4)
+    launch = report.launches[0]            # barriers counted per block: before the k loop, one per iteration
+    assert launch.barriers == int(np.prod(launch.grid)) * (1 + n)
+
+
 def _extern(gen, n=64, threads=64):
     A = te.placeholder((n,), name="A")
     C = te.extern((n,), [A], lambda ins, outs: gen(ins, outs, threads), name="C")
@@ -161,7 +175,12 @@ def test_guarded_hand_off_gets_its_barrier_outside_the_guard():
         is_barrier(x) for x in n.seq) else None)
     kinds = ["sync" if is_barrier(x) else type(x).__name__ for x in body[0].seq]
     assert kinds == ["IfThenElse", "sync", "IfThenElse"]
-    tvm.build(s, args, "cuda")
+    f = tvm.build(s, args, "cuda")
+    a = np.random.default_rng(0).standard_normal(64).astype("float32")
+    c = np.full(64, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)
+    np.testing.assert_allclose(c[:50], 2 * a[:50][::-1], rtol=1e-6)
+    assert np.isnan(c[50:]).all()
 
 
 def test_same_thread_element_needs_no_barrier():
@@ -174,8 +193,11 @@ def test_same_thread_element_needs_no_barrier():
         c[tx] = sh[tx] * 3.0
         return ib.get()
     s, args = _extern(gen)
-    src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
-    assert "__syncthreads" not in src
+    f = tvm.build(s, args, "cuda")
+    assert "__syncthreads" not in f.imported_modules[0].get_source()
+    a, c = np.arange(64, dtype="float32"), np.full(64, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # no race: each thread its own element
+    np.testing.assert_array_equal(c, (a + 1) * 3)
 
 
 def test_hand_off_inside_a_thread_dependent_loop_is_refused():

@@ -23,20 +23,14 @@ import tempfile
 import warnings
 from typing import NamedTuple
 
-import numpy as np
-
 from ..errors import BuildError, DeviceError, RuntimeArgError
-from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.function import IRModule
-from ..ir.functor import IRVisitor
-from ..ir.printer import astext
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
 from ..runtime.registry import get_global_func
 from ..runtime.module import Module
 from .cuda_codegen import ctype, generate_cuda
-from .llvm_build import _py_fn
+from .device_host import DeviceHost
 from .registry import Target, register_target
 
 _OPTIONS = ("arch",) + tuple(DEFAULT_LIMITS)
@@ -168,97 +162,28 @@ def compile_cuda(src, arch, cubin=True):
     return compile_nvrtc(src, arch, cubin=cubin)
 
 
-class _Temps(IRVisitor):
-    def __init__(self):
-        super().__init__()
-        self.temps = []
-
-    def visit_Allocate(self, s):
-        self.temps.append((s.buffer_var, s.dtype, s.extents[0]))
-        self.generic_visit(s)
-
-
-class CUDAFunction:
+class CUDAFunction(DeviceHost):
     """The host function: checks arguments, computes launch dims, launches the kernels in order."""
 
     def __init__(self, host, launches, kernel_module):
-        self.name = host.name
-        self.host = host
-        self.launches = launches
+        super().__init__(host, launches)
         self.kmod = kernel_module
         self._loaded = None
-        t = _Temps()
-        t.visit(host.body)
-        self.temps = t.temps
-        self.keys = {}
-        for p in host.params:
-            self.keys.setdefault(p, p.name)
-        for buf in host.buffer_map.values():
-            for d in buf.shape:
-                if isinstance(d, E.Var):
-                    self.keys.setdefault(d, d.name)
-        self.buffers = [p for p in host.params if p in host.buffer_map]
-        self.scalars = [p for p in host.params if p not in host.buffer_map]
 
     def __repr__(self):
         return f"<CUDAFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
 
-    def _eval(self, e, env):
-        fn = _py_fn(e, lambda v: self.keys.get(v, v.name))
-        if fn is None:
-            raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(e)} on the host")
-        try:
-            return int(fn(env))
-        except KeyError as k:
-            raise RuntimeArgError(f"{self.name}: {astext(e)} uses {k.args[0]}, which no argument determines") from None
+    def _host_array(self, a, where):
+        if not isinstance(a, cuda_driver.CUDANDArray):
+            dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
+            raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
+                                  "tvmlab.nd.array(x, tvmlab.cuda(0)))")
+        return a
 
-    def _bind(self, args):
-        params = self.host.params
-        nb = len(self.buffers)
-        if len(args) not in (len(params), nb):
-            raise RuntimeArgError(f"{self.name}: expected {nb} arrays ({', '.join(p.name for p in self.buffers)})"
-                                  f" or all {len(params)} arguments, got {len(args)}")
-        env, values = {}, {}
-        it = iter(args)
-        for p in params:
-            if p in self.host.buffer_map:
-                a = next(it)
-                buf = self.host.buffer_map[p]
-                where = f"{self.name}: argument '{buf.name}'"
-                if not isinstance(a, cuda_driver.CUDANDArray):
-                    dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
-                    raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
-                                          "tvmlab.nd.array(x, tvmlab.cuda(0)))")
-                if a.dtype != buf.dtype:
-                    raise RuntimeArgError(f"{where}: expected dtype {buf.dtype}, got {a.dtype}")
-                if a.ndim != len(buf.shape):
-                    raise RuntimeArgError(f"{where}: expected {len(buf.shape)} dims, got shape {a.shape}")
-                for k, (d, g) in enumerate(zip(buf.shape, a.shape)):
-                    if isinstance(d, E.IntImm) and d.value != g:
-                        raise RuntimeArgError(f"{where}: expected shape[{k}] = {d.value}, got {g}")
-                    if isinstance(d, E.Var):
-                        key = self.keys[d]
-                        if env.setdefault(key, g) != g:
-                            raise RuntimeArgError(f"{where}: shape[{k}] is {g} but {key} = {env[key]}")
-                values[p] = a
-            elif len(args) == len(params):
-                values[p] = next(it)
-        for p in self.scalars:
-            key = self.keys[p]
-            if p in values:
-                v = float(values[p]) if p.dtype.startswith("float") else int(values[p])
-                if env.setdefault(key, v) != v:
-                    raise RuntimeArgError(f"{self.name}: {p.name} = {v} but the shapes give {env[key]}")
-            if key not in env:
-                raise RuntimeArgError(f"{self.name}: no argument determines {p.name}; pass all arguments")
-            values[p] = env[key]
-        for p, a in values.items():
-            if p in self.host.buffer_map:
-                for k, d in enumerate(self.host.buffer_map[p].shape):
-                    if not isinstance(d, (E.IntImm, E.Var)) and self._eval(d, env) != a.shape[k]:
-                        raise RuntimeArgError(f"{self.name}: argument '{p.name}' shape[{k}] is {a.shape[k]}, "
-                                              f"expected {astext(d)} = {self._eval(d, env)}")
-        return env, values
+    def _kernel_arg(self, value, dtype):
+        if dtype == "handle":
+            return (value._ptr, _ct("handle"))
+        return (value, _ct(dtype))
 
     def __call__(self, *args):
         dev = next((a.device for a in args if isinstance(a, cuda_driver.CUDANDArray)), None)
@@ -270,70 +195,11 @@ class CUDAFunction:
         if self._loaded is None:
             module = b.load(self.kmod.image_for(b.compute_capability(dev.device_id))[1])
             self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
-        for var, dtype, count in self.temps:
-            values[var] = cuda_driver.CUDANDArray((self._eval(count, env),), dtype, dev)
+        for var, dtype, count in self.temp_sizes(env):
+            values[var] = cuda_driver.CUDANDArray((count,), dtype, dev)
         def launch(ln, grid, block, kargs):
             b.launch(self._loaded[1][ln.name], grid, block, 0, kargs)   # shared memory is static
         self.run_host(env, values, launch)
-
-    def run_host(self, env, values, launch):
-        """Make the launches of the host body in order, host loops (a scan's time loop) included:
-        ``launch(KernelLaunch, grid, block, [(value, ctype)])`` for each."""
-        by_name = {ln.name: ln for ln in self.launches}
-
-        def walk(s):
-            if isinstance(s, S.SeqStmt):
-                for x in s.seq:
-                    walk(x)
-            elif isinstance(s, S.For):
-                key = self.keys.setdefault(s.loop_var, f"{s.loop_var.name}#loop{len(self.keys)}")
-                lo, ext = self._eval(s.min, env), self._eval(s.extent, env)
-                for i in range(lo, lo + ext):
-                    env[key] = i
-                    walk(s.body)
-                env.pop(key, None)
-            elif isinstance(s, (S.AttrStmt, S.Allocate, S.LetStmt)):
-                if isinstance(s, S.LetStmt):
-                    env[self.keys.setdefault(s.var, f"{s.var.name}#let{len(self.keys)}")] = self._eval(s.value, env)
-                walk(s.body)
-            elif isinstance(s, S.IfThenElse):
-                cond = _py_fn(s.condition, lambda v: self.keys.get(v, v.name))
-                if cond is None:
-                    raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(s.condition)} on the host")
-                if cond(env):
-                    walk(s.then_case)
-                elif s.else_case is not None:
-                    walk(s.else_case)
-            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "launch_kernel":
-                self._launch(by_name[s.value.args[0].value], env, values, launch)
-            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "tvm_call_packed":
-                from ..runtime.packed import host_call      # an extern stage's call, with the device arrays
-                host_call(s.value, lambda v: values[v], lambda e: self._scalar(e, env), self.name)
-
-        walk(self.host.body)
-
-    def _scalar(self, e, env):
-        if isinstance(e, (E.IntImm, E.FloatImm)):
-            return bool(e.value) if e.dtype == "bool" else e.value
-        if isinstance(e, E.Var) and e.dtype.startswith("float"):
-            return env[self.keys.get(e, e.name)]
-        return self._eval(e, env)
-
-    def _launch(self, ln, env, values, launch):
-        grid = tuple(self._eval(x, env) for x in ln.grid())
-        block = tuple(self._eval(x, env) for x in ln.block())
-        if any(g <= 0 for g in grid):
-            return                # an empty launch: nothing to compute
-        if np.prod(block) > DEFAULT_LIMITS["max_threads_per_block"]:
-            raise RuntimeArgError(f"{self.name}: {ln.name} needs {np.prod(block)} threads per block, more "
-                                  f"than {DEFAULT_LIMITS['max_threads_per_block']}")
-        kargs = []
-        for a in ln.args:
-            if a.dtype == "handle":
-                kargs.append((values[a]._ptr, _ct("handle")))
-            else:
-                kargs.append((values[a] if a in values else env[self.keys[a]], _ct(a.dtype)))
-        launch(ln, grid, block, kargs)
 
     def prepare(self, *args):
         return lambda: self(*args)
@@ -349,10 +215,11 @@ def _ct(dtype):
 
 class CUDAModule(Module):
     """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
-    ``get_source("cubin")``: bytes, when the architecture was known)."""
+    ``get_source("cubin")``: bytes, when the architecture was known); ``get_source("resources")``
+    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel."""
 
     def __init__(self, kernels, cuda_src, code):
-        sources = {"cu": cuda_src, "ptx": code.ptx}
+        sources = {"cu": cuda_src, "ptx": code.ptx, "resources": lambda: self.resource_report()}
         if code.cubin is not None:
             sources["cubin"] = code.cubin
         super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
@@ -365,6 +232,38 @@ class CUDAModule(Module):
             raise RuntimeArgError(f"get_source('cubin'): this CUDA module has no cubin ({self.note}); "
                                   "its PTX is in get_source('ptx')")
         return super().get_source(fmt)
+
+    def resources(self, arch=None):
+        """{kernel: KernelResources} (registers, shared memory, spills) for sm_<arch> (default: the
+        module's), from ptxas or the cubin (``tvmlab.codegen.cuda_resources``)."""
+        from .cuda_resources import resource_usage
+        arch = arch or self.arch
+        cubin = self._sources.get("cubin") if arch == self.arch else None
+        return resource_usage(self._sources["ptx"], arch, cubin)
+
+    def resource_report(self, arch=None):
+        """A text table per kernel: threads per block, registers, shared memory, spills, occupancy."""
+        from ..ir.expr import IntImm
+        from .cuda_resources import occupancy
+        arch = arch or self.arch
+        res = self.resources(arch)
+        lines = [f"resources for sm_{arch} (from {next(iter(res.values())).source if res else 'ptxas'})"]
+        for k in self.kernels:
+            r = res.get(k.name)
+            if r is None:
+                continue
+            threads = 1
+            for tag, ext in k.attrs.get("launch", {}).items():
+                if tag.startswith("threadIdx"):
+                    threads = threads * ext.value if isinstance(ext, IntImm) and threads else 0
+            spill = "?" if r.spill_stores is None else f"{r.spill_stores} B stores, {r.spill_loads} B loads"
+            lines.append(f"{k.name}: {threads or 'symbolic'} threads/block, {r.registers} registers/thread, "
+                         f"{r.shared_bytes} B shared/block, spills: {spill}")
+            if threads:
+                o = occupancy(r, threads, arch)
+                lines.append(f"  occupancy {o.occupancy:.0%}: {o.blocks} blocks ({o.warps} of {o.max_warps} "
+                             f"warps) per SM, limited by {o.limited_by}")
+        return "\n".join(lines)
 
     def image_for(self, cc):
         """("cubin", bytes) when the cubin runs on a GPU of compute capability ``cc``, else

@@ -126,7 +126,13 @@ class _Lower(IRMutator):
         step = (upto or width) // 2
         while step >= 1:
             olds = [Load(self.dts[r], r, zero) for r in red]
-            out.append(_combine_into(comb, red, zero, olds, [shuffle_down(o, step, width) for o in olds]))
+            # every lane shuffles before combining: a combiner may use a value only in one branch
+            # of a select, and a shuffle some lanes skip is undefined
+            got = [Var(f"{r.name}.s{k}", self.dts[r]) for k, r in enumerate(red)]
+            stmt = _combine_into(comb, red, zero, olds, got)
+            for g, o in reversed(list(zip(got, olds))):
+                stmt = LetStmt(g, shuffle_down(o, step, width), stmt)
+            out.append(stmt)
             step //= 2
         return out
 

@@ -19,6 +19,7 @@ from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_thread_allreduce import lower_thread_allreduce
+from .redundant_stores import guard_redundant_stores
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
 from .verify_gpu import verify_gpu
@@ -143,8 +144,8 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     """Lower ``func`` (AST2, from ``driver.make_function``) for a GPU target; the target-neutral entry.
 
     Runs ``GPU_PIPELINE`` (or, with ``already_lowered``, only ``DEVICE_PASSES``
-    on an AST3 function the CPU pipeline produced), then
-    ``split_host_device`` and ``verify_gpu``.  ``target_kind`` ("cuda",
+    on an AST3 function the CPU pipeline produced), then ``split_host_device``,
+    ``guard_redundant_stores`` and ``verify_gpu``.  ``target_kind`` ("cuda",
     "opengl", ...) is recorded on the kernels; ``config["gpu_limits"]``
     overrides ``verify_gpu.DEFAULT_LIMITS``.
 
@@ -164,6 +165,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
         if keep_history:
             history[name] = current
     split = split_host_device(current, target_kind)
+    split.kernels = [guard_redundant_stores(k) for k in split.kernels]
     verify_gpu(split.kernels, ctx.config.get("gpu_limits"))
     if keep_history:
         history["split_host_device"] = split.host
