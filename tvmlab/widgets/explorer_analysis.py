@@ -10,7 +10,6 @@ import html
 import ipywidgets as W
 
 from ..errors import TVMLabError
-from .bench_worker import ProcessBenchmarker
 from .colors import TABLE
 from .explorer_trace import click_handler
 from .session import steps_key
