@@ -1,7 +1,7 @@
 """The IR: dtypes, expression and statement nodes, tensors, functors, printer."""
 from . import dtype  # noqa: F401
 from .expr import *  # noqa: F401,F403
-from .function import Buffer, IRModule, PrimFunc  # noqa: F401
+from .function import Buffer, GlobalVar, IRModule, PrimFunc  # noqa: F401
 from .stmt import *  # noqa: F401,F403
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor  # noqa: F401
 from .tensor import Range as _Range

@@ -167,11 +167,30 @@ class PrimFunc:
         return mimebundle(self)
 
 
+class GlobalVar:
+    """TVM's name of a module-level function: ``IRModule({GlobalVar("main"): f})`` keys by its name."""
+    __slots__ = ("name_hint",)
+
+    def __init__(self, name_hint):
+        if not isinstance(name_hint, str):
+            raise TypeError(f"GlobalVar takes a name, got {type(name_hint).__name__}")
+        self.name_hint = name_hint
+
+    def __eq__(self, other):
+        return isinstance(other, GlobalVar) and other.name_hint == self.name_hint
+
+    def __hash__(self):
+        return hash(("GlobalVar", self.name_hint))
+
+    def __repr__(self):
+        return f"GlobalVar({self.name_hint!r})"
+
+
 class IRModule:
     """Named PrimFuncs (usually one) plus, when kept, the IR after every lowering step."""
 
     def __init__(self, functions=None, history=None):
-        self.functions = dict(functions or {})
+        self.functions = {getattr(k, "name_hint", k): v for k, v in dict(functions or {}).items()}
         self.history = dict(history or {})
 
     @classmethod

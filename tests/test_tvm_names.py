@@ -1,0 +1,62 @@
+"""TVM module paths and helpers that TVM's own tests import: tvm.ir.module, relay.GlobalVar,
+driver.build_module.get_binds, contrib.nvcc, tvm.testing's markers."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+
+
+def test_ir_module_path_and_global_var_keys(rng):
+    from tvmlab.ir.module import IRModule
+    n = 9
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    f = tvm.lower(s, [A, B])["main"]
+    from tvmlab.relay import GlobalVar
+    mod = IRModule({GlobalVar("main"): f})
+    assert mod["main"] is f and tvm.ir.GlobalVar("x") == tvm.ir.GlobalVar("x")
+    built = tvm.build(s, [A, B])
+    a = rng.standard_normal(n).astype("float32")
+    b = tvm.nd.array(np.full(n, np.nan, "float32"))
+    built(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 2.0)
+
+
+def test_get_binds_gives_each_tensor_a_buffer():
+    from tvmlab.driver.build_module import get_binds
+    n = te.var("n")
+    A = te.placeholder((n, 4), name="A")
+    B = te.compute((n, 4), lambda i, j: A[i, j] + 1.0, name="B")
+    own = tvm.tir.decl_buffer((n, 4), "float32", name="Aown")
+    binds, arg_list = get_binds([A, B, n], binds={A: own})
+    assert binds[A] is own and arg_list[0] is own and arg_list[2] is n
+    assert arg_list[1].dtype == "float32" and len(arg_list[1].shape) == 2
+    with pytest.raises(tvm.TVMLabError):
+        get_binds([A, "x"])
+
+
+def test_nvcc_capability_checks_and_ptx():
+    from tvmlab.contrib import nvcc
+    assert nvcc.have_fp16("7.5") and nvcc.have_fp16("5.3") and not nvcc.have_fp16("5.2")
+    assert nvcc.have_int8("6.1") and not nvcc.have_int8("6.0")
+    assert nvcc.have_tensorcore("7.0") and not nvcc.have_tensorcore("6.1")
+    with pytest.raises(tvm.TVMLabError):
+        nvcc.have_fp16("seven")
+    with pytest.raises(tvm.TVMLabError):
+        nvcc.compile_cuda("", target_format="cubin")
+    pytest.importorskip("cuda.bindings.nvrtc")
+    ptx = nvcc.compile_cuda('extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }')
+    assert ".entry k" in ptx
+
+
+@tvm.testing.parametrize_targets("llvm")
+def test_parametrize_targets_passes_target_and_device(target, dev):
+    assert target == "llvm" and dev == tvm.cpu(0)
+
+
+def test_prim_expr_is_the_expression_base():
+    n = te.var("n")
+    assert isinstance(n + 1, tvm.tir.PrimExpr) and isinstance(tvm.tir.const(1.0), tvm.tir.PrimExpr)
+    assert not isinstance(te.placeholder((2,)), tvm.tir.PrimExpr)
