@@ -18,6 +18,7 @@ from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
+from .hoist_if import hoist_if_then_else
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
@@ -51,6 +52,11 @@ def _unroll(stmt, ctx):
     return unroll(stmt, **ctx.config.get("unroll", {}))
 
 
+def _hoist_if(stmt, ctx):
+    """Loop-invariant ifs out of their loops; across thread scopes with ``hoist_block_scope``."""
+    return hoist_if_then_else(stmt, ctx.config.get("hoist_block_scope", False))
+
+
 def _vectorize(stmt, ctx):
     """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
     if ctx.config.get("disable_vectorize"):
@@ -66,6 +72,7 @@ PIPELINE = [
     ("unroll", _unroll),
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+    ("hoist_if_then_else", _hoist_if),
 ]
 
 PASSES = tuple(name for name, _ in PIPELINE)
@@ -111,7 +118,7 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
 
 # TVM's tir.add_lower_pass phases: 0 runs on AST2, 1 after flattening, 2 after
 # vectorize/unroll, 3 at the end.
-PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
+PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "hoist_if_then_else"}
 
 
 # ------------------------------------------------------------------ GPU targets
@@ -134,6 +141,7 @@ GPU_PIPELINE = [
     DEVICE_PASSES[1],
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+    ("hoist_if_then_else", _hoist_if),
     DEVICE_PASSES[2],
 ]
 

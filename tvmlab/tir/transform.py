@@ -29,11 +29,12 @@ _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_de
 # TVM's "tir.*" config keys: those above are honoured; these are accepted with no
 # effect (tvmlab has no such option, or always does what it asks); others are refused.
 ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.debug_keep_trivial_loop",
-                 "tir.detect_global_barrier", "tir.instrument_bound_checkers", "tir.HoistIfThenElse",
+                 "tir.detect_global_barrier", "tir.instrument_bound_checkers",
                  "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
                  "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
                  "tir.enable_equiv_terms_in_cse_tir", "tir.disable_storage_rewrite")
-HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition")
+HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition",
+                 "tir.HoistIfThenElse")
 
 
 def pipeline_config(ctx):
@@ -69,6 +70,12 @@ def pipeline_config(ctx):
         if bad:
             raise LoweringError(f"config tir.UnrollLoop: unknown keys {bad}; known: {sorted(_UNROLL_KEYS)}")
         out["unroll"] = {_UNROLL_KEYS[k]: v for k, v in unroll.items()}
+    hoist = cfg.get("tir.HoistIfThenElse")
+    if hoist is not None:
+        if not isinstance(hoist, dict) or set(hoist) - {"support_block_scope_hosting"}:
+            raise LoweringError(f"config tir.HoistIfThenElse takes {{'support_block_scope_hosting': bool}}, "
+                                f"got {hoist!r}")
+        out["hoist_block_scope"] = bool(hoist.get("support_block_scope_hosting", False))
     extra = cfg.get("tir.add_lower_pass")
     if extra:
         phases = {}
@@ -200,6 +207,13 @@ def RemoveNoOp():  # noqa: N802
     return _make("tir.RemoveNoOp", "remove_no_op", RemoveNoOp.__doc__)
 
 
+def HoistIfThenElse():  # noqa: N802
+    """An if whose condition a loop does not change moves above that loop (the loop nest is
+    copied into each branch); with config ``tir.HoistIfThenElse``
+    ``{"support_block_scope_hosting": True}`` also above thread scopes."""
+    return _make("tir.HoistIfThenElse", "hoist_if_then_else", HoistIfThenElse.__doc__)
+
+
 def InjectVirtualThread():  # noqa: N802
     """Loops bound to ``vthread`` are interleaved: each statement is repeated per virtual thread
     and allocations get one copy per virtual thread (CPU and GPU targets)."""
@@ -245,7 +259,7 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64),
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
                  "vectorize": VectorizeLoop, "unroll": UnrollLoop, "simplify": Simplify,
-                 "remove_no_op": RemoveNoOp}
+                 "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
 
 
 def lower_sequence(simple_mode=False, ctx=None):
@@ -274,5 +288,5 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
-           "UnrollLoop", "Simplify", "RemoveNoOp", "InjectVirtualThread", "LowerThreadAllreduce",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]

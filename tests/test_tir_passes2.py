@@ -1,0 +1,118 @@
+"""tir.transform passes beyond the basic pipeline: each checked on its IR and by running the
+lowered code against numpy."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.tir import stmt_functor
+
+
+def _run(s, args, inputs, out_shape, dtype="float32", extra=()):
+    f = tvm.build(s, args, "llvm")
+    out = tvm.nd.array(np.full(out_shape, np.nan, dtype=dtype))
+    f(*[tvm.nd.array(x) for x in inputs], out, *extra)
+    return out.numpy()
+
+
+# ------------------------------------------------------------------ HoistIfThenElse
+def _kernel_with_invariant_if(p):
+    """B = A * 2 where p > 2, else A + 1, with the test inside both loops."""
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        n, m = ins[0].shape
+        with ib.for_range(0, n, "i") as i:
+            with ib.for_range(0, m, "j") as j:
+                with ib.if_scope(p > 2):
+                    b[i * m + j] = a[i * m + j] * 2.0
+                with ib.else_scope():
+                    b[i * m + j] = a[i * m + j] + 1.0
+        return ib.get()
+    return fcompute
+
+
+def _outer_if(func):
+    """The If statements whose branches are loops (hoisted ones), outermost first."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, tvm.tir.IfThenElse) and isinstance(n.then_case, tvm.tir.For):
+            found.append(n)
+    stmt_functor.post_order_visit(func.body, visit)
+    return found
+
+
+@pytest.mark.parametrize("pval", [1, 5])
+def test_hoist_if_then_else_in_lower_runs_both_branches(rng, pval):
+    n, m = te.var("n"), 7
+    p = te.var("p")
+    A = te.placeholder((n, m), name="A")
+    B = te.extern((n, m), [A], _kernel_with_invariant_if(p), name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    lowered = tvm.lower(s, [A, B, p])
+    assert "hoist_if_then_else" in lowered.history
+    hoisted = _outer_if(lowered["main"])
+    assert len(hoisted) == 1 and isinstance(hoisted[0].else_case, tvm.tir.For)
+    a = rng.standard_normal((5, m)).astype("float32")
+    f = tvm.build(s, [A, B, p], "llvm")
+    out = tvm.nd.array(np.full((5, m), np.nan, "float32"))
+    f(tvm.nd.array(a), out, pval)
+    np.testing.assert_allclose(out.numpy(), a * 2.0 if pval > 2 else a + 1.0, rtol=1e-6)
+
+
+def test_hoist_if_then_else_stops_at_loop_vars_sequences_and_threads():
+    ib = tvm.tir.ir_builder.create()
+    data = ib.pointer("float32", name="data")
+    n = te.var("n")
+    tx = te.thread_axis("threadIdx.x")
+    ib.scope_attr(tx, "thread_extent", 8)
+    with ib.for_range(0, 4, "i") as i:
+        with ib.for_range(0, 4, "j") as j:
+            data[i * 4 + j] = data[i * 4 + j] + 1.0          # a sequence: nothing rises above j
+            with ib.for_range(0, 4, "k") as k:
+                with ib.if_scope(tvm.tir.all(i < 2, n > 1)):
+                    data[i * 16 + j * 4 + k] = 0.0
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([n], ib.get()))
+    out = tvm.tir.transform.HoistIfThenElse()(mod)["main"].body
+    hoisted = []
+    stmt_functor.post_order_visit(out, lambda x: hoisted.append(x) if isinstance(x, tvm.tir.IfThenElse) else None)
+    assert len(hoisted) == 1 and isinstance(hoisted[0].then_case, tvm.tir.For)
+    assert hoisted[0].then_case.loop_var.name == "k"
+    # a condition on the thread index stays inside its scope unless block scope hoisting is asked for
+    ib = tvm.tir.ir_builder.create()
+    data = ib.pointer("float32", name="data")
+    ib.scope_attr(tx, "thread_extent", 8)
+    with ib.for_range(0, 4, "i") as i:
+        with ib.if_scope(n > 3):
+            data[i] = 1.0
+    stmt = ib.get()
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([n], stmt))
+    plain = tvm.tir.transform.HoistIfThenElse()(mod)["main"].body
+    assert isinstance(plain.body, tvm.tir.IfThenElse)      # above the loop, inside the thread scope
+    with tvm.transform.PassContext(config={"tir.HoistIfThenElse": {"support_block_scope_hosting": True}}):
+        block = tvm.tir.transform.HoistIfThenElse()(mod)["main"].body
+    assert isinstance(block, tvm.tir.IfThenElse) and isinstance(block.then_case, tvm.tir.AttrStmt)
+    with pytest.raises(tvm.TVMLabError):
+        with tvm.transform.PassContext(config={"tir.HoistIfThenElse": {"bogus": 1}}):
+            tvm.tir.transform.HoistIfThenElse()(mod)
+
+
+def test_hoist_if_then_else_keeps_conditions_reading_memory_the_loop_writes(rng):
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        b = ib.buffer_ptr(outs[0])
+        a = ib.buffer_ptr(ins[0])
+        with ib.for_range(0, 8, "i") as i:
+            b[i] = a[i]
+            with ib.for_range(0, 8, "j") as j:
+                with ib.if_scope(b[0] > 0.0):        # b[0] is written in the i loop
+                    b[i] = b[i] + 1.0
+        return ib.get()
+    A = te.placeholder((8,), name="A")
+    B = te.extern((8,), [A], fcompute, name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    a = rng.standard_normal(8).astype("float32")
+    a[0] = 1.0
+    got = _run(s, [A, B], [a], (8,))
+    np.testing.assert_allclose(got, a + 8.0, rtol=1e-6)
