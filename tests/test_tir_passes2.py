@@ -116,3 +116,108 @@ def test_hoist_if_then_else_keeps_conditions_reading_memory_the_loop_writes(rng)
     a[0] = 1.0
     got = _run(s, [A, B], [a], (8,))
     np.testing.assert_allclose(got, a + 8.0, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ StorageRewrite
+def _allocs(func):
+    out = []
+    stmt_functor.post_order_visit(func.body, lambda n: out.append(n) if isinstance(n, tvm.tir.Allocate) else None)
+    return out
+
+
+def test_storage_rewrite_reuses_dead_intermediates(rng):
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), name="A")
+    def stage(prev, t):
+        return te.compute((m, n), lambda i, j: prev[i, j] * 0.5 + (t + 1), name=f"S{t}")
+    B = A
+    for t in range(5):
+        B = stage(B, t)
+    s = te.create_schedule(B.op)
+    lowered = tvm.lower(s, [A, B])
+    assert len(_allocs(lowered["main"])) == 1        # four intermediates, one buffer (in place)
+    with tvm.transform.PassContext(config={"tir.disable_storage_rewrite": True}):
+        assert len(_allocs(tvm.lower(s, [A, B])["main"])) == 4
+    a = rng.standard_normal((5, 7)).astype("float32")
+    want = a
+    for t in range(5):
+        want = want * 0.5 + (t + 1)
+    np.testing.assert_allclose(_run(s, [A, B], [a], (5, 7)), want, rtol=1e-5)
+
+
+def test_storage_rewrite_keeps_live_buffers_apart(rng):
+    n = 33
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((n,), lambda i: B[i] * 2.0, name="C")
+    D = te.compute((n,), lambda i: C[i] + B[n - 1 - i], name="D")    # B still live while C is made
+    E = te.compute((n,), lambda i: D[i] - C[0], name="E")
+    s = te.create_schedule(E.op)
+    allocs = _allocs(tvm.lower(s, [A, E])["main"])       # B, C, D all live at D's statement
+    assert len(allocs) == 3 and len({a.buffer_var for a in allocs}) == 3
+    a = rng.standard_normal(n).astype("float32")
+    b = a + 1.0
+    c = b * 2.0
+    np.testing.assert_allclose(_run(s, [A, E], [a], (n,)), c + b[::-1] - c[0], rtol=1e-5)
+
+
+def test_storage_rewrite_packs_a_tagged_memory_with_mixed_types(rng):
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        f = ib.allocate("float32", 16, name="f", scope="global.scratch")
+        h = ib.allocate("int16", 16, name="h", scope="global.scratch")
+        with ib.for_range(0, 16, "i") as i:
+            f[i] = a[i] * 3.0
+            h[i] = (a[i] * 100.0).astype("int16")
+        with ib.for_range(0, 16, "i") as i:
+            b[i] = f[i] + h[i].astype("float32")
+        return ib.get()
+    A = te.placeholder((16,), name="A")
+    B = te.extern((16,), [A], fcompute, name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    allocs = _allocs(tvm.lower(s, [A, B])["main"])
+    assert len(allocs) == 1 and allocs[0].extents[0].value == 16 + 8 and allocs[0].scope == "global"
+    a = rng.uniform(-3, 3, 16).astype("float32")
+    want = a * 3.0 + (a * 100.0).astype("int16").astype("float32")
+    np.testing.assert_allclose(_run(s, [A, B], [a], (16,)), want, rtol=1e-5)
+
+
+def test_storage_rewrite_memory_info_limits_a_tagged_memory():
+    @tvm.register_func("tvm.info.mem.local.tiny", override=True)
+    def _info():
+        return tvm.ir.make_node("MemoryInfo", unit_bits=16, max_simd_bits=32, max_num_bits=256,
+                                head_address=None)
+    ib = tvm.tir.ir_builder.create()
+    x = ib.allocate("float32", 16, name="x", scope="local.tiny")     # 512 bits
+    x[0] = 1.0
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([], ib.get()))
+    with pytest.raises(tvm.TVMLabError, match="local.tiny"):
+        tvm.tir.transform.StorageRewrite()(mod)
+    with pytest.raises(tvm.TVMLabError, match="MemoryInfo"):
+        tvm.ir.make_node("Nope")
+
+
+def test_storage_rewrite_hoists_allocations_to_the_parallel_loop(rng):
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 4, "i", kind="parallel") as i:
+            with ib.for_range(0, 8, "j") as j:
+                t = ib.allocate("float32", 8, name="t")
+                with ib.for_range(0, 8, "k") as k:
+                    t[k] = a[i * 64 + j * 8 + k] * 2.0
+                with ib.for_range(0, 8, "k") as k:
+                    b[i * 64 + j * 8 + k] = t[7 - k]
+        return ib.get()
+    A = te.placeholder((256,), name="A")
+    B = te.extern((256,), [A], fcompute, name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    body = tvm.lower(s, [A, B])["main"].body
+    par = []
+    stmt_functor.post_order_visit(body, lambda n: par.append(n) if isinstance(n, tvm.tir.For)
+                                  and n.kind == tvm.tir.ForKind.PARALLEL else None)
+    assert isinstance(par[0].body, tvm.tir.Allocate)
+    a = rng.standard_normal(256).astype("float32")
+    want = (a.reshape(32, 8)[:, ::-1] * 2.0).reshape(-1)
+    np.testing.assert_allclose(_run(s, [A, B], [a], (256,)), want, rtol=1e-6)

@@ -1003,7 +1003,7 @@ def test_pass_instruments_see_the_passes_of_lower(capsys):
     # phase 1 runs right after flattening, where tvm.lower without instruments runs it
     assert names.names == ["tir.lower", "tir.StorageFlatten", "phase1.<lambda>", "tir.InjectVirtualThread",
                            "tir.LoopPartition",
-                           "tir.VectorizeLoop", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
+                           "tir.VectorizeLoop", "tir.StorageRewrite", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
                            "tir.HoistIfThenElse"]
     text = timing.render()
     assert text.startswith("Total: ") and "\n  tir.lower: " in text and "\n    tir.Simplify: " in text

@@ -19,6 +19,7 @@ from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
 from .hoist_if import hoist_if_then_else
+from .storage_rewrite import storage_rewrite, strip_scope_tags
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
@@ -57,6 +58,13 @@ def _hoist_if(stmt, ctx):
     return hoist_if_then_else(stmt, ctx.config.get("hoist_block_scope", False))
 
 
+def _storage_rewrite(stmt, ctx):
+    """Memory reuse; with config ``disable_storage_rewrite`` only the scope tags go."""
+    if ctx.config.get("disable_storage_rewrite"):
+        return strip_scope_tags(stmt)
+    return storage_rewrite(stmt)
+
+
 def _vectorize(stmt, ctx):
     """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
     if ctx.config.get("disable_vectorize"):
@@ -69,6 +77,7 @@ PIPELINE = [
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
     ("vectorize", _vectorize),
+    ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
@@ -137,6 +146,7 @@ GPU_PIPELINE = [
     # GPU kernels have no vector types here: a vectorized loop (TVM's float4
     # copies into shared memory) runs as a loop in each thread.
     ("vectorize", lambda stmt, ctx: serialize_vectorized(stmt)),
+    ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     DEVICE_PASSES[1],
     ("simplify", _simplify),

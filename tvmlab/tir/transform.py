@@ -32,9 +32,9 @@ ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.debug_keep_trivial_lo
                  "tir.detect_global_barrier", "tir.instrument_bound_checkers",
                  "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
                  "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
-                 "tir.enable_equiv_terms_in_cse_tir", "tir.disable_storage_rewrite")
+                 "tir.enable_equiv_terms_in_cse_tir")
 HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition",
-                 "tir.HoistIfThenElse")
+                 "tir.HoistIfThenElse", "tir.disable_storage_rewrite")
 
 
 def pipeline_config(ctx):
@@ -70,6 +70,8 @@ def pipeline_config(ctx):
         if bad:
             raise LoweringError(f"config tir.UnrollLoop: unknown keys {bad}; known: {sorted(_UNROLL_KEYS)}")
         out["unroll"] = {_UNROLL_KEYS[k]: v for k, v in unroll.items()}
+    if cfg.get("tir.disable_storage_rewrite"):
+        out["disable_storage_rewrite"] = True
     hoist = cfg.get("tir.HoistIfThenElse")
     if hoist is not None:
         if not isinstance(hoist, dict) or set(hoist) - {"support_block_scope_hosting"}:
@@ -214,6 +216,17 @@ def HoistIfThenElse():  # noqa: N802
     return _make("tir.HoistIfThenElse", "hoist_if_then_else", HoistIfThenElse.__doc__)
 
 
+def StorageRewrite():  # noqa: N802
+    """Allocations whose lifetimes do not overlap share memory (in place where a statement reads
+    one buffer for the last time while writing another of the same size); allocations of a
+    tagged scope are packed into one; allocations move to their attach point (function body,
+    thread scope, parallel loop)."""
+    def run(func, mod, ctx):
+        from ..lower.storage_rewrite import storage_rewrite
+        return func.with_body(storage_rewrite(func.body))
+    return PrimFuncPass(run, PassInfo(0, "tir.StorageRewrite"))
+
+
 def InjectVirtualThread():  # noqa: N802
     """Loops bound to ``vthread`` are interleaved: each statement is repeated per virtual thread
     and allocations get one copy per virtual thread (CPU and GPU targets)."""
@@ -258,7 +271,7 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64),
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "unroll": UnrollLoop, "simplify": Simplify,
+                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop, "simplify": Simplify,
                  "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
 
 
@@ -288,5 +301,5 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
-           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "InjectVirtualThread", "LowerThreadAllreduce",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
