@@ -121,6 +121,8 @@ class _Temps(IRVisitor):
 
 class CUDAFunction:
     """The host function: checks arguments, computes launch dims, launches the kernels in order."""
+    ARRAY = cuda_driver.CUDANDArray      # the device array type arguments must be
+    DEVICE = "cuda"
 
     def __init__(self, host, launches, kernel_module):
         self.name = host.name
@@ -166,10 +168,10 @@ class CUDAFunction:
                 a = next(it)
                 buf = self.host.buffer_map[p]
                 where = f"{self.name}: argument '{buf.name}'"
-                if not isinstance(a, cuda_driver.CUDANDArray):
+                if not isinstance(a, self.ARRAY):
                     dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
-                    raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
-                                          "tvmlab.nd.array(x, tvmlab.cuda(0)))")
+                    raise RuntimeArgError(f"{where}: expected an NDArray on {self.DEVICE}, got {dev} (use "
+                                          f"tvmlab.nd.array(x, tvmlab.{self.DEVICE}(0)))")
                 if a.dtype != buf.dtype:
                     raise RuntimeArgError(f"{where}: expected dtype {buf.dtype}, got {a.dtype}")
                 if a.ndim != len(buf.shape):
@@ -272,10 +274,15 @@ class CUDAFunction:
         kargs = []
         for a in ln.args:
             if a.dtype == "handle":
-                kargs.append((values[a]._ptr, _ct("handle")))
+                kargs.append((self.array_arg(values[a]), _ct("handle")))
             else:
                 kargs.append((values[a] if a in values else env[self.keys[a]], _ct(a.dtype)))
         launch(ln, grid, block, kargs)
+
+    @staticmethod
+    def array_arg(array):
+        """What a kernel receives for an array argument (a device pointer)."""
+        return array._ptr
 
     def prepare(self, *args):
         return lambda: self(*args)

@@ -1,0 +1,107 @@
+"""build_opencl: a GPU-lowered IRModule -> OpenCL C -> program (pyopencl) -> runtime Module.
+
+Lowering is the GPU pipeline CUDA uses (thread bindings, "shared" memory as
+``__local``, barriers).  The program is compiled when the module is built if an
+OpenCL device exists (so a compile error surfaces at build time), else the
+first call says there is no device.  The host function is the CUDA one: it
+checks the arguments (OpenCL NDArrays, dtypes, shapes binding the shape
+variables), evaluates each launch's work-group count and size, and enqueues
+the kernels in order.  ``mod.imported_modules[0].get_source()`` is the OpenCL C.
+
+Target options: the GPU limits of ``tvmlab.lower.verify_gpu``
+(``-max_threads_per_block=256``, ...).
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..errors import BuildError, DeviceError
+from ..ir.function import IRModule
+from ..lower.verify_gpu import DEFAULT_LIMITS
+from ..runtime import opencl_driver
+from ..runtime.device import Device
+from ..runtime.module import Module
+from .cuda_build import CUDAFunction
+from .opencl_codegen import cl_type, generate_opencl
+from .registry import Target, register_target
+
+_OPTIONS = tuple(DEFAULT_LIMITS)
+_IGNORED = ("keys", "model", "tag", "device")
+
+
+class OpenCLFunction(CUDAFunction):
+    """The host function of an OpenCL build: the CUDA host logic with OpenCL arrays and launches."""
+    ARRAY = opencl_driver.OpenCLNDArray
+    DEVICE = "opencl"
+
+    def __repr__(self):
+        return f"<OpenCLFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
+
+    @staticmethod
+    def array_arg(array):
+        return array._buf
+
+    def __call__(self, *args):
+        dev = next((a.device for a in args if isinstance(a, self.ARRAY)), Device("opencl", 0))
+        if not opencl_driver.exist(dev.device_id):
+            raise DeviceError(f"{self.name}: there is no OpenCL device on this machine "
+                              f"({opencl_driver.no_device_reason()})")
+        env, values = self._bind(args)
+        program = self.kmod.program(dev)
+        _, queue = opencl_driver.context(dev)
+        for var, dtype, count in self.temps:
+            values[var] = opencl_driver.OpenCLNDArray((self._eval(count, env),), dtype, dev)
+
+        def launch(ln, grid, block, kargs):
+            kernel = getattr(program, ln.name)
+            cl_args = [v if ct is ctypes.c_void_p else np.dtype(ct).type(v) for v, ct in kargs]
+            glob = tuple(g * b for g, b in zip(grid, block))
+            kernel(queue, glob, tuple(block), *cl_args)
+        self.run_host(env, values, launch)
+        queue.finish()
+
+
+class OpenCLModule(Module):
+    """The device code: OpenCL C (``get_source()``), compiled once per device on first use."""
+
+    def __init__(self, kernels, src):
+        super().__init__("opencl", {}, None, {"cl": src}, aliases={"": "cl", "opencl": "cl"})
+        self.kernels = kernels
+        self.src = src
+        self._programs = {}
+
+    def program(self, device):
+        prog = self._programs.get(device.device_id)
+        if prog is None:
+            prog = self._programs[device.device_id] = opencl_driver.build_program(device, self.src)
+        return prog
+
+
+def build_opencl(mod, target="opencl"):
+    """Compile a GPU-lowered IRModule for OpenCL; returns the host Module (device code imported)."""
+    target = Target(target)
+    unknown = [k for k in target.options if k not in _OPTIONS and k not in _IGNORED]
+    if unknown:
+        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
+                         f"the opencl target knows {', '.join('-' + k for k in _OPTIONS)}")
+    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
+    if split is None:
+        raise BuildError("build_opencl needs a module lowered for a GPU: tvm.lower(s, args, target='opencl') "
+                         "or tvm.build(s, args, 'opencl')")
+    for k in split.kernels:
+        for p in k.params:
+            cl_type(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    src = generate_opencl(split.kernels)
+    kmod = OpenCLModule(split.kernels, src)
+    if opencl_driver.exist(0):
+        kmod.program(Device("opencl", 0))       # compile errors show at build time
+    fn = OpenCLFunction(split.host, split.launches, kmod)
+    host = Module("opencl_host", {fn.name: fn}, fn.name, {"host": split.host.script()},
+                  aliases={"": "host"})
+    host.imported_modules.append(kmod)
+    return host
+
+
+register_target("opencl", build_opencl, keys=("opencl", "gpu"))
