@@ -60,3 +60,17 @@ def test_prim_expr_is_the_expression_base():
     n = te.var("n")
     assert isinstance(n + 1, tvm.tir.PrimExpr) and isinstance(tvm.tir.const(1.0), tvm.tir.PrimExpr)
     assert not isinstance(te.placeholder((2,)), tvm.tir.PrimExpr)
+
+
+def test_build_takes_the_current_target_and_runtime_enabled(rng):
+    A = te.placeholder((5,), name="A")
+    B = te.compute((5,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    with tvm.target.Target("llvm"):
+        f = tvm.build(s, [A, B])
+    a = rng.standard_normal(5).astype("float32")
+    b = tvm.nd.array(np.full(5, np.nan, "float32"))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a + 1.0)
+    assert tvm.runtime.enabled("llvm") and not tvm.runtime.enabled("vulkan")
+    assert not tvm.runtime.enabled("no-such-target")

@@ -266,7 +266,7 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     """
     from ..codegen.registry import Target, get_builder
     if target is None:
-        target = "llvm"
+        target = Target.current() or "llvm"      # ``with tvm.target.Target("opencl"): tvm.build(s, args)``
     if target_host is not None:
         host = target_host if isinstance(target_host, Target) else Target(target_host)
         if "cpu" not in host.keys:
