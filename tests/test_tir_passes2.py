@@ -221,3 +221,45 @@ def test_storage_rewrite_hoists_allocations_to_the_parallel_loop(rng):
     a = rng.standard_normal(256).astype("float32")
     want = (a.reshape(32, 8)[:, ::-1] * 2.0).reshape(-1)
     np.testing.assert_allclose(_run(s, [A, B], [a], (256,)), want, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ LowerIntrin
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int16"])
+def test_lower_intrin_floor_division_matches_numpy(rng, dtype):
+    x, y = te.var("x", dtype), te.var("y", dtype)
+    cases = [tvm.tir.floordiv(x, y), tvm.tir.floormod(x, y), tvm.tir.floordiv(x, tvm.tir.const(8, dtype)),
+             tvm.tir.floormod(x, tvm.tir.const(8, dtype))]
+    n = 64
+    a = rng.integers(-100, 100, n).astype(dtype)
+    b = rng.integers(1, 9, n).astype(dtype) * rng.choice([-1, 1], n).astype(dtype)
+    refs = [a // b, a % b, a // 8, a % 8]
+    for expr, ref in zip(cases, refs):
+        func = tvm.tir.PrimFunc([x, y], tvm.tir.Evaluate(expr)).with_attr("target", tvm.target.Target("llvm"))
+        lowered = tvm.tir.transform.LowerIntrin()(tvm.IRModule.from_expr(func))["main"].body.value
+        found = []
+        stmt_functor.post_order_visit(lowered, lambda e: found.append(e) if isinstance(
+            e, (tvm.tir.FloorDiv, tvm.tir.FloorMod)) else None)
+        assert not found
+        A = te.placeholder((n,), dtype, name="A")
+        B = te.placeholder((n,), dtype, name="B")
+        C = te.compute((n,), lambda i: tvm.tir.Let(x, A[i], tvm.tir.Let(y, B[i], lowered)), name="C")
+        s = te.create_schedule(C.op)
+        f = tvm.build(s, [A, B, C], "llvm")
+        c = tvm.nd.array(np.zeros(n, dtype))
+        f(tvm.nd.array(a), tvm.nd.array(b), c)
+        np.testing.assert_array_equal(c.numpy(), ref)
+
+
+def test_lower_intrin_default_rule_and_missing_target(rng):
+    def rule(call):
+        return call.args[0] * 3.0 + 1.0
+    tvm.ir.register_intrin_lowering("tir.tvmlab_test_affine", target="default", f=rule, level=99)
+    n = 17
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: tvm.tir.call_intrin("float32", "tir.tvmlab_test_affine", A[i]), name="B")
+    s = te.create_schedule(B.op)
+    a = rng.standard_normal(n).astype("float32")
+    np.testing.assert_allclose(_run(s, [A, B], [a], (n,)), a * 3.0 + 1.0, rtol=1e-5, atol=1e-6)
+    func = tvm.tir.PrimFunc([], tvm.tir.Evaluate(tvm.tir.const(0)))
+    with pytest.raises(tvm.TVMLabError, match="target"):
+        tvm.tir.transform.LowerIntrin()(tvm.IRModule.from_expr(func))

@@ -216,6 +216,20 @@ def HoistIfThenElse():  # noqa: N802
     return _make("tir.HoistIfThenElse", "hoist_if_then_else", HoistIfThenElse.__doc__)
 
 
+def LowerIntrin():  # noqa: N802
+    """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
+    floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
+    def run(func, mod, ctx):
+        from ..lower.lower_intrin import lower_intrin
+        target = func.attrs.get("target")
+        if target is None:
+            raise LoweringError(f"LowerIntrin: function {func.name} has no \"target\" attribute; "
+                                "add one with func.with_attr(\"target\", tvm.target.Target(\"llvm\"))")
+        kind = getattr(target, "kind", None) or str(target).split()[0]
+        return func.with_body(lower_intrin(func.body, str(kind)))
+    return PrimFuncPass(run, PassInfo(0, "tir.LowerIntrin"))
+
+
 def StorageRewrite():  # noqa: N802
     """Allocations whose lifetimes do not overlap share memory (in place where a statement reads
     one buffer for the last time while writing another of the same size); allocations of a
@@ -301,5 +315,5 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
-           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "InjectVirtualThread", "LowerThreadAllreduce",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
