@@ -122,11 +122,13 @@ class PrimFunc:
         self.body = body
         self.attrs = dict(attrs or {})
 
-    def with_attr(self, key, value):
-        """A copy with attribute ``key`` set (``"global_symbol"`` also renames it)."""
-        out = PrimFunc(self.name, self.params, self.buffer_map, self.body, self.attrs | {key: value})
-        if key == "global_symbol":
-            out.name = value
+    def with_attr(self, key, value=None):
+        """A copy with attribute ``key`` set (``"global_symbol"`` also renames it); ``key`` may be
+        a dict of several attributes."""
+        items = dict(key) if isinstance(key, dict) else {key: value}
+        out = PrimFunc(self.name, self.params, self.buffer_map, self.body, self.attrs | items)
+        if "global_symbol" in items:
+            out.name = items["global_symbol"]
         return out
 
     def with_body(self, body, **attrs):
@@ -214,6 +216,10 @@ class IRModule:
 
     def __iter__(self):
         return iter(self.functions.values())
+
+    def _move(self):
+        """TVM hands a module over without copying it; here the module itself."""
+        return self
 
     def get_global_vars(self):
         return list(self.functions)

@@ -216,6 +216,25 @@ def HoistIfThenElse():  # noqa: N802
     return _make("tir.HoistIfThenElse", "hoist_if_then_else", HoistIfThenElse.__doc__)
 
 
+def Apply(ftransform):  # noqa: N802
+    """A pass running ``ftransform(func) -> PrimFunc`` on every function of a module."""
+    if not callable(ftransform):
+        raise LoweringError(f"Apply takes a function PrimFunc -> PrimFunc, got {ftransform!r}")
+    return PrimFuncPass(lambda func, mod, ctx: ftransform(func), PassInfo(0, "tir.Apply"))
+
+
+def InjectCopyIntrin(pragma_key, fintrin):  # noqa: N802
+    """Loop nests marked ``pragma(axis, pragma_key)`` that copy (with or without padding) become
+    ``fintrin(src, dst, pad_before, pad_after, pad_value)``'s statement."""
+    if not callable(fintrin):
+        raise LoweringError(f"InjectCopyIntrin: the copy intrinsic must be callable, got {fintrin!r}")
+
+    def run(func, mod, ctx):
+        from ..lower.inject_copy import inject_copy_intrin
+        return func.with_body(inject_copy_intrin(func.body, pragma_key, fintrin))
+    return PrimFuncPass(run, PassInfo(0, "tir.InjectCopyIntrin"))
+
+
 def LowerIntrin():  # noqa: N802
     """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
     floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
@@ -315,5 +334,6 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
-           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin", "InjectVirtualThread", "LowerThreadAllreduce",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
+           "Apply", "InjectCopyIntrin", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
