@@ -263,3 +263,49 @@ def test_lower_intrin_default_rule_and_missing_target(rng):
     func = tvm.tir.PrimFunc([], tvm.tir.Evaluate(tvm.tir.const(0)))
     with pytest.raises(tvm.TVMLabError, match="target"):
         tvm.tir.transform.LowerIntrin()(tvm.IRModule.from_expr(func))
+
+
+# ------------------------------------------------------------------ NarrowDataType
+def _loop_dtypes(func):
+    out = []
+    stmt_functor.post_order_visit(func.body, lambda n: out.append(n.loop_var.dtype) if isinstance(n, tvm.tir.For) else None)
+    return out
+
+
+def test_narrow_datatype_in_lower_runs_int64_loops_as_int32(rng):
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, tvm.tir.const(12, "int64"), "i") as i:
+            with ib.for_range(0, tvm.tir.const(9, "int64"), "j") as j:
+                b[i * 9 + j] = a[i * 9 + (8 - j)] * 2.0
+        return ib.get()
+    A = te.placeholder((108,), name="A")
+    B = te.extern((108,), [A], fcompute, name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    lowered = tvm.lower(s, [A, B])
+    assert "narrow_datatype" in lowered.history
+    assert _loop_dtypes(lowered["main"]) == ["int32", "int32"]
+    a = rng.standard_normal(108).astype("float32")
+    np.testing.assert_allclose(_run(s, [A, B], [a], (108,)), (a.reshape(12, 9)[:, ::-1] * 2.0).reshape(-1),
+                               rtol=1e-6)
+
+
+def test_narrow_datatype_keeps_what_does_not_fit_and_never_widens():
+    def nest(m, n, dtype=None):
+        ib = tvm.tir.ir_builder.create()
+        data = ib.pointer("float32", name="data")
+        with ib.for_range(0, m, "i", dtype=dtype) as i:
+            with ib.for_range(0, n, "j", dtype=dtype) as j:
+                data[i * n + j] = 1.0
+        return tvm.IRModule.from_expr(tvm.tir.PrimFunc([], ib.get()))
+    c64 = lambda v: tvm.tir.const(v, "int64")  # noqa: E731
+    narrow = lambda mod, bits: _loop_dtypes(tvm.tir.transform.NarrowDataType(bits)(mod)["main"])  # noqa: E731
+    assert narrow(nest(c64(2**16), c64(2**15)), 32) == ["int32", "int32"]    # i * n + j < 2**31
+    assert narrow(nest(c64(2**16), c64(2**16)), 32) == ["int64", "int64"]    # 2**32 does not fit
+    assert narrow(nest(2, 2), 16) == ["int16", "int16"]
+    assert narrow(nest(2**16, 2**16), 32) == ["int32", "int32"]              # int32 stays, never int64
+    m = te.size_var("m", "int64")
+    assert narrow(nest(m, c64(4)), 32) == ["int64", "int64"]                 # unknown bound
+    with pytest.raises(tvm.TVMLabError):
+        tvm.tir.transform.NarrowDataType(12)

@@ -999,10 +999,10 @@ def test_pass_instruments_see_the_passes_of_lower(capsys):
                                    config={"tir.add_lower_pass": [(1, lambda f: f)]}):
         mod = tvm.lower(s, [A, B, C])
     tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B, C]))
-    # phase 1 runs right after flattening, where tvm.lower without instruments runs it
-    assert names.names == ["tir.lower", "tir.StorageFlatten", "phase1.<lambda>", "tir.InjectVirtualThread",
-                           "tir.LoopPartition",
-                           "tir.VectorizeLoop", "tir.StorageRewrite", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
+    # phase 1 runs right after flattening (and narrowing), where tvm.lower without instruments runs it
+    assert names.names == ["tir.lower", "tir.StorageFlatten", "tir.NarrowDataType", "phase1.<lambda>",
+                           "tir.InjectVirtualThread", "tir.LoopPartition", "tir.VectorizeLoop",
+                           "tir.StorageRewrite", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
                            "tir.HoistIfThenElse"]
     text = timing.render()
     assert text.startswith("Total: ") and "\n  tir.lower: " in text and "\n    tir.Simplify: " in text

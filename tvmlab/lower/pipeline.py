@@ -20,6 +20,7 @@ from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
 from .hoist_if import hoist_if_then_else
 from .storage_rewrite import storage_rewrite, strip_scope_tags
+from .narrow_datatype import narrow_datatype
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
@@ -74,6 +75,7 @@ def _vectorize(stmt, ctx):
 
 PIPELINE = [
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
+    ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
     ("vectorize", _vectorize),
@@ -127,7 +129,7 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
 
 # TVM's tir.add_lower_pass phases: 0 runs on AST2, 1 after flattening, 2 after
 # vectorize/unroll, 3 at the end.
-PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "hoist_if_then_else"}
+PHASE_AFTER = {1: "narrow_datatype", 2: "unroll", 3: "hoist_if_then_else"}
 
 
 # ------------------------------------------------------------------ GPU targets
@@ -142,6 +144,7 @@ DEVICE_PASSES = [
 
 GPU_PIPELINE = [
     ("storage_flatten", PIPELINE[0][1]),
+    PIPELINE[1],
     DEVICE_PASSES[0],
     # GPU kernels have no vector types here: a vectorized loop (TVM's float4
     # copies into shared memory) runs as a loop in each thread.

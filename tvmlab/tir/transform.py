@@ -235,6 +235,18 @@ def InjectCopyIntrin(pragma_key, fintrin):  # noqa: N802
     return PrimFuncPass(run, PassInfo(0, "tir.InjectCopyIntrin"))
 
 
+def NarrowDataType(target_bits=32):  # noqa: N802
+    """Index variables and index arithmetic in ``target_bits`` integers where their bounds fit
+    (64-bit loops over small extents become 32-bit); nothing is widened."""
+    if target_bits not in (8, 16, 32, 64):
+        raise LoweringError(f"NarrowDataType: target_bits must be 8, 16, 32 or 64, got {target_bits!r}")
+
+    def run(func, mod, ctx):
+        from ..lower.narrow_datatype import narrow_datatype
+        return func.with_body(narrow_datatype(func.body, target_bits))
+    return PrimFuncPass(run, PassInfo(0, "tir.NarrowDataType"))
+
+
 def LowerIntrin():  # noqa: N802
     """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
     floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
@@ -302,10 +314,10 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
 
 
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
-_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64),
+_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop, "simplify": Simplify,
-                 "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
+                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
+                 "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
 
 
 def lower_sequence(simple_mode=False, ctx=None):
@@ -335,5 +347,5 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
-           "Apply", "InjectCopyIntrin", "InjectVirtualThread", "LowerThreadAllreduce",
+           "Apply", "InjectCopyIntrin", "NarrowDataType", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
