@@ -69,6 +69,8 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
         supported = check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
         virt = arch if arch in supported else max([a for a in supported if a <= arch] or [min(supported)])
         opts = [f"--gpu-architecture=compute_{virt}".encode(), b"-default-device", b"--std=c++14"]
+        if "#include <cuda_" in src:
+            opts.append(f"--include-path={cuda_include_dir()}".encode())
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
@@ -82,6 +84,31 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     return ptx.rstrip(b"\x00").decode()
+
+
+def cuda_include_dir():
+    """Where cuda_fp16.h / cuda_bf16.h are: the nvidia-cuda-runtime wheel, $CUDA_HOME, /usr/local/cuda."""
+    import glob
+    import importlib.util
+    places = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations if spec is not None else []) or []:
+        places += sorted(glob.glob(os.path.join(root, "*", "include")))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            places.append(os.path.join(os.environ[env], "include"))
+    places += ["/usr/local/cuda/include"] + sorted(glob.glob("/usr/local/cuda-*/include"), reverse=True)
+    for d in places:
+        if os.path.isfile(os.path.join(d, "cuda_fp16.h")):
+            return d
+    raise BuildError("float16 / bfloat16 in CUDA C need cuda_fp16.h and cuda_bf16.h: install the "
+                     "nvidia-cuda-runtime wheel (pip install 'tvmlab[cuda]') or set CUDA_HOME")
+
+
+def with_type_headers(src):
+    """``src`` with the CUDA headers that define ``half`` and ``__nv_bfloat16`` where it uses them."""
+    heads = [h for t, h in (("half", "cuda_fp16.h"), ("__nv_bfloat16", "cuda_bf16.h")) if t in src]
+    return "".join(f"#include <{h}>\n" for h in heads) + src
 
 
 def compile_nvcc(src, arch):
@@ -318,7 +345,7 @@ def build_cuda(mod, target="cuda"):
     for k in split.kernels:
         for p in k.params:
             ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
-    src = generate_cuda(split.kernels)
+    src = with_type_headers(generate_cuda(split.kernels))
     ptx = compile_cuda(src, _arch(target))
     kmod = CUDAModule(split.kernels, src, ptx)
     fn = CUDAFunction(split.host, split.launches, kmod)

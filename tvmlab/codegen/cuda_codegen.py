@@ -18,7 +18,8 @@ from ..ir.functor import substitute
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-           "uint64": "unsigned long long", "float32": "float", "float64": "double"}
+           "uint64": "unsigned long long", "float32": "float", "float64": "double",
+           "float16": "half", "bfloat16": "__nv_bfloat16"}   # cuda_fp16.h / cuda_bf16.h (cuda_build adds them)
 
 _FLOAT_MATH = {"exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt",
                "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
@@ -220,6 +221,8 @@ class CodeGenCUDA:
         if "e" not in text and "." not in text:
             text += ".0"
         text = text + ("f" if f32 else "")
+        if e.dtype in ("float16", "bfloat16"):
+            return f"(({self.ctype(e.dtype)}){text}f)"
         return f"({text})" if v < 0 else text
 
     def e_Cast(self, e):

@@ -18,7 +18,8 @@ from .cuda_codegen import CodeGenCUDA
 
 _CL_TYPES = {"bool": "bool", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
              "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong",
-             "float16": "half", "float32": "float", "float64": "double"}
+             "float16": "half", "float32": "float", "float64": "double",
+             "bfloat16": "ushort"}     # bfloat16 bits: lower.bf16_legalize computes in float32
 
 _THREAD_FN = {"threadIdx": "get_local_id", "blockIdx": "get_group_id"}
 
@@ -154,6 +155,13 @@ class CodeGenOpenCL(CodeGenCUDA):
         if e.dtype == "bool":
             return f"({text} != 0)"
         return text
+
+    def e_Call(self, e):
+        if e.op == "reinterpret":           # the same bits as another type of one size
+            return f"as_{self.ctype(e.dtype)}({self.expr(e.args[0])})"
+        if e.op == "popcount":
+            return f"popcount({self.expr(e.args[0])})"
+        return super().e_Call(e)
 
     def _name_call(self, op, dtype):
         if op == "nearbyint":

@@ -21,6 +21,7 @@ from .inject_virtual_thread import inject_virtual_thread
 from .hoist_if import hoist_if_then_else
 from .storage_rewrite import storage_rewrite, strip_scope_tags
 from .narrow_datatype import narrow_datatype
+from .bf16_legalize import bf16_legalize
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
@@ -73,8 +74,15 @@ def _vectorize(stmt, ctx):
     return vectorize(stmt)
 
 
+def _bf16_legalize(stmt, ctx):
+    """bfloat16 arithmetic in float32; bfloat16 values as uint16 bits unless the target has the
+    type (CUDA's __nv_bfloat16)."""
+    return bf16_legalize(stmt, lower=ctx.config.get("target_kind") != "cuda")
+
+
 PIPELINE = [
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
+    ("bf16_legalize", _bf16_legalize),
     ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
@@ -145,6 +153,7 @@ DEVICE_PASSES = [
 GPU_PIPELINE = [
     ("storage_flatten", PIPELINE[0][1]),
     PIPELINE[1],
+    PIPELINE[2],
     DEVICE_PASSES[0],
     # GPU kernels have no vector types here: a vectorized loop (TVM's float4
     # copies into shared memory) runs as a loop in each thread.
@@ -176,7 +185,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     "AST2" and each pass to the whole function after it, then
     "split_host_device" to the host function.
     """
-    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}) | {"target_kind": target_kind})
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func
     for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BuildError, DeviceError
+from ..ir import dtype as dt
 from .device import Device, register_device_type
 from .ndarray import DeviceNDArray, _dtype_of, register_allocator
 
@@ -90,11 +91,11 @@ class OpenCLNDArray(DeviceNDArray):
         cl = _cl()
         ctx, _ = context(device)
         self._shape, self._dtype, self._device = tuple(shape), dtype, device
-        nbytes = int(np.prod(self._shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        nbytes = int(np.prod(self._shape, dtype=np.int64)) * dt.to_numpy(dtype).itemsize
         self._buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(nbytes, 1))
 
     def _read(self):
-        out = np.empty(self._shape, dtype=self._dtype)
+        out = np.empty(self._shape, dtype=dt.to_numpy(self._dtype))
         if out.size:
             _cl().enqueue_copy(context(self._device)[1], out, self._buf)
         return out

@@ -247,6 +247,33 @@ def NarrowDataType(target_bits=32):  # noqa: N802
     return PrimFuncPass(run, PassInfo(0, "tir.NarrowDataType"))
 
 
+def _bf16_pass(name, step):
+    def run(func, mod, ctx):
+        from ..lower import bf16_legalize as B
+        return func.with_body(getattr(B, step)(func.body))
+    return PrimFuncPass(run, PassInfo(0, name))
+
+
+def BF16Promote():  # noqa: N802
+    """bfloat16 operations computed in float32 between casts."""
+    return _bf16_pass("tir.BF16Promote", "bf16_promote")
+
+
+def BF16CastElimination():  # noqa: N802
+    """``float32(bfloat16(x))`` of a float32 ``x`` is ``x``: a chain rounds to bfloat16 once."""
+    return _bf16_pass("tir.BF16CastElimination", "bf16_cast_elimination")
+
+
+def BF16TypeLowering():  # noqa: N802
+    """bfloat16 values as their uint16 bits, conversions as shifts and round-to-nearest-even."""
+    return _bf16_pass("tir.BF16TypeLowering", "bf16_lower")
+
+
+def BF16Legalize():  # noqa: N802
+    """BF16Promote, BF16CastElimination and BF16TypeLowering (what tvm.lower runs for CPU targets)."""
+    return _bf16_pass("tir.BF16Legalize", "bf16_legalize")
+
+
 def LowerIntrin():  # noqa: N802
     """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
     floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
@@ -315,6 +342,7 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
 
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
+                 "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
                  "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
                  "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
@@ -347,5 +375,6 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
-           "Apply", "InjectCopyIntrin", "NarrowDataType", "InjectVirtualThread", "LowerThreadAllreduce",
+           "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
+           "BF16TypeLowering", "BF16Legalize", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
