@@ -309,3 +309,67 @@ def test_narrow_datatype_keeps_what_does_not_fit_and_never_widens():
     assert narrow(nest(m, c64(4)), 32) == ["int64", "int64"]                 # unknown bound
     with pytest.raises(tvm.TVMLabError):
         tvm.tir.transform.NarrowDataType(12)
+
+
+# ------------------------------------------------------------------ InstrumentBoundCheckers
+def _checked_build(s, args):
+    with tvm.transform.PassContext(config={"tir.instrument_bound_checkers": True}):
+        return tvm.lower(s, args), tvm.build(s, args, "llvm")
+
+
+@pytest.mark.parametrize("offset", [1, -1, 1000])
+def test_bound_checkers_raise_naming_the_buffer(offset):
+    n = te.size_var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i + offset] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    _, f = _checked_build(s, [A, B, C])
+    x = tvm.nd.array(np.ones(16, "float32"))
+    with pytest.raises(tvm.TVMLabError, match="out of bounds: buffer 'A'"):
+        f(x, x, tvm.nd.empty((16,), "float32"))
+
+
+def test_bound_checkers_pass_in_bounds_code_padding_vectors_and_splits(rng):
+    n = te.size_var("n")
+    A = te.placeholder((n,), name="A")
+    P = te.compute((n + 2,), lambda i: te.if_then_else(tvm.tir.all(i >= 1, i <= n), A[i - 1], 0.0),
+                   name="P")                                 # reads A[-1] / A[n] only where discarded
+    C = te.compute((n,), lambda i: P[i] + P[i + 1] + P[i + 2], name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=8)
+    s[C].vectorize(xi)
+    lowered, f = _checked_build(s, [A, C])
+    asserts = []
+    stmt_functor.post_order_visit(lowered["main"].body,
+                                  lambda x: asserts.append(x) if isinstance(x, tvm.tir.AssertStmt) else None)
+    assert asserts
+    for size in (21, 3):
+        a = rng.standard_normal(size).astype("float32")
+        out = tvm.nd.array(np.full(size, np.nan, "float32"))
+        f(tvm.nd.array(a), out)
+        p = np.concatenate([[0.0], a, [0.0]])
+        np.testing.assert_allclose(out.numpy(), p[:-2] + p[1:-1] + p[2:], rtol=1e-5)
+    with tvm.transform.PassContext(config={"tir.instrument_bound_checkers": False}):
+        plain = tvm.lower(s, [A, C])
+    found = []
+    stmt_functor.post_order_visit(plain["main"].body,
+                                  lambda x: found.append(x) if isinstance(x, tvm.tir.AssertStmt) else None)
+    assert not found
+
+
+def test_instrument_bound_checkers_pass_on_allocations(rng):
+    def fcompute(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        t = ib.allocate("float32", 4, name="tmp")
+        with ib.for_range(0, 8, "i") as i:
+            t[i % 5] = a[i]                                  # tmp[4] is one past its end
+            b[i] = t[i % 4]
+        return ib.get()
+    A = te.placeholder((8,), name="A")
+    B = te.extern((8,), [A], fcompute, name="B", dtype="float32")
+    s = te.create_schedule(B.op)
+    _, f = _checked_build(s, [A, B])
+    with pytest.raises(tvm.TVMLabError, match="buffer 'tmp' written"):
+        f(tvm.nd.array(rng.standard_normal(8).astype("float32")), tvm.nd.empty((8,), "float32"))

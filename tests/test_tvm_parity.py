@@ -1004,7 +1004,7 @@ def test_pass_instruments_see_the_passes_of_lower(capsys):
                            "phase1.<lambda>",
                            "tir.InjectVirtualThread", "tir.LoopPartition", "tir.VectorizeLoop",
                            "tir.StorageRewrite", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
-                           "tir.HoistIfThenElse"]
+                           "tir.HoistIfThenElse", "tir.InstrumentBoundCheckers"]
     text = timing.render()
     assert text.startswith("Total: ") and "\n  tir.lower: " in text and "\n    tir.Simplify: " in text
     with tvm.transform.PassContext(instruments=[tvm.instrument.PrintAfterAll()]):

@@ -22,6 +22,7 @@ from .hoist_if import hoist_if_then_else
 from .storage_rewrite import storage_rewrite, strip_scope_tags
 from .narrow_datatype import narrow_datatype
 from .bf16_legalize import bf16_legalize
+from .bound_checker import instrument_bound_checkers
 from .lower_thread_allreduce import lower_thread_allreduce
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
@@ -67,6 +68,13 @@ def _storage_rewrite(stmt, ctx):
     return storage_rewrite(stmt)
 
 
+def _bound_checkers(stmt, ctx):
+    """With config ``instrument_bound_checkers``, an assertion before every buffer access."""
+    if not ctx.config.get("instrument_bound_checkers"):
+        return stmt
+    return instrument_bound_checkers(stmt, {b.data: b for b in ctx.binds.values()})
+
+
 def _vectorize(stmt, ctx):
     """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
     if ctx.config.get("disable_vectorize"):
@@ -92,6 +100,7 @@ PIPELINE = [
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
     ("hoist_if_then_else", _hoist_if),
+    ("instrument_bound_checkers", lambda stmt, ctx: _bound_checkers(stmt, ctx)),
 ]
 
 PASSES = tuple(name for name, _ in PIPELINE)

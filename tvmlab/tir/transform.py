@@ -29,12 +29,12 @@ _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_de
 # TVM's "tir.*" config keys: those above are honoured; these are accepted with no
 # effect (tvmlab has no such option, or always does what it asks); others are refused.
 ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.debug_keep_trivial_loop",
-                 "tir.detect_global_barrier", "tir.instrument_bound_checkers",
+                 "tir.detect_global_barrier",
                  "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
                  "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
                  "tir.enable_equiv_terms_in_cse_tir")
 HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition",
-                 "tir.HoistIfThenElse", "tir.disable_storage_rewrite")
+                 "tir.HoistIfThenElse", "tir.disable_storage_rewrite", "tir.instrument_bound_checkers")
 
 
 def pipeline_config(ctx):
@@ -70,6 +70,8 @@ def pipeline_config(ctx):
         if bad:
             raise LoweringError(f"config tir.UnrollLoop: unknown keys {bad}; known: {sorted(_UNROLL_KEYS)}")
         out["unroll"] = {_UNROLL_KEYS[k]: v for k, v in unroll.items()}
+    if cfg.get("tir.instrument_bound_checkers"):
+        out["instrument_bound_checkers"] = True
     if cfg.get("tir.disable_storage_rewrite"):
         out["disable_storage_rewrite"] = True
     hoist = cfg.get("tir.HoistIfThenElse")
@@ -274,6 +276,17 @@ def BF16Legalize():  # noqa: N802
     return _bf16_pass("tir.BF16Legalize", "bf16_legalize")
 
 
+def InstrumentBoundCheckers():  # noqa: N802
+    """An assertion before every access of an argument or allocated buffer that its index is
+    inside the buffer (tvm.lower adds it under config ``tir.instrument_bound_checkers``)."""
+    def run(func, mod, ctx):
+        from ..lower.bound_checker import instrument_bound_checkers
+        bufs = func.attrs.get(BINDS_ATTR)
+        bmap = {b.data: b for b in bufs.values()} if bufs else dict(func.buffer_map)
+        return func.with_body(instrument_bound_checkers(func.body, bmap))
+    return PrimFuncPass(run, PassInfo(0, "tir.InstrumentBoundCheckers"))
+
+
 def LowerIntrin():  # noqa: N802
     """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
     floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
@@ -345,7 +358,9 @@ _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype
                  "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
                  "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
-                 "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse}
+                 "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse,
+                 "instrument_bound_checkers": lambda: _make("tir.InstrumentBoundCheckers",
+                                                            "instrument_bound_checkers", "bound checks")}
 
 
 def lower_sequence(simple_mode=False, ctx=None):
@@ -376,5 +391,5 @@ def lower_sequence(simple_mode=False, ctx=None):
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
            "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
-           "BF16TypeLowering", "BF16Legalize", "InjectVirtualThread", "LowerThreadAllreduce",
+           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
