@@ -34,6 +34,8 @@ def parse(dtype):
         return ("handle", 64, lanes)
     if base == "bfloat16":
         return ("bfloat", 16, lanes)
+    if base in ("float", "int", "uint"):       # TVM's short names: float32, int32, uint32
+        return (base, 32, lanes)
     for kind in ("uint", "int", "float"):
         if base.startswith(kind) and base[len(kind):].isdigit():
             bits = int(base[len(kind):])

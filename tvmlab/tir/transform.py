@@ -353,6 +353,28 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
     return module_pass(run, opt_level=0, name="tir.SplitHostDevice")
 
 
+# TensorIR passes: TVM's tvm.lower runs them on every function, and on TE functions (no blocks,
+# no match_buffer, no init blocks) they change nothing.  tvmlab's functions have no blocks, so
+# these return the function as it is; they exist so that pass lists written for TVM run.
+def _block_pass(name, what):
+    def make():
+        return PrimFuncPass(lambda func, mod, ctx: func, PassInfo(0, f"tir.{name}"))
+    make.__name__ = name
+    make.__doc__ = (f"TensorIR's {what}: tvmlab's functions have no blocks, so the function comes back "
+                    "unchanged (as TVM's does for a TE function).")
+    return make
+
+
+CompactBufferAllocation = _block_pass("CompactBufferAllocation", "buffer region compaction")
+ConvertBlocksToOpaque = _block_pass("ConvertBlocksToOpaque", "block-to-opaque conversion")
+FlattenBuffer = _block_pass("FlattenBuffer", "flattening of block buffers")
+PlanAndUpdateBufferAllocationLocation = _block_pass("PlanAndUpdateBufferAllocationLocation",
+                                                    "allocation placement of block buffers")
+LowerCrossThreadReduction = _block_pass("LowerCrossThreadReduction", "cross-thread reduction of blocks")
+LowerInitBlock = _block_pass("LowerInitBlock", "lowering of reduction init blocks")
+LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer regions")
+
+
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "bf16_legalize": BF16Legalize,
@@ -391,5 +413,8 @@ def lower_sequence(simple_mode=False, ctx=None):
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
            "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
-           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers", "InjectVirtualThread", "LowerThreadAllreduce",
+           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers",
+           "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer",
+           "PlanAndUpdateBufferAllocationLocation", "LowerCrossThreadReduction", "LowerInitBlock",
+           "LowerMatchBuffer", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
