@@ -69,6 +69,13 @@ class Schedule:
         self.trace = Trace(self)
         self._depth = 0
         self.groups = []        # create_group's Groups
+        from .tensorize import AUTO_TENSORIZE, auto_tensorize
+        if any(st.op in AUTO_TENSORIZE for st in self.stages):
+            self._depth = 1         # primitives applied here are part of the definition, not the trace
+            try:
+                auto_tensorize(self)
+            finally:
+                self._depth = 0
 
     # ------------------------------------------------------------ lookup
     def __getitem__(self, key):
