@@ -1,0 +1,64 @@
+"""TE behaviours TVM's own tests exercise: rfactor of a reduction with init=, tir.popcount, the
+schedule graph helpers."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_of_a_reduction_with_init_adds_the_init_once(rng, factor_axis):
+    n = 37
+    A = te.placeholder((n, n), name="A")
+    C = te.placeholder((n, n), name="C")
+    I = te.placeholder((n, n), name="I")
+    k = te.reduce_axis((0, n))
+    B = te.compute((n, n), lambda i, j: te.sum(A[i, k] * C[k, j], axis=k, init=I[i, j]), name="B")
+    s = te.create_schedule(B.op)
+    kf, ki = s[B].split(k, nparts=4)                 # 4 does not divide 37
+    BF = s.rfactor(B, kf, factor_axis)
+    s[BF].parallel(BF.op.axis[0])
+    f = tvm.build(s, [A, C, I, B], "llvm")
+    a, c, ii = (rng.standard_normal((n, n)).astype("float32") for _ in range(3))
+    b = tvm.nd.array(np.full((n, n), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(c), tvm.nd.array(ii), b)
+    np.testing.assert_allclose(b.numpy(), ii + a @ c, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint8"])
+def test_popcount(rng, dtype):
+    n = te.var("n")
+    A = te.placeholder((n,), dtype, name="A")
+    B = te.compute((n,), lambda i: tvm.tir.popcount(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=8)
+    s[B].vectorize(xi)
+    f = tvm.build(s, [A, B], "llvm")
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 29, dtype=dtype, endpoint=True)
+    b = tvm.nd.array(np.zeros(29, dtype))
+    f(tvm.nd.array(a), b)
+    want = [bin(int(x) & ((1 << (8 * a.itemsize)) - 1)).count("1") for x in a]
+    np.testing.assert_array_equal(b.numpy(), want)
+    with pytest.raises(tvm.TVMLabError):
+        tvm.tir.popcount(tvm.tir.const(1.0))
+
+
+def test_read_graph_post_order_and_scan_body():
+    m, l = te.var("m"), te.var("l")
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j], name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 3, name="A2")
+    g = tvm.te.schedule.CreateReadGraph([A2.op])
+    assert g[A2.op] == [A1] and g[A1.op] == [A]
+    assert tvm.te.schedule.PostDFSOrder([A2.op], g) == [A.op, A1.op, A2.op]
+    x = te.placeholder((m, l), name="x")
+    state = te.placeholder((m, l), name="state")
+    init = te.compute((1, l), lambda _, i: x[0, i], name="init")
+    up1 = te.compute((m, l), lambda t, i: state[t - 1, i] + 1, name="up1")
+    update = te.compute((m, l), lambda t, i: up1[t, i] + x[t, i], name="update")
+    scan = te.scan(init, update, state)
+    assert set(tvm.te.schedule.ScanGetBody(scan.op)) == {scan.op, update.op, up1.op}
+    with pytest.raises(tvm.TVMLabError):
+        tvm.te.schedule.ScanGetBody(A2.op)
