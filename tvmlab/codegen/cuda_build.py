@@ -331,20 +331,28 @@ class CUDAModule(Module):
         self.kernels = kernels
 
 
+def device_split(mod, target, options, ignored, ctype_of):
+    """``(Target, SplitResult)`` of a GPU-lowered module for a target of kind ``target.kind``, with
+    its options checked against ``options`` and every kernel parameter's type against ``ctype_of``."""
+    kind = target.kind
+    unknown = [k for k in target.options if k not in options and k not in ignored]
+    if unknown:
+        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
+                         f"the {kind} target knows {', '.join('-' + k for k in options)}")
+    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
+    if split is None:
+        raise BuildError(f"build_{kind} needs a module lowered for a GPU: tvm.lower(s, args, target='{kind}') "
+                         f"or tvm.build(s, args, '{kind}')")
+    for k in split.kernels:
+        for p in k.params:
+            ctype_of(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    return split
+
+
 def build_cuda(mod, target="cuda"):
     """Compile a GPU-lowered IRModule for CUDA; returns the host Module (device code imported)."""
     target = Target(target)
-    unknown = [k for k in target.options if k not in _OPTIONS and k not in _IGNORED]
-    if unknown:
-        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
-                         f"the cuda target knows {', '.join('-' + k for k in _OPTIONS)}")
-    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
-    if split is None:
-        raise BuildError("build_cuda needs a module lowered for a GPU: tvm.lower(s, args, target='cuda') "
-                         "or tvm.build(s, args, 'cuda')")
-    for k in split.kernels:
-        for p in k.params:
-            ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    split = device_split(mod, target, _OPTIONS, _IGNORED, ctype)
     src = with_type_headers(generate_cuda(split.kernels))
     ptx = compile_cuda(src, _arch(target))
     kmod = CUDAModule(split.kernels, src, ptx)

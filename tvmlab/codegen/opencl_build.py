@@ -17,13 +17,12 @@ import ctypes
 
 import numpy as np
 
-from ..errors import BuildError, DeviceError
-from ..ir.function import IRModule
+from ..errors import DeviceError
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import opencl_driver
 from ..runtime.device import Device
 from ..runtime.module import Module
-from .cuda_build import CUDAFunction
+from .cuda_build import CUDAFunction, device_split
 from .opencl_codegen import cl_type, generate_opencl
 from .registry import Target, register_target
 
@@ -82,17 +81,7 @@ class OpenCLModule(Module):
 def build_opencl(mod, target="opencl"):
     """Compile a GPU-lowered IRModule for OpenCL; returns the host Module (device code imported)."""
     target = Target(target)
-    unknown = [k for k in target.options if k not in _OPTIONS and k not in _IGNORED]
-    if unknown:
-        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
-                         f"the opencl target knows {', '.join('-' + k for k in _OPTIONS)}")
-    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
-    if split is None:
-        raise BuildError("build_opencl needs a module lowered for a GPU: tvm.lower(s, args, target='opencl') "
-                         "or tvm.build(s, args, 'opencl')")
-    for k in split.kernels:
-        for p in k.params:
-            cl_type(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    split = device_split(mod, target, _OPTIONS, _IGNORED, cl_type)
     src = generate_opencl(split.kernels)
     kmod = OpenCLModule(split.kernels, src)
     if opencl_driver.exist(0):

@@ -29,26 +29,8 @@ def CreateReadGraph(roots):  # noqa: N802 - TVM's name
 
 def PostDFSOrder(roots, g):  # noqa: N802
     """The operations of read graph ``g`` reachable from ``roots``, each after those it reads."""
-    order, seen = [], set()
-
-    def visit(op):
-        stack = [(op, False)]
-        while stack:
-            o, done = stack.pop()
-            if done:
-                if o not in seen:
-                    seen.add(o)
-                    order.append(o)
-                continue
-            if o in seen:
-                continue
-            stack.append((o, True))
-            for t in reversed(g.get(o, ())):
-                if t.op not in seen:
-                    stack.append((t.op, False))
-    for op in _ops(roots, "PostDFSOrder"):
-        visit(op)
-    return order
+    from .schedule import post_order
+    return post_order(_ops(roots, "PostDFSOrder"), lambda o: g.get(o, ()))
 
 
 def ScanGetBody(scan_op):  # noqa: N802

@@ -28,8 +28,10 @@ def _as_ops(ops):
     return out
 
 
-def post_order(ops):
-    """All operations reachable from ``ops``, producers first."""
+def post_order(ops, reads=None):
+    """All operations reachable from ``ops``, producers first (``reads(op)``: the tensors an
+    operation reads; its ``input_tensors`` by default)."""
+    reads = reads or (lambda o: o.input_tensors)
     order, seen = [], set()
 
     def visit(op):
@@ -44,7 +46,7 @@ def post_order(ops):
             if id(o) in seen:
                 continue
             stack.append((o, True))
-            for t in reversed(o.input_tensors):
+            for t in reversed(reads(o)):
                 if id(t.op) not in seen:
                     stack.append((t.op, False))
     for op in ops:
