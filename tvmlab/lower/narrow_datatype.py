@@ -175,8 +175,41 @@ class _Rewrite(IRMutator):
         return AttrStmt(node, s.attr_key, self._to(s.value), self.visit(s.body))
 
 
+class _Wide(IRVisitor):
+    """Whether any index (loop bound, thread extent, load or store index) is wider than the target."""
+
+    def __init__(self, bits):
+        super().__init__()
+        self.bits, self.found = bits, False
+
+    def _check(self, e):
+        if e is not None and not self.found and _is_index(e) and dt.bits(e.dtype) > self.bits:
+            self.found = True
+
+    def visit_For(self, s):
+        self._check(s.loop_var)
+        self.generic_visit(s)
+
+    def visit_AttrStmt(self, s):
+        if _thread_var(s) is not None:
+            self._check(s.value)
+        self.generic_visit(s)
+
+    def visit_Store(self, s):
+        self._check(s.index)
+        self.generic_visit(s)
+
+    def visit_Load(self, e):
+        self._check(e.index)
+        self.generic_visit(e)
+
+
 def narrow_datatype(stmt, target_bits=32):
     """``stmt`` with index variables and index arithmetic narrowed to ``target_bits`` where they fit."""
+    wide = _Wide(target_bits)
+    wide.visit(stmt)
+    if not wide.found:
+        return stmt
     bounds = _Bounds(target_bits)
     c = _Collect(bounds)
     c.visit(stmt)
