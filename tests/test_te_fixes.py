@@ -62,3 +62,27 @@ def test_read_graph_post_order_and_scan_body():
     assert set(tvm.te.schedule.ScanGetBody(scan.op)) == {scan.op, update.op, up1.op}
     with pytest.raises(tvm.TVMLabError):
         tvm.te.schedule.ScanGetBody(A2.op)
+
+
+def test_cache_write_of_a_reduction_whose_range_depends_on_the_output_axis(rng):
+    X = te.placeholder((10,), name="x")
+
+    def prefix(n):                       # y[n] = sum of x[0:n], clipped below at n by the combiner
+        rv = te.reduce_axis((0, n))
+        init = lambda dtype: tvm.tir.Select(n > 1, tvm.tir.const(0, dtype), n.astype(dtype))  # noqa: E731
+        red = te.comm_reducer(lambda a, b: tvm.te.max(a + b, n.astype("float32")), init, name="red")
+        return red(X[rv], axis=rv)
+    Y = te.compute(X.shape, prefix, name="y")
+    s = te.create_schedule([Y.op])
+    s.cache_write(Y, "local")
+    f = tvm.build(s, [X, Y])
+    x = rng.standard_normal(10).astype("float32")
+    y = tvm.nd.array(np.full(10, np.nan, "float32"))
+    f(tvm.nd.array(x), y)
+    want = []
+    for n in range(10):
+        acc = 0.0 if n > 1 else float(n)
+        for r in range(n):
+            acc = max(acc + float(x[r]), float(n))
+        want.append(acc)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
