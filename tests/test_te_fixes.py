@@ -86,3 +86,45 @@ def test_cache_write_of_a_reduction_whose_range_depends_on_the_output_axis(rng):
             acc = max(acc + float(x[r]), float(n))
         want.append(acc)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+
+
+def test_bounds_of_local_and_warp_stages_inside_thread_loops(rng):
+    m = te.var("m")
+    A = te.placeholder((m,), name="A")
+    A1 = te.compute((m,), lambda i: A[i] * 2.0, name="A1")
+    A2 = te.compute((m,), lambda i: A1[i] + 2.0, name="A2")
+    A3 = te.compute((m,), lambda i: A2[i] + 3.0, name="A3")
+    s = te.create_schedule(A3.op)
+    s[A2].set_scope("shared")
+    s[A1].set_scope("local")
+    tx = te.thread_axis("threadIdx.x")
+    bx, t = s[A3].split(A3.op.axis[0], factor=32)
+    s[A3].bind(bx, te.thread_axis("blockIdx.x"))
+    s[A3].bind(t, tx)
+    s[A2].compute_at(s[A3], t)
+    _, xi = s[A2].split(A2.op.axis[0], nparts=1)
+    s[A2].bind(xi, tx)
+    s[A1].compute_at(s[A3], t)
+    bounds = tvm.te.schedule.InferBound(s.normalize())
+    assert bounds[A1.op.axis[0]].extent.value == 1          # each thread its own element
+    assert bounds[A2.op.axis[0]].extent.value == 32         # shared by the block's threads
+    if tvm.opencl(0).exist:                                   # and the kernel computes the right thing
+        f = tvm.build(s, [A, A3], "opencl")
+        a = rng.standard_normal(77).astype("float32")
+        out = tvm.nd.array(np.full(77, np.nan, "float32"), tvm.opencl(0))
+        f(tvm.nd.array(a, tvm.opencl(0)), out)
+        np.testing.assert_allclose(out.numpy(), a * 2.0 + 5.0, rtol=1e-6)
+
+    B = te.placeholder((m, 8), name="B")
+    B1 = te.compute((m, 8), lambda i, j: B[i, j], name="B1")
+    B2 = te.compute((m, 8), lambda i, j: B1[i, j] + 3, name="B2")
+    s = te.create_schedule(B2.op)
+    s[B1].set_scope("warp")
+    xo, xi = s[B2].split(B2.op.axis[0], 32)
+    xi0, xi1 = s[B2].split(xi, factor=16)
+    s[B2].bind(xi1, tx)
+    s[B2].bind(xi0, te.thread_axis("threadIdx.y"))
+    s[B1].compute_at(s[B2], B2.op.axis[1])
+    _, wi = s[B1].split(s[B1].op.axis[0], factor=16)
+    s[B1].bind(wi, tx)
+    assert tvm.te.schedule.InferBound(s)[B1.op.axis[0]].extent.value == 16   # a warp's lanes share it

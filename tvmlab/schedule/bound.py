@@ -122,14 +122,21 @@ def _relax_map(dom_map, keep, scope, bound_tags):
     """
     from .scope import base_scope
     relax = {}
-    rank = _SCOPE_RANK.get(base_scope(scope), 0)
+    base = base_scope(scope)
+    rank = _SCOPE_RANK.get(base, 0)
+
+    def shared_by(tag):
+        # "warp" memory is shared by the lanes of a warp (threadIdx.x), as in TVM
+        return rank <= _thread_rank(tag) or (base == "warp" and tag == "threadIdx.x")
     for iv, rng in dom_map.items():
         v = iv.var
+        tag = bound_tags.get(v)
         if v in keep:
-            tag = bound_tags.get(v)
             one = isinstance(rng.extent, IntImm) and rng.extent.value == 1
-            if not one and (tag is None or rank > _thread_rank(tag)):
+            if not one and (tag is None or not shared_by(tag)):
                 continue
+        elif tag is not None and tag.startswith(("threadIdx", "blockIdx")) and not shared_by(tag):
+            continue        # a thread's own iteration of a consumer loop below the attach point
         relax[v] = rng
     return relax
 
