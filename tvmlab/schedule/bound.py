@@ -111,7 +111,7 @@ def _attach_threads(stage):
     return out
 
 
-def _relax_map(dom_map, keep, scope, bound_tags):
+def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
     """Intervals for loop variables outside ``keep`` (each over its own range).
 
     A kept loop of extent 1 is its single value (its min, which may hold
@@ -136,7 +136,12 @@ def _relax_map(dom_map, keep, scope, bound_tags):
             if not one and (tag is None or not shared_by(tag)):
                 continue
         elif tag is not None and tag.startswith(("threadIdx", "blockIdx")) and not shared_by(tag):
-            continue        # a thread's own iteration of a consumer loop below the attach point
+            # a thread's own iteration of a consumer loop below the attach point: the one value
+            # of that thread's index (the thread variable is defined everywhere in the kernel)
+            thread = bound_threads.get(v) if bound_threads else None
+            if thread is not None:
+                relax[v] = Range(_op.add(rng.min, thread.var), IntImm(rng.extent.dtype, 1))
+                continue
         relax[v] = rng
     return relax
 
@@ -185,9 +190,11 @@ def infer_bound(sch, bodies=None):
             keep = scope_vars(st)
             bound_tags = {iv.var: a.bind_thread.thread_tag for q in order
                           for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
+            bound_threads = {iv.var: a.bind_thread for q in order
+                             for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
             req = [None] * len(op.axis)
             for q in consumers:
-                relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags)
+                relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags, bound_threads)
                 qroot = _root_sets(ana, q, dom_map, relax)
                 for t, idx_list in reads[q].items():
                     if t.op is not op:
