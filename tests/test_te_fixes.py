@@ -128,3 +128,37 @@ def test_bounds_of_local_and_warp_stages_inside_thread_loops(rng):
     _, wi = s[B1].split(s[B1].op.axis[0], factor=16)
     s[B1].bind(wi, tx)
     assert tvm.te.schedule.InferBound(s)[B1.op.axis[0]].extent.value == 16   # a warp's lanes share it
+
+
+def test_nested_groups_compute_at_inside_each_other(rng):
+    m, n = te.var("m"), te.var("n")
+    x = te.compute((m, n), lambda i, j: tvm.tir.const(1, "float32") * i + j, name="x")
+    x1 = te.compute(x.shape, lambda *i: x(*i) + 1, name="x1")
+    x2 = te.compute(x.shape, lambda *i: x1(*i) + 2, name="x2")
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x1, inputs=x)                         # {x1}
+    g2 = s.create_group(outputs=x1, inputs=x, include_inputs=True)    # {x, g1}: g1 nests in g2
+    assert s[x].group is g2 and s[x1].group is g1 and g1.group is g2
+    assert g2.num_child_stages == 2 and g1.num_child_stages == 1
+
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x, inputs=x, include_inputs=True)
+    g2 = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    assert s[x].group is g1 and s[x1].group is g2 and g1.group is g2
+    g2.compute_at(s[x2], x2.op.axis[0])
+    g1.compute_at(s[x1], s[x1].op.axis[1])
+    bounds = tvm.te.schedule.InferBound(s.normalize())
+    assert bounds[x.op.axis[0]].extent.value == 1 and bounds[x.op.axis[1]].extent.value == 1
+    assert bounds[x1.op.axis[0]].extent.value == 1
+    f = tvm.build(s, [x2, m, n], "llvm")
+    out = tvm.nd.array(np.full((4, 5), np.nan, "float32"))
+    f(out, 4, 5)
+    i, j = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
+    np.testing.assert_allclose(out.numpy(), i + j + 3.0)
+    g2.compute_root()                                                 # g1 stays inside x1
+    assert s[x1].attach_type == "root" and s[x].attach_stage is s[x1]
+
+    s = te.create_schedule(x2.op)
+    s.create_group(outputs=x1, inputs=x, include_inputs=True)         # {x, x1}
+    with pytest.raises(tvm.TVMLabError, match="nests only whole"):
+        s.create_group(outputs=x2, inputs=x)                          # {x1, x2} would split {x, x1}
