@@ -45,10 +45,10 @@ def test_nvcc_capability_checks_and_ptx():
     with pytest.raises(tvm.TVMLabError):
         nvcc.have_fp16("seven")
     with pytest.raises(tvm.TVMLabError):
-        nvcc.compile_cuda("", target_format="cubin")
+        nvcc.compile_cuda("", target_format="fatbin")
     pytest.importorskip("cuda.bindings.nvrtc")
     ptx = nvcc.compile_cuda('extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }')
-    assert ".entry k" in ptx
+    assert b".entry k" in bytes(ptx)
 
 
 @tvm.testing.parametrize_targets("llvm")

@@ -13,16 +13,14 @@ Target options: the GPU limits of ``tvmlab.lower.verify_gpu``
 """
 from __future__ import annotations
 
-import ctypes
-
-import numpy as np
-
-from ..errors import DeviceError
+from ..errors import DeviceError, RuntimeArgError
+from ..ir import dtype as dt
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import opencl_driver
 from ..runtime.device import Device
 from ..runtime.module import Module
-from .cuda_build import CUDAFunction, device_split
+from .cuda_build import device_split
+from .device_host import DeviceHost
 from .opencl_codegen import cl_type, generate_opencl
 from .registry import Target, register_target
 
@@ -30,36 +28,47 @@ _OPTIONS = tuple(DEFAULT_LIMITS)
 _IGNORED = ("keys", "model", "tag", "device")
 
 
-class OpenCLFunction(CUDAFunction):
-    """The host function of an OpenCL build: the CUDA host logic with OpenCL arrays and launches."""
-    ARRAY = opencl_driver.OpenCLNDArray
-    DEVICE = "opencl"
+class OpenCLFunction(DeviceHost):
+    """The host function of an OpenCL build: binds OpenCL arrays, enqueues the kernels in order."""
+
+    def __init__(self, host, launches, kernel_module):
+        super().__init__(host, launches)
+        self.kmod = kernel_module
 
     def __repr__(self):
         return f"<OpenCLFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
 
-    @staticmethod
-    def array_arg(array):
-        return array._buf
+    def _host_array(self, a, where):
+        if not isinstance(a, opencl_driver.OpenCLNDArray):
+            dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
+            raise RuntimeArgError(f"{where}: expected an NDArray on opencl, got {dev} (use "
+                                  "tvmlab.nd.array(x, tvmlab.opencl(0)))")
+        return a
+
+    def _kernel_arg(self, value, dtype):
+        if dtype == "handle":
+            return value._buf                       # the cl.Buffer
+        return dt.to_numpy(dtype).type(value)       # pyopencl takes sized numpy scalars
 
     def __call__(self, *args):
-        dev = next((a.device for a in args if isinstance(a, self.ARRAY)), Device("opencl", 0))
+        dev = next((a.device for a in args if isinstance(a, opencl_driver.OpenCLNDArray)), Device("opencl", 0))
         if not opencl_driver.exist(dev.device_id):
             raise DeviceError(f"{self.name}: there is no OpenCL device on this machine "
                               f"({opencl_driver.no_device_reason()})")
         env, values = self._bind(args)
         program = self.kmod.program(dev)
         _, queue = opencl_driver.context(dev)
-        for var, dtype, count in self.temps:
-            values[var] = opencl_driver.OpenCLNDArray((self._eval(count, env),), dtype, dev)
+        for var, dtype, count in self.temp_sizes(env):
+            values[var] = opencl_driver.OpenCLNDArray((count,), dtype, dev)
 
         def launch(ln, grid, block, kargs):
-            kernel = getattr(program, ln.name)
-            cl_args = [v if ct is ctypes.c_void_p else np.dtype(ct).type(v) for v, ct in kargs]
             glob = tuple(g * b for g, b in zip(grid, block))
-            kernel(queue, glob, tuple(block), *cl_args)
+            getattr(program, ln.name)(queue, glob, tuple(block), *kargs)
         self.run_host(env, values, launch)
         queue.finish()
+
+    def prepare(self, *args):
+        return lambda: self(*args)
 
 
 class OpenCLModule(Module):

@@ -79,8 +79,7 @@ def rfactor(sch, tensor, axis, factor_axis=0):
         raise ScheduleError(f"rfactor of {st.name}: {ax.var.name} is the only reduction axis; "
                             "split it first (e.g. ko, ki = s[C].split(k, factor=16)) and rfactor "
                             "one part")
-    # The partial sums start from the combiner's identity; an ``init=`` value joins once, in the
-    # final reduction over the partials (starting every partial from it would count it k times).
+    # the partial reductions start from the identity; a custom init seeds the final one only
     cf_body = [Reduce(r0.combiner, srcs, axes, cond, k, ()) for k in range(len(srcs))]
     cf_op = ComputeOp(sch.fresh_name(f"{op.name}.rf"), op.tag, op.attrs, cf_axis, cf_body)
     kf = IterVar(Range(_op.const(0), dom[ax].extent), Var(ax.var.name + ".v", ax.var.dtype),
