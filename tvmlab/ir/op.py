@@ -562,13 +562,6 @@ def fmod(x, y):
     return E.Call(x.dtype, "fmod", (x, y))
 
 
-def popcount(x):
-    """The number of set bits of an integer."""
-    x = convert(x)
-    _require_int(x, "popcount")
-    return E.Call(x.dtype, "popcount", (x,))
-
-
 def isnan(x):
     x = convert(x)
     if not dt.is_float(x.dtype):

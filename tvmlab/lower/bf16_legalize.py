@@ -38,7 +38,8 @@ def _u(bits, dtype):
 
 
 def _bf(e):
-    return hasattr(e, "dtype") and dt.is_bfloat16(e.dtype)
+    d = getattr(e, "dtype", None)
+    return isinstance(d, str) and d not in ("void", "handle") and dt.is_bfloat16(d)
 
 
 def _cast(dtype, x):
@@ -182,8 +183,7 @@ class _Finder(IRMutator):
         self.found = False
 
     def generic_visit(self, n):
-        if not self.found and hasattr(n, "dtype") and isinstance(getattr(n, "dtype"), str) \
-                and n.dtype != "handle" and dt.is_bfloat16(n.dtype):
+        if not self.found and _bf(n):
             self.found = True
         return n if self.found else super().generic_visit(n)
 

@@ -21,8 +21,14 @@ _ARITH = {Add: _op.add, Sub: _op.sub, Mul: _op.mul, FloorDiv: _op.floordiv, Floo
           Min: _op.min, Max: _op.max}
 
 
+def _int_scalar(x):
+    """A scalar integer value (statement calls have dtype "void")."""
+    d = getattr(x, "dtype", None)
+    return isinstance(d, str) and d not in ("void", "handle") and dt.is_int(d) and dt.lanes(d) == 1
+
+
 def _is_index(e):
-    return isinstance(e, Var) or (hasattr(e, "dtype") and dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1)
+    return (isinstance(e, Var) and e.dtype not in ("void", "handle")) or _int_scalar(e)
 
 
 def _thread_var(s):
@@ -49,8 +55,7 @@ class _Bounds:
 
         class V(IRVisitor):
             def generic_visit(v, x):
-                if ok[0] and hasattr(x, "dtype") and dt.is_int(getattr(x, "dtype", "")) \
-                        and dt.lanes(x.dtype) == 1 and not self.fits(x):
+                if ok[0] and _int_scalar(x) and not self.fits(x):
                     ok[0] = False
                 if ok[0]:
                     IRVisitor.generic_visit(v, x)
@@ -73,8 +78,7 @@ class _Collect(IRVisitor):
 
         class V(IRVisitor):
             def generic_visit(v, x):
-                if hasattr(x, "dtype") and dt.is_int(x.dtype) and dt.lanes(x.dtype) == 1 \
-                        and not self.b.fits(x):
+                if _int_scalar(x) and not self.b.fits(x):
                     from ..ir.functor import collect_vars
                     self.wide.update(collect_vars(x))
                 IRVisitor.generic_visit(v, x)

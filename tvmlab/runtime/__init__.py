@@ -12,12 +12,3 @@ from .ndarray import NDArray, array, empty  # noqa: F401
 from .timer import BenchmarkResult  # noqa: F401
 from .values import const, convert  # noqa: F401
 
-
-def enabled(target):
-    """Whether code for ``target`` ("llvm", "opencl", "cuda -arch=sm_80", ...) can run here: its device
-    exists (TVM's ``tvm.runtime.enabled``)."""
-    from ..errors import TVMLabError
-    try:
-        return device(target, 0).exist
-    except TVMLabError:
-        return False
