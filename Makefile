@@ -14,10 +14,11 @@ need = @command -v $(1) >/dev/null || { \
 	      || echo "note: could not install $(2); $(3) unavailable"; \
 	  else echo "note: '$(1)' not found; install $(2) for $(3)"; fi; }
 
-# Internal: graphviz, .venv, and an editable install that is redone only when
-# pyproject.toml changes.
+# Internal: graphviz, pocl (an OpenCL device on the CPU), .venv, and an editable
+# install that is redone only when pyproject.toml changes.
 venv:
 	$(call need,dot,graphviz,graph rendering)
+	$(call need,clinfo,pocl-opencl-icd clinfo,the OpenCL device (pocl runs OpenCL on the CPU))
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	@if [ ! -f $(STAMP) ]; then \
 	  $(VENV)/bin/pip install -U pip && \

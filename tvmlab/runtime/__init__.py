@@ -11,3 +11,4 @@ from .module import FuncSpec, Function, Module, ParamSpec  # noqa: F401
 from .ndarray import NDArray, array, empty  # noqa: F401
 from .timer import BenchmarkResult  # noqa: F401
 from .values import const, convert  # noqa: F401
+
