@@ -161,7 +161,7 @@ def instance_norm_python(x, gamma, beta, axis=None, epsilon=1e-5):
 def layout_transform_python(a_np, src, dst):
     """``a_np`` in layout ``src`` rewritten in ``dst`` (any layouts ``topi.layout_transform`` reads: "NCHW" <->
     "NCHW16c", "NCHW8c" -> "NCHW4c", "OIHW" -> "OIHW8i16o", "NK" -> "NK16n"); blocks past the end are zero."""
-    from .transform import parse_layout
+    from ..transform import parse_layout
     s_axes, d_axes = parse_layout(src), parse_layout(dst)
     if a_np.ndim != len(s_axes):
         raise ValueError(f"layout_transform_python: {src!r} has {len(s_axes)} axes, the array {a_np.ndim}")

@@ -1,0 +1,11 @@
+"""numpy references of the topi operators and TVM's per-target dispatch helpers, as TVM's
+``tvm.topi.testing``.
+
+    ref = topi.testing.conv2d_nchw_python(x, w, (1, 1), (1, 1, 1, 1), dilation=(1, 1), groups=1)
+    s = topi.testing.get_injective_schedule(target)([out])
+"""
+from .common import (compare_numpy_tvm, dispatch, get_broadcast_schedule, get_conv2d_nchw_implement,  # noqa: F401
+                     get_elemwise_schedule, get_injective_schedule, get_reduce_schedule)
+from .reference import (adaptive_pool_python, batch_norm_python, conv2d_nchw_python,  # noqa: F401
+                        conv2d_transpose_nchw_python, depthwise_conv2d_nchw_python, instance_norm_python,
+                        layout_transform_python, log_softmax_python, lrn_python, pool2d_python, softmax_python)
