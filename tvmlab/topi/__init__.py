@@ -39,4 +39,8 @@ __all__ += ["cuda", "generic", "nn", "tag", "testing", "utils", "x86", "broadcas
 from .absent import ABSENT_TARGETS as _ABSENT, absent_target as _absent_target  # noqa: E402
 for _t in _ABSENT:      # TVM's target packages tvmlab has no backend for: usable in tables, raise when called
     globals()[_t] = _absent_target(__name__, _t)
+from .creation import arange, expand_like, ndarray_size, one_hot, shape, sparse_to_dense, tensordot  # noqa: E402,F401
+from .indexing import adv_index, matrix_set_diag, unravel_index  # noqa: E402,F401
+from .math import reinterpret  # noqa: E402,F401
+from .reorder import flip, reverse_sequence, sequence_mask, strided_set  # noqa: E402,F401
 from . import testing  # noqa: E402,F401

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
+from ..ir import expr as E
 from ..ir import op as _op
 from . import tag
 from .utils import OperatorError, check_tensor, shape_str
@@ -86,6 +87,16 @@ def cast(x, dtype):
     check_tensor("cast", x, "x")
     dtype = dt.canonical(dtype)
     return te.compute(x.shape, lambda *i: _op.cast(dtype, x(*i)), name="T_cast", tag=tag.ELEMWISE)
+
+
+def reinterpret(data, dtype):
+    """``data``'s bits read as ``dtype`` (of the same width), as numpy's ``view``."""
+    check_tensor("reinterpret", data, "data")
+    dtype = dt.canonical(dtype)
+    if dt.itemsize(dtype) != dt.itemsize(data.dtype) or dt.is_bool(dtype) or dt.is_bool(data.dtype):
+        raise OperatorError(f"reinterpret: {data.dtype} and {dtype} must be non-bool types of one width")
+    return te.compute(data.shape, lambda *i: E.Call(dtype, "reinterpret", (data(*i),)), name="T_reinterpret",
+                      tag=tag.ELEMWISE)
 
 
 def fast_exp(x):

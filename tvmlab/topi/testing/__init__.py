@@ -9,3 +9,5 @@ from .common import (compare_numpy_tvm, dispatch, get_broadcast_schedule, get_co
 from .reference import (adaptive_pool_python, batch_norm_python, conv2d_nchw_python,  # noqa: F401
                         conv2d_transpose_nchw_python, depthwise_conv2d_nchw_python, instance_norm_python,
                         layout_transform_python, log_softmax_python, lrn_python, pool2d_python, softmax_python)
+from .transform_ref import (gather_nd_python, gather_python, matrix_set_diag, one_hot, sequence_mask,  # noqa: F401
+                            strided_set_python, strided_slice_python)
