@@ -484,9 +484,9 @@ def test_softmax(shape, axis, check_build):
 def test_lrn_instance_norm(check_build):
     X = ph((2, 7, 4, 5), "X")
     out = topi.nn.lrn(X, 3, 1, 0.001, 0.75, 1.0)
-    check_build(x86.schedule_lrn([out]), [X, out], lambda x: ref.lrn_python(x, 3, 1, 0.001, 0.75, 1.0), rtol=1e-5)
+    check_build(x86.schedule_lrn([out]), [X, out], lambda x: ref.lrn_python(x, 3, 1, 1.0, 0.001, 0.75), rtol=1e-5)
     out4 = topi.nn.lrn(X, 4, 1, 0.5, 0.5, 2.0)
-    check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 0.5, 0.5, 2.0), rtol=1e-5)
+    check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 2.0, 0.5, 0.5), rtol=1e-5)
     g, b = ph((7,), "g"), ph((7,), "b")
     for shape in ((2, 7, 4, 5), (1, 7, 9, 10)):          # the second: sums as vectors of partial sums
         Y = ph(shape, "Y")

@@ -10,7 +10,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
-from ..nn import conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401  (TVM spells the computes here too)
+from ..nn import batch_matmul, conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401  (TVM spells the computes here too)
 
 NUM_THREADS = 256
 
@@ -67,7 +67,7 @@ def _named(name):
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_softmax",
            "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
-           "schedule_instance_norm", "schedule_conv2d_hwcn"):
+           "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad"):
     globals()[_n] = _named(_n)
 
 
@@ -79,3 +79,14 @@ def schedule_pool(outs, layout="NCHW", target="cuda"):
 def schedule_adaptive_pool(outs, layout="NCHW", target="cuda"):
     """CUDA ``schedule_adaptive_pool(outs, layout)``: one thread per output element."""
     return schedule_simple(outs, target, "schedule_adaptive_pool")
+
+
+def dense_small_batch(data, weight, bias=None, out_dtype=None):
+    """``topi.nn.dense`` for the GPU, the weight read in place (TVM's ``topi.cuda.dense_small_batch``)."""
+    from ..nn.dense import dense as _dense
+    return _dense(data, weight, bias, out_dtype, packed=False)
+
+
+dense_large_batch = dense_small_batch
+schedule_dense_small_batch = schedule_dense      # noqa: F821  (defined by the loop above)
+schedule_dense_large_batch = schedule_dense      # noqa: F821

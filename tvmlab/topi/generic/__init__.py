@@ -42,5 +42,5 @@ for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "sch
            "schedule_depthwise_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc",
            "schedule_conv2d_transpose_nchw",
            "schedule_dense", "schedule_matmul", "schedule_batch_matmul", "schedule_lrn", "schedule_extern",
-           "schedule_concatenate"):
+           "schedule_concatenate", "schedule_pool_grad", "schedule_batch_norm"):
     globals()[_n] = _fallback(_n)

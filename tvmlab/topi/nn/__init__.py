@@ -10,5 +10,7 @@ from .depthwise_conv2d import depthwise_conv2d_NCHWc  # noqa: F401
 from .dense import batch_matmul, dense, dense_pack, matmul  # noqa: F401
 from .elemwise import elu, gelu, hard_sigmoid, leaky_relu, prelu, relu, selu, softplus  # noqa: F401
 from .pad import mirror_pad, pad  # noqa: F401
-from .pooling import adaptive_pool, global_pool, pool, pool2d  # noqa: F401
+from .pooling import (adaptive_pool, adaptive_pool1d, adaptive_pool3d, global_pool, pool, pool1d, pool2d,  # noqa: F401
+                      pool3d, poolnd)
+from .pool_grad import pool_grad  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401

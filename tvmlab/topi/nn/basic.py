@@ -84,7 +84,7 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
                training=False, momentum=0.1):
     """Inference batch norm: ``(data - mean) / sqrt(var + eps) * gamma + beta`` along ``axis``.
 
-    Returns ``[out, moving_mean, moving_var]`` as TVM does (the statistics unchanged)."""
+    Returns ``[out, moving_mean, moving_var]`` as TVM does (the statistics unchanged, as copies)."""
     _float("batch_norm", data)
     if training:
         raise OperatorError("batch_norm: training=True is not supported (inference only)")
@@ -102,7 +102,12 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
             y = y + beta(c)
         return y
     out = te.compute(data.shape, f, name="T_batch_norm", tag=tag.BROADCAST)
-    return [out, moving_mean, moving_var]
+    # the statistics are returned as copies, so all three can be outputs of one function (as TVM)
+    return [out] + [_copy(v, f"T_batch_norm_{nm}") for nm, v in (("mean", moving_mean), ("var", moving_var))]
+
+
+def _copy(t, name):
+    return te.compute(t.shape, lambda *i: t(*i), name=name, tag=tag.ELEMWISE)
 
 
 def instance_norm(data, gamma, beta, axis=None, epsilon=1e-5, channel_axis=1):

@@ -11,3 +11,5 @@ from .reference import (adaptive_pool_python, batch_norm_python, conv2d_nchw_pyt
                         layout_transform_python, log_softmax_python, lrn_python, pool2d_python, softmax_python)
 from .transform_ref import (gather_nd_python, gather_python, matrix_set_diag, one_hot, sequence_mask,  # noqa: F401
                             strided_set_python, strided_slice_python)
+from .pool_ref import adaptive_pool, pool_grad_nchw, poolnd_python  # noqa: F401
+from .nn_ref import batch_matmul, batch_norm, dense  # noqa: F401

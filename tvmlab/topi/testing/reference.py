@@ -66,11 +66,11 @@ def conv2d_transpose_nchw_python(a_np, w_np, stride, padding, output_padding=(0,
 
 
 def pool2d_python(a_np, kernel, stride, dilation, padding, pool_type, ceil_mode=False, count_include_pad=True,
-                  layout="NCHW"):
-    """Max / average pooling with PyTorch's and ONNX's rules for ceil mode and the divisor."""
+                  layout="NCHW", drop_pad_windows=False):
+    """Max / average pooling: TVM's ceil mode, or PyTorch's and ONNX's with ``drop_pad_windows``."""
     if layout == "NHWC":
         return pool2d_python(a_np.transpose(0, 3, 1, 2), kernel, stride, dilation, padding, pool_type, ceil_mode,
-                             count_include_pad).transpose(0, 2, 3, 1)
+                             count_include_pad, drop_pad_windows=drop_pad_windows).transpose(0, 2, 3, 1)
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride)
     dh, dw = _pair(dilation)
@@ -82,7 +82,7 @@ def pool2d_python(a_np, kernel, stride, dilation, padding, pool_type, ceil_mode=
         if not ceil_mode:
             return (n_ + lo + hi - span) // s + 1
         out = -(-(n_ + lo + hi - span) // s) + 1
-        return out - 1 if (out - 1) * s >= n_ + lo else out
+        return out - 1 if drop_pad_windows and (out - 1) * s >= n_ + lo else out
     oh, ow = size(h, pt, pb, kh, sh, dh), size(w, pl, pr, kw, sw, dw)
     a = a_np.astype(np.float64)
     out = np.zeros((n, c, oh, ow))
@@ -130,8 +130,9 @@ def log_softmax_python(a_np, axis=-1):
     return (a - m - np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).astype(a_np.dtype)
 
 
-def lrn_python(a_np, size, axis=1, alpha=0.0001, beta=0.75, bias=2.0):
-    """ONNX's LRN: the window over ``axis`` is [c - (size-1)//2, c + size//2]... clipped to the axis."""
+def lrn_python(a_np, size, axis=1, bias=2.0, alpha=0.0001, beta=0.75):
+    """ONNX's LRN (TVM's argument order): the window over ``axis`` is [c - (size-1)//2, c + size//2],
+    clipped to the axis."""
     a = np.moveaxis(a_np.astype(np.float64), axis, 0)
     sq = np.zeros_like(a)
     lo = (size - 1) // 2
