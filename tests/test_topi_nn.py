@@ -226,7 +226,7 @@ def test_conv2d_nchw(case, check_build):
     else:
         out = topi.nn.group_conv2d_nchw(X, W, stride, padding, dilation, groups)
     s = x86.schedule_conv2d_nchw([out])
-    check_build(s, [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups),
+    check_build(s, [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, stride, padding, groups, dilation),
                 rtol=1e-4, atol=1e-4)
 
 
@@ -245,7 +245,7 @@ def test_conv2d_random_configurations(seed, check_build):
                              0.2)
     check_build(x86.schedule_group_conv2d_nchw([out]), [X, W, b, out],
                 lambda x, k, bb: (lambda y: np.where(y > 0, y, 0.2 * y))(
-                    ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups) + bb[None, :, None, None]),
+                    ref.conv2d_nchw_python(x, k, stride, padding, groups, dilation) + bb[None, :, None, None]),
                 rtol=1e-4, atol=1e-4)
 
 

@@ -10,7 +10,10 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
-from ..nn import batch_matmul, conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401  (TVM spells the computes here too)
+from ..nn import (batch_matmul, conv1d_ncw, conv1d_nwc, conv1d_transpose_ncw, conv2d_hwcn, conv2d_nchw,  # noqa: F401
+                  conv2d_transpose_nchw, conv3d_ncdhw, conv3d_ndhwc, conv3d_transpose_ncdhw, dense,
+                  depthwise_conv2d_nchw, group_conv1d_ncw, group_conv1d_nwc, group_conv2d_nchw)
+# (TVM spells the computes here too)
 
 NUM_THREADS = 256
 
@@ -67,7 +70,10 @@ def _named(name):
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_softmax",
            "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
-           "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad"):
+           "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
+           "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
+           "schedule_conv1d_transpose_ncw", "schedule_conv2d_nhwc", "schedule_depthwise_conv2d_nhwc",
+           "schedule_conv3d_ncdhw", "schedule_conv3d_ndhwc", "schedule_conv3d_transpose_ncdhw"):
     globals()[_n] = _named(_n)
 
 
@@ -90,3 +96,6 @@ def dense_small_batch(data, weight, bias=None, out_dtype=None):
 dense_large_batch = dense_small_batch
 schedule_dense_small_batch = schedule_dense      # noqa: F821  (defined by the loop above)
 schedule_dense_large_batch = schedule_dense      # noqa: F821
+
+from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  # noqa: E402,F401
+                               schedule_depthwise_conv2d_backward_weight_nhwc)

@@ -14,3 +14,11 @@ from .pooling import (adaptive_pool, adaptive_pool1d, adaptive_pool3d, global_po
                       pool3d, poolnd)
 from .pool_grad import pool_grad  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401
+from .conv import (conv, conv1d, conv1d_ncw, conv1d_nwc, conv2d_nhwc, conv3d_ncdhw, conv3d_ndhwc,  # noqa: F401,E402
+                   depthwise_conv2d_nhwc, group_conv1d_ncw, group_conv1d_nwc, group_conv2d_nhwc)
+from .conv_transpose import (conv1d_transpose_ncw, conv3d_transpose_ncdhw,  # noqa: F401,E402
+                             group_conv2d_transpose_nchw)
+from .utils import get_pad_tuple1d, get_pad_tuple3d  # noqa: F401,E402
+from .depthwise_backward import (depthwise_conv2d_backward_input_nhwc,  # noqa: F401,E402
+                                 depthwise_conv2d_backward_weight_nhwc)
+from .basic import scale_shift_nchw, scale_shift_nchwc, scale_shift_nhwc  # noqa: F401,E402

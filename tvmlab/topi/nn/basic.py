@@ -173,3 +173,21 @@ def lrn(data, size, axis=1, alpha=0.0001, beta=0.75, bias=2.0):
     return te.compute(data.shape, lambda *i: data(*i) / _op.power(_op.const(bias, data.dtype) + a * s(*i),
                                                                    _op.const(beta, data.dtype)),
                       name="T_lrn", tag="lrn")
+
+
+def scale_shift_nchw(Input, Scale, Shift):
+    """``Input * Scale[c] + Shift[c]`` for NCHW data (TVM's batch-norm-like affine, per channel)."""
+    return te.compute(Input.shape, lambda b, c, y, x: Input[b, c, y, x] * Scale[c] + Shift[c],
+                      name="ScaleShift", tag=tag.BROADCAST)
+
+
+def scale_shift_nhwc(Input, Scale, Shift):
+    """``Input * Scale[c] + Shift[c]`` for NHWC data."""
+    return te.compute(Input.shape, lambda b, y, x, c: Input[b, y, x, c] * Scale[c] + Shift[c],
+                      name="ScaleShift", tag=tag.BROADCAST)
+
+
+def scale_shift_nchwc(Input, Scale, Shift):
+    """``Input * Scale[cb, ci] + Shift[cb, ci]`` for blocked NCHW[x]c data (Scale (C/x, x))."""
+    return te.compute(Input.shape, lambda b, cb, y, x, ci: Input[b, cb, y, x, ci] * Scale[cb, ci] + Shift[cb, ci],
+                      name="ScaleShift", tag=tag.BROADCAST)

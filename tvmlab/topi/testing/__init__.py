@@ -1,7 +1,7 @@
 """numpy references of the topi operators and TVM's per-target dispatch helpers, as TVM's
 ``tvm.topi.testing``.
 
-    ref = topi.testing.conv2d_nchw_python(x, w, (1, 1), (1, 1, 1, 1), dilation=(1, 1), groups=1)
+    ref = topi.testing.conv2d_nchw_python(x, w, (1, 1), (1, 1, 1, 1), groups=1, dilation=(1, 1))
     s = topi.testing.get_injective_schedule(target)([out])
 """
 from .common import (compare_numpy_tvm, dispatch, get_broadcast_schedule, get_conv2d_nchw_implement,  # noqa: F401
@@ -13,3 +13,8 @@ from .transform_ref import (gather_nd_python, gather_python, matrix_set_diag, on
                             strided_set_python, strided_slice_python)
 from .pool_ref import adaptive_pool, pool_grad_nchw, poolnd_python  # noqa: F401
 from .nn_ref import batch_matmul, batch_norm, dense  # noqa: F401
+from .conv_ref import (conv1d_ncw_python, conv1d_transpose_ncw_python, conv2d_hwcn_python,  # noqa: F401
+                       conv2d_nhwc_python, conv3d_ncdhw_python, conv3d_ndhwc_python, conv3d_transpose_ncdhw_python,
+                       conv_nd_python, conv_transpose_nd_python, depthwise_conv2d_python_nchw,
+                       depthwise_conv2d_python_nchwc, depthwise_conv2d_python_nhwc, dilate_python,
+                       group_conv1d_ncw_python)

@@ -13,3 +13,10 @@ from .injective import (schedule_broadcast, schedule_concatenate, schedule_elemw
                         schedule_injective, schedule_injective_from_existing)
 from .reduction import (schedule_adaptive_pool, schedule_instance_norm, schedule_lrn, schedule_pool,  # noqa: F401
                         schedule_reduce, schedule_softmax)
+from ..nn import conv2d_transpose_nchw, conv3d_ncdhw, conv3d_ndhwc, conv3d_transpose_ncdhw  # noqa: F401,E402
+from .conv_direct import (schedule_conv1d_ncw, schedule_conv1d_nwc, schedule_conv1d_transpose_ncw,  # noqa: F401,E402
+                          schedule_conv2d_nhwc, schedule_conv3d_ncdhw, schedule_conv3d_ndhwc,
+                          schedule_conv3d_transpose_ncdhw, schedule_depthwise_conv2d_nhwc, schedule_group_conv1d_ncw,
+                          schedule_group_conv1d_nwc, schedule_group_conv2d_nhwc)
+from ..nn import depthwise_conv2d_NCHWc  # noqa: F401,E402
+from . import conv2d_avx_common  # noqa: F401,E402
