@@ -99,3 +99,49 @@ schedule_dense_large_batch = schedule_dense      # noqa: F821
 
 from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  # noqa: E402,F401
                                schedule_depthwise_conv2d_backward_weight_nhwc)
+
+
+def schedule_each_stage(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """A schedule for multi-stage operators (Winograd): every stage without a reduction inlined, every
+    reduction stage a kernel of its own with one thread per element, the outputs too."""
+    _check(what, target)
+    outs = as_outputs(outs, f"topi.cuda.{what}")
+    s = te.create_schedule([o.op for o in outs])
+    outputs = set(s.outputs)
+    for st in list(s.stages):
+        op = st.op
+        if not isinstance(op, ComputeOp) or op in outputs:
+            continue
+        if op.reduce_axis:
+            _bind_flat(s, op.output(0), num_threads)
+        else:
+            s[op].compute_inline()
+    for o in outs:
+        _bind_flat(s, o, num_threads)
+    return s
+
+
+def _stages_named(name):
+    def schedule(outs, target="cuda"):
+        return schedule_each_stage(outs, target, name)
+    schedule.__name__ = schedule.__qualname__ = name
+    schedule.__doc__ = f"CUDA ``{name}``: each transform and the batched product a kernel, a thread per element."
+    return schedule
+
+
+from ..nn.winograd import conv2d_winograd_nchw as conv2d_nchw_winograd  # noqa: E402
+from ..nn.winograd import conv2d_winograd_nhwc as conv2d_nhwc_winograd_direct  # noqa: E402
+from ..nn.winograd import conv3d_winograd_ncdhw as conv3d_ncdhw_winograd  # noqa: E402
+
+schedule_conv2d_nchw_winograd = _stages_named("schedule_conv2d_nchw_winograd")
+schedule_conv2d_nhwc_winograd_direct = _stages_named("schedule_conv2d_nhwc_winograd_direct")
+schedule_conv3d_ncdhw_winograd = _stages_named("schedule_conv3d_ncdhw_winograd")
+
+
+def conv2d_nhwc_winograd_tensorcore(*args, **kwargs):
+    """TVM's tensor-core Winograd: tvmlab generates no tensor-core code (use conv2d_nhwc_winograd_direct)."""
+    raise ScheduleError("topi.cuda.conv2d_nhwc_winograd_tensorcore: tvmlab has no tensor-core schedules; "
+                        "use topi.cuda.conv2d_nhwc_winograd_direct")
+
+
+schedule_conv2d_nhwc_winograd_tensorcore = conv2d_nhwc_winograd_tensorcore
