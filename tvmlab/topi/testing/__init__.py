@@ -18,3 +18,6 @@ from .conv_ref import (conv1d_ncw_python, conv1d_transpose_ncw_python, conv2d_hw
                        conv_nd_python, conv_transpose_nd_python, depthwise_conv2d_python_nchw,
                        depthwise_conv2d_python_nchwc, depthwise_conv2d_python_nhwc, dilate_python,
                        group_conv1d_ncw_python)
+from .image_ref import (affine_grid_python, crop_and_resize_python, grid_sample_python, resize1d_python,  # noqa: F401
+                        resize2d_python, resize3d_python)
+from .transform_ref import depth_to_space_python, space_to_depth_python  # noqa: F401

@@ -87,3 +87,21 @@ def matrix_set_diag(input_np, diagonal, k=0, align="RIGHT_LEFT"):
             r, c = (t, t + d) if d >= 0 else (t - d, t)
             out[..., r, c] = vals[..., t + offset]
     return out
+
+
+def space_to_depth_python(data, block_size):
+    """NCHW: each block_size x block_size block of pixels into channels, block-major."""
+    n, c, h, w = data.shape
+    b = block_size
+    return data.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+
+
+def depth_to_space_python(data, block_size, mode="DCR"):
+    """NCHW: channels into block_size x block_size blocks of pixels ("DCR": block-major, "CDR": channel-major)."""
+    n, c, h, w = data.shape
+    b = block_size
+    if mode == "DCR":
+        x = data.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        x = data.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return x.reshape(n, c // (b * b), h * b, w * b)
