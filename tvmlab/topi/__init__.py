@@ -43,4 +43,5 @@ from .creation import arange, expand_like, ndarray_size, one_hot, shape, sparse_
 from .indexing import adv_index, matrix_set_diag, unravel_index  # noqa: E402,F401
 from .math import reinterpret  # noqa: E402,F401
 from .reorder import flip, reverse_sequence, sequence_mask, strided_set  # noqa: E402,F401
+from .search import argwhere, searchsorted, unique  # noqa: E402,F401
 from . import testing  # noqa: E402,F401

@@ -102,22 +102,29 @@ from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  #
 
 
 def schedule_each_stage(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
-    """A schedule for multi-stage operators (Winograd): every stage without a reduction inlined, every
-    reduction stage a kernel of its own with one thread per element, the outputs too."""
+    """A schedule for multi-stage operators (Winograd, searches, unique): every injective stage inlined,
+    every other stage (reductions, search steps) a kernel of its own with one thread per element, the
+    outputs too."""
+    from .. import tag as _tag
     _check(what, target)
     outs = as_outputs(outs, f"topi.cuda.{what}")
     s = te.create_schedule([o.op for o in outs])
     outputs = set(s.outputs)
+    scalars = []
     for st in list(s.stages):
         op = st.op
         if not isinstance(op, ComputeOp) or op in outputs:
             continue
-        if op.reduce_axis:
-            _bind_flat(s, op.output(0), num_threads)
+        if op.reduce_axis or not _tag.is_injective(op.tag):
+            if op.axis:
+                _bind_flat(s, op.output(0), num_threads)
+            else:       # a scalar stage: computed by the thread of the first output that needs it
+                scalars.append(op)
         else:
             s[op].compute_inline()
-    for o in outs:
-        _bind_flat(s, o, num_threads)
+    threads = {o.op: _bind_flat(s, o, num_threads) for o in outs}
+    for op in scalars:
+        s[op].compute_at(s[outs[0]], threads[outs[0].op])
     return s
 
 
@@ -145,3 +152,17 @@ def conv2d_nhwc_winograd_tensorcore(*args, **kwargs):
 
 
 schedule_conv2d_nhwc_winograd_tensorcore = conv2d_nhwc_winograd_tensorcore
+
+
+# TVM's CUDA computes of the scans, searches and sorts: the generic computes, scheduled a kernel per stage
+from ..scan import cumprod, cumsum  # noqa: E402,F401
+from ..search import argwhere, searchsorted, unique  # noqa: E402,F401
+from ..sort import argsort, sort, topk  # noqa: E402,F401
+from ..indexing import scatter_nd  # noqa: E402,F401
+
+schedule_scan = _stages_named("schedule_scan")
+schedule_extern = _stages_named("schedule_extern")
+schedule_argwhere = _stages_named("schedule_argwhere")
+schedule_sort = _stages_named("schedule_sort")
+schedule_argsort = _stages_named("schedule_argsort")
+schedule_topk = _stages_named("schedule_topk")

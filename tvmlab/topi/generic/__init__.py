@@ -46,5 +46,6 @@ for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "sch
            "schedule_conv1d_ncw", "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
            "schedule_conv1d_transpose_ncw", "schedule_conv2d_nhwc", "schedule_group_conv2d_nhwc",
            "schedule_depthwise_conv2d_nhwc", "schedule_group_conv2d_transpose_nchw", "schedule_conv3d_ncdhw",
-           "schedule_conv3d_ndhwc", "schedule_conv3d_transpose_ncdhw"):
+           "schedule_conv3d_ndhwc", "schedule_conv3d_transpose_ncdhw", "schedule_lstm", "schedule_unique",
+           "schedule_argwhere", "schedule_sort", "schedule_argsort", "schedule_topk", "schedule_scan"):
     globals()[_n] = _fallback(_n)

@@ -25,3 +25,5 @@ from .basic import scale_shift_nchw, scale_shift_nchwc, scale_shift_nhwc  # noqa
 from .winograd import conv2d_winograd_nchw, conv2d_winograd_nhwc, conv3d_winograd_ncdhw  # noqa: F401,E402
 from .upsampling import upsampling, upsampling3d  # noqa: F401,E402
 from .space_depth import depth_to_space, space_to_depth  # noqa: F401,E402
+from .loss import nll_loss  # noqa: F401,E402
+from .lstm import lstm  # noqa: F401,E402

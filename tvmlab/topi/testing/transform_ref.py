@@ -105,3 +105,14 @@ def depth_to_space_python(data, block_size, mode="DCR"):
     else:
         x = data.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
     return x.reshape(n, c // (b * b), h * b, w * b)
+
+
+def searchsorted_ref(sorted_sequence, values, right, out_dtype):
+    """numpy.searchsorted along the last axis (a 1-D sequence serves every row of values)."""
+    side = "right" if right else "left"
+    if sorted_sequence.ndim == 1:
+        return np.searchsorted(sorted_sequence, values, side=side).astype(out_dtype)
+    seq = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
+    vals = values.reshape(-1, values.shape[-1])
+    out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(seq, vals)])
+    return out.reshape(values.shape).astype(out_dtype)

@@ -20,3 +20,4 @@ from .conv_direct import (schedule_conv1d_ncw, schedule_conv1d_nwc, schedule_con
                           schedule_group_conv1d_nwc, schedule_group_conv2d_nhwc)
 from ..nn import depthwise_conv2d_NCHWc  # noqa: F401,E402
 from . import conv2d_avx_common  # noqa: F401,E402
+from ..indexing import scatter_nd  # noqa: F401,E402
