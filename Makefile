@@ -33,6 +33,8 @@ lab: venv
 
 test: venv
 	$(call need,chromium,chromium,the browser test)
+	$(call need,aarch64-linux-gnu-gcc,gcc-aarch64-linux-gnu libc6-arm64-cross,the aarch64 cross-compilation tests)
+	$(call need,qemu-aarch64,qemu-user,running the aarch64 tests under emulation)
 	PYOPENGL_PLATFORM=egl EGL_PLATFORM=surfaceless \
 	  $(PY) -m pytest -n 2 tests $(TVMLAB_TEST_ARGS)
 

@@ -1,9 +1,11 @@
 """CUDA backend: every test kernel compiles with NVRTC here; runs against numpy where a GPU exists."""
+import os
+
 import numpy as np
 import pytest
 
 import tvmlab as tvm
-from tvmlab.errors import BuildError, DeviceError
+from tvmlab.errors import BuildError, DeviceError, RuntimeArgError
 
 import gpu_programs as P
 
@@ -43,7 +45,7 @@ def test_source_shapes():
     assert src.count("__syncthreads();") >= 2
     s, args, _ = P.rfactor_sum()
     src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
-    assert "__shared__ float red_buf0[16];" in src and "__syncthreads();" in src
+    assert "__shfl_down_sync(0xffffu, B_red[0], 8, 16)" in src and "__syncthreads();" not in src
 
 
 def test_nvrtc_reports_errors():
@@ -71,29 +73,113 @@ def test_no_device_errors():
         f()
 
 
-@needs_gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_runs_against_numpy(name):
+def test_runs_against_numpy(name, cuda_run):
     rng = np.random.default_rng(0)
     make, shapes = PROGRAMS[name]
     s, args, ref = make()
     f = tvm.build(s, args, "cuda")
-    dev = tvm.cuda(0)
     ins = [rng.uniform(-1, 1, sh).astype("float32") for sh in shapes()]
     want = ref(*ins)
-    out = tvm.nd.array(np.full(want.shape, np.nan, "float32"), dev)
-    f(*[tvm.nd.array(x, dev) for x in ins], out)
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    *_, out = cuda_run(f, *ins, np.full(want.shape, np.nan, "float32"))
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
-@needs_gpu
-def test_symbolic_sizes_run():
+def test_symbolic_sizes_run(cuda_run):
     rng = np.random.default_rng(1)
     s, args, ref = P.vector_add()
     f = tvm.build(s, args, "cuda")
-    dev = tvm.cuda(0)
     for n in (1, 63, 64, 1000):
         a, b = rng.random(n).astype("float32"), rng.random(n).astype("float32")
-        c = tvm.nd.array(np.full(n, np.nan, "float32"), dev)
-        f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
-        np.testing.assert_allclose(c.numpy(), a + b, rtol=1e-6)
+        *_, c = cuda_run(f, a, b, np.full(n, np.nan, "float32"))
+        np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def _is_cubin(image):
+    """An ELF file for NVIDIA GPUs (e_machine EM_CUDA = 190)."""
+    return image[:4] == b"\x7fELF" and int.from_bytes(image[18:20], "little") == 190
+
+
+def test_cubin_for_a_known_arch():
+    s, args, _ = P.vector_add()
+    kmod = tvm.build(s, args, "cuda -arch=sm_80").imported_modules[0]
+    cubin = kmod.get_source("cubin")
+    assert isinstance(cubin, bytes) and _is_cubin(cubin)
+    ptx = kmod.get_source("ptx")
+    assert ".target sm_80" in ptx and ".entry default_function_kernel0" in ptx
+    assert kmod.arch == 80
+    assert kmod.image_for((8, 0)) == ("cubin", cubin) and kmod.image_for((8, 9))[0] == "cubin"
+    assert kmod.image_for((9, 0)) == ("ptx", ptx.encode() + b"\x00")
+
+
+def test_compile_nvrtc_makes_ptx_and_cubin():
+    from tvmlab.codegen.cuda_build import compile_nvrtc
+    src = 'extern "C" __global__ void f(unsigned int* a) { a[threadIdx.x] = __popc(a[threadIdx.x]); }'
+    code = compile_nvrtc(src, 86)
+    assert _is_cubin(code.cubin) and ".entry f" in code.ptx and code.arch == 86 and code.note == ""
+    code = compile_nvrtc(src, 86, cubin=False)
+    assert code.cubin is None and ".entry f" in code.ptx and "no cubin" in code.note
+
+
+@pytest.mark.skipif(HAS_GPU, reason="without -arch the GPU's architecture is used")
+def test_no_arch_without_gpu_gives_ptx_only():
+    s, args, _ = P.vector_add()
+    kmod = tvm.build(s, args, "cuda").imported_modules[0]
+    with pytest.raises(RuntimeArgError, match=r"no cubin \(sm_75 is a guess.*-arch=sm_80"):
+        kmod.get_source("cubin")
+    assert kmod.image_for((7, 5))[0] == "ptx" and ".target sm_75" in kmod.get_source("ptx")
+
+
+def test_unknown_arch_falls_back_with_a_warning():
+    s, args, _ = P.vector_add()
+    with pytest.warns(UserWarning, match=r"does not know sm_81 .*a cubin for sm_80, which runs on sm_81"):
+        kmod = tvm.build(s, args, "cuda -arch=sm_81").imported_modules[0]
+    assert kmod.arch == 80 and _is_cubin(kmod.get_source("cubin"))
+    assert kmod.image_for((8, 1))[0] == "cubin"
+    with pytest.warns(UserWarning, match=r"does not know sm_990 .*PTX for compute_\d+ only"):
+        kmod = tvm.build(s, args, "cuda -arch=sm_990").imported_modules[0]
+    with pytest.raises(RuntimeArgError, match="does not know sm_990"):
+        kmod.get_source("cubin")
+    assert ".entry default_function_kernel0" in kmod.get_source("ptx")
+    assert kmod.image_for((99, 0))[0] == "ptx"
+    with pytest.raises(BuildError, match=r"sm_10 is older than all of them"):
+        tvm.build(s, args, "cuda -arch=sm_10")
+
+
+@needs_gpu
+def test_runs_from_the_cubin_of_the_gpus_arch():
+    from tvmlab.runtime import cuda_driver
+    s, args, ref = P.vector_add()
+    f = tvm.build(s, args, "cuda")
+    cc = cuda_driver.backend().compute_capability(0)
+    assert f.imported_modules[0].image_for(cc)[0] == "cubin"
+    rng = np.random.default_rng(2)
+    a, b = rng.random(300).astype("float32"), rng.random(300).astype("float32")
+    dev = tvm.cuda(0)
+    c = tvm.nd.array(np.full(300, np.nan, "float32"), dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), ref(a, b), rtol=1e-6)
+
+
+def test_nvcc_fallback_makes_ptx_and_cubin(monkeypatch, tmp_path):
+    """Without NVRTC, compile_cuda runs nvcc twice: --ptx for compute_XX and --cubin for sm_XX (a stand-in
+    nvcc script records how it was called)."""
+    import sys
+    from tvmlab.codegen.cuda_build import compile_cuda
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n"
+                    'echo "$@" >> "$(dirname "$0")/calls"\n'
+                    'for out; do :; done\n'                      # the last argument: the output file
+                    'case "$1" in --ptx) echo "// ptx $2" > "$out";; --cubin) printf "\\177ELF$2" > "$out";; esac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)   # NVRTC is not installed
+    if "cuda.bindings" in sys.modules:
+        monkeypatch.delattr(sys.modules["cuda.bindings"], "nvrtc", raising=False)
+    code = compile_cuda("__global__ void f() {}", 86)
+    assert code.ptx.strip() == "// ptx -arch=compute_86" and code.cubin == b"\x7fELF-arch=sm_86"
+    code = compile_cuda("__global__ void f() {}", 75, cubin=False)
+    assert code.cubin is None and "no cubin" in code.note
+    calls = (tmp_path / "calls").read_text().split("\n")
+    assert [c.split()[:2] for c in calls if c] == [["--ptx", "-arch=compute_86"], ["--cubin", "-arch=sm_86"],
+                                                   ["--ptx", "-arch=compute_75"]]

@@ -344,3 +344,18 @@ def test_prepared_call_keeps_its_arrays_and_code_alive(isolated):
     """
     rc, out = isolated(code)
     assert rc == 0 and out.strip().endswith("ok"), out
+
+
+# ------------------------------------------------------------------ tvm.runtime.enabled
+def test_runtime_enabled():
+    import tvmlab
+    assert rt.enabled("llvm") and rt.enabled("cpu") and rt.enabled("llvm -mcpu=generic")
+    assert rt.enabled(Target("llvm"))
+    assert rt.enabled("cuda") == rt.enabled("gpu") == rt.enabled("cuda -arch=sm_80") == tvmlab.cuda(0).exist
+    assert rt.enabled("opengl") == tvmlab.opengl(0).exist
+    for kind in ("vulkan", "metal", "rocm", "opencl", "hexagon", "no such target", ""):
+        assert rt.enabled(kind) is False
+    device_enabled = tvmlab.testing.device_enabled                # agrees for every target kind
+    assert device_enabled("llvm") and device_enabled("llvm -mcpu=generic")
+    assert device_enabled("cuda") == rt.enabled("cuda") and device_enabled("opengl") == rt.enabled("opengl")
+    assert not device_enabled("vulkan") and not device_enabled("nosuch")

@@ -9,6 +9,7 @@ import pytest  # noqa: E402
 import tvmlab as tvm  # noqa: E402
 from tvmlab import te  # noqa: E402
 from tvmlab.errors import ScheduleError  # noqa: E402
+from tvmlab.lower.thread_sync import check_uniform_barriers  # noqa: E402
 from tvmlab.runtime import opengl_context as glc  # noqa: E402
 from tvmlab.schedule.trace import Trace  # noqa: E402
 
@@ -80,9 +81,11 @@ def test_cross_thread_barriers_are_reached_by_every_thread():
     s, args = _cross_thread()
     src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
     body = src[src.index("kernel0("):]
-    syncs = [line for line in body.splitlines() if "__syncthreads" in line]
-    assert syncs and all(line == "  __syncthreads();" for line in syncs), syncs   # none under an if
+    shuffles = [line for line in body.splitlines() if "__shfl" in line]
+    assert len(shuffles) == 5 and all(line.startswith(("  float B_red_s0", "  B_red[0] = ")) for line in shuffles)
     assert "threadIdx.x) == 0)" in body
+    lowered = tvm.lower(s, args, target="opengl -compute").device_split.kernels[0]
+    check_uniform_barriers(lowered)              # the shared-memory tree: none under an if
 
 
 @pytest.mark.skipif(not glc.available(), reason="no OpenGL context on this machine")

@@ -291,3 +291,23 @@ def test_float_size_var_is_a_scalar_parameter():
     np.testing.assert_allclose(c.numpy(), a * 1.5, rtol=1e-6)
     with pytest.raises(tvm.errors.DSLError, match="integer"):
         te.size_var("h", dtype="handle")
+
+
+def test_rfactor_keeps_a_custom_init_for_the_final_reduction():
+    """TVM's test_rfactor_init: the partial sums start at zero, ``init`` seeds the total once."""
+    n = 37
+    A = te.placeholder((n, n), name="A")
+    C = te.placeholder((n, n), name="C")
+    I = te.placeholder((n, n), name="I")
+    k = te.reduce_axis((0, n))
+    B = te.compute((n, n), lambda i, j: te.sum(A[i, k] * C[k, j], axis=k, init=I[i, j]), name="B")
+    s = te.create_schedule(B.op)
+    kf, _ = s[B].split(k, nparts=4)
+    BF = s.rfactor(B, kf, 1)
+    s[BF].parallel(BF.op.axis[0])
+    f = tvm.build(s, [A, C, I, B], "llvm")
+    rng = np.random.default_rng(3)
+    a, c, ii = (rng.standard_normal((n, n)).astype("float32") for _ in range(3))
+    b = tvm.nd.array(np.full((n, n), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(c), tvm.nd.array(ii), b)
+    np.testing.assert_allclose(b.numpy(), ii + a @ c, rtol=1e-4, atol=1e-4)

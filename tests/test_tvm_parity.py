@@ -736,10 +736,16 @@ def test_intrinsic_rules_as_in_the_intrin_math_tutorial(rng):
 def test_opt_conv_cuda_schedule_builds():
     """TVM's opt_conv_cuda tutorial (small sizes): shared/local cache_read chains computed at a
     cache_write stage, virtual threads, vectorized shared-memory copies (loops in each thread)."""
-    s, (A, W, B), _ = gpu_programs.opt_conv_hwcn(8, 16, 32, 6)
+    s, (A, W, B), ref = gpu_programs.opt_conv_hwcn(8, 16, 32, 6)
     f = tvm.build(s, [A, W, B], "cuda")
     src = f.imported_modules[0].get_source()
     assert "__shared__" in src and "__syncthreads()" in src
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal([int(d) for d in A.shape]).astype("float32")
+    w = rng.standard_normal([int(d) for d in W.shape]).astype("float32")
+    b = np.full([int(d) for d in B.shape], np.nan, "float32")
+    tvm.testing.simulate(f, a, w, b)                      # thread by thread: no race, no divergent barrier
+    np.testing.assert_allclose(b, ref(a, w), rtol=1e-4, atol=1e-4)
 
 
 def test_bound_inference_as_in_tvm_tests():

@@ -38,3 +38,16 @@ class RuntimeArgError(TVMLabError, ValueError):
 
 class DeviceError(TVMLabError, RuntimeError):
     """A device is missing or cannot do what was asked."""
+
+
+class DivergentBarrierError(BuildError, LoweringError):
+    """A GPU kernel would have a barrier that only some threads of a block reach (it would hang)."""
+
+
+class SimulationError(TVMLabError):
+    """The GPU simulator found a bug in a kernel (race, divergent barrier or shuffle, out-of-bounds
+    access, read of uninitialized memory); ``report`` is the SimReport with every finding."""
+
+    def __init__(self, message, report=None):
+        super().__init__(message)
+        self.report = report

@@ -17,7 +17,7 @@ from .ir import op as _op
 from .ir.op import (abs, acos, all, any, asin, atan, ceil, const, cos, cosh, erf, exp, exp2,  # noqa: F401
                     exp10, floor, floordiv, floormod, fmod, if_then_else, isnan, log, log1p, log2, log10,
                     truncdiv, truncmod,
-                    max_value, min_value, nearbyint, pow, power, round, rsqrt, sigmoid, sin,
+                    max_value, min_value, nearbyint, popcount, pow, power, round, rsqrt, sigmoid, sin,
                     sinh, sqrt, tan, tanh, trunc)
 from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
 from .ir.tensor import TensorSlice  # noqa: F401

@@ -35,6 +35,12 @@ def _truncdiv(a, b):
         else (-q if (a < 0) != (b < 0) else q)
 
 
+def _popcount(x, dtype):
+    """1 bits of ``x`` in ``dtype``'s width (values here are int64, so a negative int32 would count 64)."""
+    u = np.atleast_1d(np.asarray(x).astype(dt.to_numpy(dt.element_of(dtype))))
+    return np.unpackbits(u.view(np.uint8).reshape(u.size, -1), axis=1).sum(axis=1).reshape(np.shape(x))
+
+
 _UNARY = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "fabs": np.abs,
           "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.round,
           "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "exp2": np.exp2, "log2": np.log2,
@@ -269,6 +275,8 @@ class Interpreter:
         args = [self.eval(a) for a in e.args]
         if e.op in _UNARY:
             r = _UNARY[e.op](np.asarray(args[0]))
+        elif e.op == "popcount":
+            r = _popcount(args[0], e.args[0].dtype)
         elif e.op in _BINARY:
             r = _BINARY[e.op](np.asarray(args[0]), np.asarray(args[1]))
         else:

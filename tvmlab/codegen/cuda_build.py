@@ -1,4 +1,4 @@
-"""build_cuda: a GPU-lowered IRModule -> CUDA C -> PTX (NVRTC, nvcc as fallback) -> runtime Module.
+"""build_cuda: a GPU-lowered IRModule -> CUDA C -> PTX + cubin (NVRTC, nvcc as fallback) -> runtime Module.
 
 The IRModule comes from ``lower(..., target="cuda")`` (host function plus
 kernels).  Compilation needs no GPU, so every codegen error surfaces at build
@@ -6,10 +6,13 @@ time on any machine.  The returned host Module runs the host function: it
 checks the arguments (CUDA NDArrays, dtypes, shapes binding the shape
 variables), evaluates each launch's grid and block from them, and launches
 the kernels in order.  ``mod.imported_modules[0].get_source()`` is the CUDA C,
-``get_source("ptx")`` the PTX.
+``get_source("ptx")`` the PTX, ``get_source("cubin")`` the cubin (bytes).
 
 Target options: ``-arch=sm_80`` (default: the GPU's, else sm_75), the GPU
 limits of ``tvmlab.lower.verify_gpu`` (``-max_threads_per_block=512``, ...).
+With a known architecture (``-arch`` or the GPU's) NVRTC also makes a cubin,
+which the runtime loads when it fits the GPU, so the first launch does not
+wait for the driver to compile the PTX; otherwise it loads the PTX.
 """
 from __future__ import annotations
 
@@ -17,42 +20,63 @@ import os
 import shutil
 import subprocess
 import tempfile
-
-import numpy as np
+import warnings
+from typing import NamedTuple
 
 from ..errors import BuildError, DeviceError, RuntimeArgError
-from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.function import IRModule
-from ..ir.functor import IRVisitor
-from ..ir.printer import astext
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
+from ..runtime.registry import get_global_func
 from ..runtime.module import Module
 from .cuda_codegen import ctype, generate_cuda
-from .llvm_build import _py_fn
+from .device_host import DeviceHost
 from .registry import Target, register_target
 
 _OPTIONS = ("arch",) + tuple(DEFAULT_LIMITS)
 _IGNORED = ("keys", "model", "tag")
 DEFAULT_ARCH = 75
+NO_CUBIN = "no cubin was asked for"
 
 
 def _arch(target):
+    """(arch, known): ``-arch=sm_80`` or the GPU's compute capability (known), else DEFAULT_ARCH."""
     a = target.options.get("arch")
     if a:
         digits = "".join(c for c in str(a) if c.isdigit())
         if not digits:
             raise BuildError(f"-arch must look like sm_80, got {a!r}")
-        return int(digits)
+        return int(digits), True
     if cuda_driver.backend() is not None:
         major, minor = cuda_driver.backend().compute_capability(0)
-        return major * 10 + minor
-    return DEFAULT_ARCH
+        return major * 10 + minor, True
+    return DEFAULT_ARCH, False
 
 
-def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
-    """PTX (text) and, when possible, a cubin for sm_<arch> compiled from ``src`` by NVRTC."""
+class DeviceCode(NamedTuple):
+    """What the CUDA compiler made: PTX text, and a cubin for sm_<arch> when it could make one
+    (``note`` says why not)."""
+    ptx: str
+    cubin: bytes | None
+    arch: int           # what the code is for: the cubin's sm_<arch>, the PTX's compute_<arch>
+    note: str = ""
+
+
+def cubin_runs_on(arch, cc):
+    """Whether a cubin for sm_<arch> runs on a GPU of compute capability ``cc`` = (major, minor):
+    the same major version and a minor one at least as high (NVIDIA's binary compatibility)."""
+    return cc[0] == arch // 10 and cc[1] >= arch % 10
+
+
+def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
+    """PTX (text) and, when ``cubin``, a cubin for sm_<arch> compiled from ``src`` by NVRTC.
+
+    A cubin loads without the driver's JIT compile on the first launch.  For an architecture
+    NVRTC does not know, the code is made for the newest one below it: a cubin too when that
+    one has the same major version (the cubin runs on sm_<arch>), else PTX only, which the
+    driver compiles for the GPU when loading it; ``note`` says which.  An architecture older
+    than all NVRTC knows is an error when a cubin is asked for.
+    """
     try:
         from cuda.bindings import nvrtc
     except ImportError as e:
@@ -64,11 +88,23 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
             raise BuildError(f"NVRTC {what} failed: {err}")
         return res[1] if len(res) > 1 else None
 
+    supported = sorted(check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+    known = ", ".join(f"sm_{a}" for a in supported)
+    lower = [a for a in supported if a <= arch]
+    if not lower and cubin:
+        raise BuildError(f"NVRTC {_nvrtc_version(nvrtc)} compiles for {known}; sm_{arch} is older than all "
+                         "of them (install an NVRTC that still supports it, or compile with nvcc)")
+    virt = lower[-1] if lower else supported[0]
+    real = cubin and virt // 10 == arch // 10
+    note = "" if cubin else NO_CUBIN
+    if virt != arch:
+        note = (f"NVRTC {_nvrtc_version(nvrtc)} does not know sm_{arch} (it knows {known}): "
+                + (f"a cubin for sm_{virt}, which runs on sm_{arch}, and PTX for compute_{virt}" if real else
+                   f"PTX for compute_{virt} only, which the driver compiles for the GPU when it loads it"))
+    opts = [f"--gpu-architecture={'sm' if real else 'compute'}_{virt}".encode(), b"-default-device",
+            b"--std=c++14"]
     prog = check(nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        supported = check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
-        virt = arch if arch in supported else max([a for a in supported if a <= arch] or [min(supported)])
-        opts = [f"--gpu-architecture=compute_{virt}".encode(), b"-default-device", b"--std=c++14"]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
@@ -79,127 +115,75 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu"):
         size = check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
         ptx = b" " * size
         check(nvrtc.nvrtcGetPTX(prog, ptx), "nvrtcGetPTX")
+        image = None
+        if real:
+            size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            image = b" " * size
+            check(nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return ptx.rstrip(b"\x00").decode()
+    return DeviceCode(ptx.rstrip(b"\x00").decode(), image, virt, note)
 
 
-def compile_nvcc(src, arch):
-    """PTX from ``src`` with the nvcc command (the fallback when NVRTC is missing)."""
+def _nvrtc_version(nvrtc):
+    res = nvrtc.nvrtcVersion()
+    return f"{res[1]}.{res[2]}" if res[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS else "(unknown version)"
+
+
+def compile_nvcc(src, arch, cubin=True):
+    """PTX (and with ``cubin`` a cubin for sm_<arch>) from ``src`` with the nvcc command, the
+    fallback when NVRTC is missing."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise BuildError("neither NVRTC (cuda-python + nvidia-cuda-nvrtc) nor nvcc is available to compile CUDA")
     with tempfile.TemporaryDirectory() as d:
-        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        cu = os.path.join(d, "k.cu")
         with open(cu, "w") as f:
             f.write(src)
-        r = subprocess.run([nvcc, "--ptx", f"-arch=compute_{arch}", cu, "-o", out],
-                           capture_output=True, text=True, check=False)
-        if r.returncode:
-            raise BuildError(f"nvcc could not compile the generated CUDA C:\n{r.stderr}\n--- source ---\n{src}")
-        with open(out) as f:
-            return f.read()
+
+        def run(flag, arch_flag, out):
+            r = subprocess.run([nvcc, flag, arch_flag, cu, "-o", out], capture_output=True, text=True, check=False)
+            if r.returncode:
+                raise BuildError(f"nvcc could not compile the generated CUDA C:\n{r.stderr}\n--- source ---\n{src}")
+            with open(out, "rb") as f:
+                return f.read()
+
+        ptx = run("--ptx", f"-arch=compute_{arch}", os.path.join(d, "k.ptx")).decode()
+        image = run("--cubin", f"-arch=sm_{arch}", os.path.join(d, "k.cubin")) if cubin else None
+    return DeviceCode(ptx, image, arch, "" if cubin else NO_CUBIN)
 
 
-def compile_cuda(src, arch):
+def compile_cuda(src, arch, cubin=True):
+    """DeviceCode for ``src``: NVRTC, or nvcc when NVRTC is not installed."""
     try:
         from cuda.bindings import nvrtc  # noqa: F401
     except ImportError:
-        return compile_nvcc(src, arch)
-    return compile_nvrtc(src, arch)
+        return compile_nvcc(src, arch, cubin)
+    return compile_nvrtc(src, arch, cubin=cubin)
 
 
-class _Temps(IRVisitor):
-    def __init__(self):
-        super().__init__()
-        self.temps = []
-
-    def visit_Allocate(self, s):
-        self.temps.append((s.buffer_var, s.dtype, s.extents[0]))
-        self.generic_visit(s)
-
-
-class CUDAFunction:
+class CUDAFunction(DeviceHost):
     """The host function: checks arguments, computes launch dims, launches the kernels in order."""
 
     def __init__(self, host, launches, kernel_module):
-        self.name = host.name
-        self.host = host
-        self.launches = launches
+        super().__init__(host, launches)
         self.kmod = kernel_module
         self._loaded = None
-        t = _Temps()
-        t.visit(host.body)
-        self.temps = t.temps
-        self.keys = {}
-        for p in host.params:
-            self.keys.setdefault(p, p.name)
-        for buf in host.buffer_map.values():
-            for d in buf.shape:
-                if isinstance(d, E.Var):
-                    self.keys.setdefault(d, d.name)
-        self.buffers = [p for p in host.params if p in host.buffer_map]
-        self.scalars = [p for p in host.params if p not in host.buffer_map]
 
     def __repr__(self):
         return f"<CUDAFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
 
-    def _eval(self, e, env):
-        fn = _py_fn(e, lambda v: self.keys.get(v, v.name))
-        if fn is None:
-            raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(e)} on the host")
-        try:
-            return int(fn(env))
-        except KeyError as k:
-            raise RuntimeArgError(f"{self.name}: {astext(e)} uses {k.args[0]}, which no argument determines") from None
+    def _host_array(self, a, where):
+        if not isinstance(a, cuda_driver.CUDANDArray):
+            dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
+            raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
+                                  "tvmlab.nd.array(x, tvmlab.cuda(0)))")
+        return a
 
-    def _bind(self, args):
-        params = self.host.params
-        nb = len(self.buffers)
-        if len(args) not in (len(params), nb):
-            raise RuntimeArgError(f"{self.name}: expected {nb} arrays ({', '.join(p.name for p in self.buffers)})"
-                                  f" or all {len(params)} arguments, got {len(args)}")
-        env, values = {}, {}
-        it = iter(args)
-        for p in params:
-            if p in self.host.buffer_map:
-                a = next(it)
-                buf = self.host.buffer_map[p]
-                where = f"{self.name}: argument '{buf.name}'"
-                if not isinstance(a, cuda_driver.CUDANDArray):
-                    dev = getattr(getattr(a, "device", None), "device_type", type(a).__name__)
-                    raise RuntimeArgError(f"{where}: expected an NDArray on cuda, got {dev} (use "
-                                          "tvmlab.nd.array(x, tvmlab.cuda(0)))")
-                if a.dtype != buf.dtype:
-                    raise RuntimeArgError(f"{where}: expected dtype {buf.dtype}, got {a.dtype}")
-                if a.ndim != len(buf.shape):
-                    raise RuntimeArgError(f"{where}: expected {len(buf.shape)} dims, got shape {a.shape}")
-                for k, (d, g) in enumerate(zip(buf.shape, a.shape)):
-                    if isinstance(d, E.IntImm) and d.value != g:
-                        raise RuntimeArgError(f"{where}: expected shape[{k}] = {d.value}, got {g}")
-                    if isinstance(d, E.Var):
-                        key = self.keys[d]
-                        if env.setdefault(key, g) != g:
-                            raise RuntimeArgError(f"{where}: shape[{k}] is {g} but {key} = {env[key]}")
-                values[p] = a
-            elif len(args) == len(params):
-                values[p] = next(it)
-        for p in self.scalars:
-            key = self.keys[p]
-            if p in values:
-                v = float(values[p]) if p.dtype.startswith("float") else int(values[p])
-                if env.setdefault(key, v) != v:
-                    raise RuntimeArgError(f"{self.name}: {p.name} = {v} but the shapes give {env[key]}")
-            if key not in env:
-                raise RuntimeArgError(f"{self.name}: no argument determines {p.name}; pass all arguments")
-            values[p] = env[key]
-        for p, a in values.items():
-            if p in self.host.buffer_map:
-                for k, d in enumerate(self.host.buffer_map[p].shape):
-                    if not isinstance(d, (E.IntImm, E.Var)) and self._eval(d, env) != a.shape[k]:
-                        raise RuntimeArgError(f"{self.name}: argument '{p.name}' shape[{k}] is {a.shape[k]}, "
-                                              f"expected {astext(d)} = {self._eval(d, env)}")
-        return env, values
+    def _kernel_arg(self, value, dtype):
+        if dtype == "handle":
+            return (value._ptr, _ct("handle"))
+        return (value, _ct(dtype))
 
     def __call__(self, *args):
         dev = next((a.device for a in args if isinstance(a, cuda_driver.CUDANDArray)), None)
@@ -209,73 +193,13 @@ class CUDAFunction:
         env, values = self._bind(args)
         b = cuda_driver.require(dev)
         if self._loaded is None:
-            image = self.kmod.get_source("ptx").encode() + b"\x00"
-            module = b.load(image)
+            module = b.load(self.kmod.image_for(b.compute_capability(dev.device_id))[1])
             self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
-        for var, dtype, count in self.temps:
-            values[var] = cuda_driver.CUDANDArray((self._eval(count, env),), dtype, dev)
+        for var, dtype, count in self.temp_sizes(env):
+            values[var] = cuda_driver.CUDANDArray((count,), dtype, dev)
         def launch(ln, grid, block, kargs):
             b.launch(self._loaded[1][ln.name], grid, block, 0, kargs)   # shared memory is static
         self.run_host(env, values, launch)
-
-    def run_host(self, env, values, launch):
-        """Make the launches of the host body in order, host loops (a scan's time loop) included:
-        ``launch(KernelLaunch, grid, block, [(value, ctype)])`` for each."""
-        by_name = {ln.name: ln for ln in self.launches}
-
-        def walk(s):
-            if isinstance(s, S.SeqStmt):
-                for x in s.seq:
-                    walk(x)
-            elif isinstance(s, S.For):
-                key = self.keys.setdefault(s.loop_var, f"{s.loop_var.name}#loop{len(self.keys)}")
-                lo, ext = self._eval(s.min, env), self._eval(s.extent, env)
-                for i in range(lo, lo + ext):
-                    env[key] = i
-                    walk(s.body)
-                env.pop(key, None)
-            elif isinstance(s, (S.AttrStmt, S.Allocate, S.LetStmt)):
-                if isinstance(s, S.LetStmt):
-                    env[self.keys.setdefault(s.var, f"{s.var.name}#let{len(self.keys)}")] = self._eval(s.value, env)
-                walk(s.body)
-            elif isinstance(s, S.IfThenElse):
-                cond = _py_fn(s.condition, lambda v: self.keys.get(v, v.name))
-                if cond is None:
-                    raise RuntimeArgError(f"{self.name}: cannot evaluate {astext(s.condition)} on the host")
-                if cond(env):
-                    walk(s.then_case)
-                elif s.else_case is not None:
-                    walk(s.else_case)
-            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "launch_kernel":
-                self._launch(by_name[s.value.args[0].value], env, values, launch)
-            elif isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == "tvm_call_packed":
-                from ..runtime.packed import host_call      # an extern stage's call, with the device arrays
-                host_call(s.value, lambda v: values[v], lambda e: self._scalar(e, env), self.name)
-
-        walk(self.host.body)
-
-    def _scalar(self, e, env):
-        if isinstance(e, (E.IntImm, E.FloatImm)):
-            return bool(e.value) if e.dtype == "bool" else e.value
-        if isinstance(e, E.Var) and e.dtype.startswith("float"):
-            return env[self.keys.get(e, e.name)]
-        return self._eval(e, env)
-
-    def _launch(self, ln, env, values, launch):
-        grid = tuple(self._eval(x, env) for x in ln.grid())
-        block = tuple(self._eval(x, env) for x in ln.block())
-        if any(g <= 0 for g in grid):
-            return                # an empty launch: nothing to compute
-        if np.prod(block) > DEFAULT_LIMITS["max_threads_per_block"]:
-            raise RuntimeArgError(f"{self.name}: {ln.name} needs {np.prod(block)} threads per block, more "
-                                  f"than {DEFAULT_LIMITS['max_threads_per_block']}")
-        kargs = []
-        for a in ln.args:
-            if a.dtype == "handle":
-                kargs.append((values[a]._ptr, _ct("handle")))
-            else:
-                kargs.append((values[a] if a in values else env[self.keys[a]], _ct(a.dtype)))
-        launch(ln, grid, block, kargs)
 
     def prepare(self, *args):
         return lambda: self(*args)
@@ -290,11 +214,63 @@ def _ct(dtype):
 
 
 class CUDAModule(Module):
-    """The device code: CUDA C and PTX (``get_source()`` / ``get_source("ptx")``)."""
+    """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
+    ``get_source("cubin")``: bytes, when the architecture was known); ``get_source("resources")``
+    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel."""
 
-    def __init__(self, kernels, cuda_src, ptx):
-        super().__init__("cuda", {}, None, {"cu": cuda_src, "ptx": ptx}, aliases={"": "cu", "cuda": "cu"})
+    def __init__(self, kernels, cuda_src, code):
+        sources = {"cu": cuda_src, "ptx": code.ptx, "resources": lambda: self.resource_report()}
+        if code.cubin is not None:
+            sources["cubin"] = code.cubin
+        super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
         self.kernels = kernels
+        self.arch = code.arch       # the cubin's sm_<arch>
+        self.note = code.note       # why there is no cubin
+
+    def get_source(self, fmt=""):
+        if fmt == "cubin" and "cubin" not in self._sources:
+            raise RuntimeArgError(f"get_source('cubin'): this CUDA module has no cubin ({self.note}); "
+                                  "its PTX is in get_source('ptx')")
+        return super().get_source(fmt)
+
+    def resources(self, arch=None):
+        """{kernel: KernelResources} (registers, shared memory, spills) for sm_<arch> (default: the
+        module's), from ptxas or the cubin (``tvmlab.codegen.cuda_resources``)."""
+        from .cuda_resources import resource_usage
+        arch = arch or self.arch
+        cubin = self._sources.get("cubin") if arch == self.arch else None
+        return resource_usage(self._sources["ptx"], arch, cubin)
+
+    def resource_report(self, arch=None):
+        """A text table per kernel: threads per block, registers, shared memory, spills, occupancy."""
+        from ..ir.expr import IntImm
+        from .cuda_resources import occupancy
+        arch = arch or self.arch
+        res = self.resources(arch)
+        lines = [f"resources for sm_{arch} (from {next(iter(res.values())).source if res else 'ptxas'})"]
+        for k in self.kernels:
+            r = res.get(k.name)
+            if r is None:
+                continue
+            threads = 1
+            for tag, ext in k.attrs.get("launch", {}).items():
+                if tag.startswith("threadIdx"):
+                    threads = threads * ext.value if isinstance(ext, IntImm) and threads else 0
+            spill = "?" if r.spill_stores is None else f"{r.spill_stores} B stores, {r.spill_loads} B loads"
+            lines.append(f"{k.name}: {threads or 'symbolic'} threads/block, {r.registers} registers/thread, "
+                         f"{r.shared_bytes} B shared/block, spills: {spill}")
+            if threads:
+                o = occupancy(r, threads, arch)
+                lines.append(f"  occupancy {o.occupancy:.0%}: {o.blocks} blocks ({o.warps} of {o.max_warps} "
+                             f"warps) per SM, limited by {o.limited_by}")
+        return "\n".join(lines)
+
+    def image_for(self, cc):
+        """("cubin", bytes) when the cubin runs on a GPU of compute capability ``cc``, else
+        ("ptx", bytes) for the driver to compile: what the runtime loads."""
+        if "cubin" in self._sources and cubin_runs_on(self.arch, tuple(cc)):
+            return "cubin", self._sources["cubin"]
+        return "ptx", self._sources["ptx"].encode() + b"\x00"
 
 
 def build_cuda(mod, target="cuda"):
@@ -312,8 +288,20 @@ def build_cuda(mod, target="cuda"):
         for p in k.params:
             ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
     src = generate_cuda(split.kernels)
-    ptx = compile_cuda(src, _arch(target))
-    kmod = CUDAModule(split.kernels, src, ptx)
+    arch, known = _arch(target)
+    user = get_global_func("tvm_callback_cuda_compile", allow_missing=True)
+    if user is not None:            # TVM's hook: the user's compiler, CUDA C -> PTX
+        ptx = user(src)
+        code = DeviceCode(ptx.decode() if isinstance(ptx, (bytes, bytearray)) else str(ptx), None, arch,
+                          "compiled by the registered tvm_callback_cuda_compile (PTX only)")
+    else:
+        code = compile_cuda(src, arch, cubin=known)
+    if code.note == NO_CUBIN:
+        code = code._replace(note=f"sm_{code.arch} is a guess: the target names no -arch and there is no GPU "
+                                  "to read it from; build for 'cuda -arch=sm_80' to get one")
+    elif code.note and user is None:
+        warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=2)
+    kmod = CUDAModule(split.kernels, src, code)
     fn = CUDAFunction(split.host, split.launches, kmod)
     host = Module("cuda_host", {fn.name: fn}, fn.name, {"host": split.host.script()},
                   aliases={"": "host"})

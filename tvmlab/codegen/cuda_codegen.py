@@ -87,6 +87,9 @@ class CodeGenCUDA:
             if tag.startswith("threadIdx"):
                 threads = threads * ext.value if isinstance(ext, E.IntImm) and threads else 0
         bounds = f"__launch_bounds__({threads}) " if threads else ""
+        # the lanes of a warp that exist: all 32, or the whole block when it is smaller
+        self.warp_mask = ("__activemask()" if not threads else "0xffffffffu" if threads >= 32
+                          else f"{hex((1 << threads) - 1)}u")
         self.lines.append(f'extern "C" __global__ void {bounds}{func.name}({", ".join(params)}) {{')
         self.stmt(func.body)
         self.lines.append("}")
@@ -286,6 +289,10 @@ class CodeGenCUDA:
             return f"({self.expr(args[0])} ? {self.expr(args[1])} : {self.expr(args[2])})"
         if op == "isnan":
             return f"isnan({self.expr(args[0])})"
+        if op in ("tvm_warp_shuffle_down", "tvm_warp_shuffle"):
+            fn = "__shfl_down_sync" if op == "tvm_warp_shuffle_down" else "__shfl_sync"
+            ctype(e.dtype)
+            return f"{fn}({self.warp_mask}, {', '.join(self.expr(a) for a in args)})"
         if op in ("call_extern", "call_pure_extern"):
             return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         bit = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",
@@ -294,6 +301,11 @@ class CodeGenCUDA:
             return f"({self.expr(args[0])} {bit} {self.expr(args[1])})"
         if op == "bitwise_not":
             return f"(~{self.expr(args[0])})"
+        if op == "popcount":          # of the bits of the argument's own width
+            bits = dt.bits(args[0].dtype)
+            count = (f"__popc{'ll' if bits == 64 else ''}(({ctype(f'uint{bits}')})"
+                     f"{self.expr(args[0])})")
+            return count if e.dtype == "int32" else f"(({ctype(e.dtype)}){count})"
         if op == "abs":
             return self._call("fabs" if dt.is_float(e.dtype) else "abs", e.dtype, args)
         if op == "sigmoid":

@@ -234,7 +234,9 @@ def compute_module(mod):
     host_text = [f"// {host.name}: {spec.signature()}"]
     for st in steps:
         host_text.append(f"//   dispatch {st.name}")
-    return GLFunction(spec, steps, temps, written), texts, "\n".join(host_text) + "\n", host.name
+    fn = GLFunction(spec, steps, temps, written)
+    fn.device_split = split        # the kernels as AST3, for the thread-level simulator
+    return fn, texts, "\n".join(host_text) + "\n", host.name
 
 
 def _grid_fn(groups):

@@ -40,6 +40,9 @@ HELPERS = {
               "* t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x); "
               "return sign(x) * y; }",
     "tl_tanh": "float tl_tanh(float x) { float e = exp(-2.0 * abs(x)); return sign(x) * (1.0 - e) / (1.0 + e); }",
+    # bitCount needs GLSL 4.00; fragment shaders are 330
+    "tl_popcount": "int tl_popcount(uint v) { v = v - ((v >> 1u) & 0x55555555u); v = (v & 0x33333333u) + "
+                   "((v >> 2u) & 0x33333333u); return int((((v + (v >> 4u)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24u); }",
 }
 _HELPER_DEPS = {"tl_truncmod": ("tl_truncdiv",)}
 
@@ -248,7 +251,7 @@ class ExprPrinter:
             self.type_of(e)
             return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         if op == "popcount":
-            return f"{self.type_of(e)}(bitCount({self.expr(args[0])}))"
+            return f"{self.type_of(e)}({self.use_helper('tl_popcount')}(uint({self.expr(args[0])})))"
         if op == "isfinite":
             x = self.expr(args[0])
             return f"(!(isnan({x}) || isinf({x})))"

@@ -429,6 +429,15 @@ def bitwise_not(a):
     return E.Call(a.dtype, "bitwise_not", (a,))
 
 
+def popcount(x):
+    """The number of 1 bits of an integer in its own width (two's complement), of ``x``'s dtype."""
+    x = convert(x)
+    _require_int(x, "popcount")
+    if isinstance(x, E.IntImm):
+        return E.IntImm(x.dtype, bin(x.value & ((1 << dt.bits(x.dtype)) - 1)).count("1"))
+    return E.Call(x.dtype, "popcount", (x,))
+
+
 def select(cond, t, f):
     cond = _as_bool(cond, "Select")
     t, f = match_types(t, f)
@@ -591,7 +600,8 @@ def call_intrin(dtype, func_name, *args):
     if not isinstance(func_name, str) or not func_name:
         raise DSLError(f"call_intrin needs an operator name such as 'tir.exp', got {func_name!r}")
     name = func_name[4:] if func_name.startswith("tir.") else func_name
-    return E.Call(dt.canonical(dtype), name, tuple(convert(a) for a in args))
+    dtype = "void" if dtype == "void" else dt.canonical(dtype)      # "void": a statement's call
+    return E.Call(dtype, name, tuple(E.StringImm(a) if isinstance(a, str) else convert(a) for a in args))
 
 
 class CallEffectKind:

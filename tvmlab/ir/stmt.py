@@ -169,6 +169,19 @@ def is_no_op(s):
     return isinstance(s, Evaluate) and isinstance(s.value, IntImm)
 
 
-# AttrStmt key: the store predicate of a cross-thread reduction's update (value: the predicate),
-# from ScheduleOps to lower_thread_allreduce
-STORE_PREDICATE = "store_predicate"
+# AttrStmt key of a reduction across the threads of a block, from ScheduleOps to
+# lower_thread_allreduce: node is an AllreduceInfo, body stores each thread's part of each output
+# into a one-element "local" buffer, where the pass leaves the block's total.
+THREAD_ALLREDUCE = "thread_allreduce"
+
+
+class AllreduceInfo:
+    """What a ``thread_allreduce`` AttrStmt reduces with (``combiner``, a CommReducer) and across
+    (``thread``, the IterVar of a threadIdx.* axis).  Not an IR node: passes leave it alone."""
+    __slots__ = ("combiner", "thread", "name")
+
+    def __init__(self, combiner, thread, name):
+        self.combiner, self.thread, self.name = combiner, thread, name
+
+    def __repr__(self):
+        return f"AllreduceInfo({self.name} across {self.thread.thread_tag})"

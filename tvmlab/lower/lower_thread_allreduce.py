@@ -1,208 +1,194 @@
-"""Cross-thread reduction: a reduction whose reduce axis is bound to a thread index.
+"""Cross-thread reduction: lower each ``thread_allreduce`` that ScheduleOps made.
 
-After ``rfactor`` and ``bind(reduce_axis, threadIdx.x)`` every thread of the
-block holds one partial result, and ScheduleOps emits the update
-``B[i] = B[i] + partial(threadIdx.x)`` inside the thread region: run as is,
-all threads would race on ``B[i]``.  This pass recognises such a store (its
-index does not depend on the thread index, its value does, and it combines
-the old value with ``+``, ``*``, ``min`` or ``max``) and replaces it with a
-tree reduction in a "shared" buffer: each thread writes its partial, then
-log2(extent) rounds halve the active threads with a barrier after each, and
-thread 0 combines the total into ``B[i]``.  Other thread axes of the block
-(e.g. ``threadIdx.y`` over several rows) get their own row of the buffer.
-The result is target-neutral AST3 (Allocate "shared" + ``tvm_storage_sync``).
+A reduction whose reduce axis is bound to ``threadIdx.*`` (usually after
+``rfactor``) reaches AST3 as ``AttrStmt(AllreduceInfo, "thread_allreduce")``
+around one store per output, ``res_k[0] = part_k``: each thread's part into a
+one-element "local" buffer.  This pass replaces it with code that leaves the
+block's total (along the reducing axis; the other thread axes of the block are
+separate rows) in ``res_k[0]`` of every thread, combining with the reducer's
+own combiner, so tuple reducers (argmax) and custom ``comm_reducer``s work as
+``sum`` does:
+
+* **warp shuffles** when the reducing axis is ``threadIdx.x`` with a power of
+  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps,
+  then ``tvm_warp_shuffle`` from lane 0; no shared memory, no barrier;
+* **warps, then shuffles** when it is ``threadIdx.x`` with 32 * w threads (w a
+  power of two): each warp reduces by shuffles, lane 0 of each writes its warp's
+  total to a "shared" buffer, a barrier, and every warp reduces those w values;
+* **a shared-memory tree** otherwise (or with ``warp_size=None``, as for targets
+  without shuffles): each thread writes its part, log2 rounds halve the active
+  threads with a barrier after each, and every thread reads slot 0.
+
+Every thread of the block runs these steps (ScheduleOps moved the guards onto
+the parts), so the barriers and shuffles are uniform.  ``tvm_warp_shuffle_down
+(value, delta, width)`` gives the value of lane L + delta of the width-lane
+segment of lane L (its own past the segment's end); ``tvm_warp_shuffle(value,
+lane, width)`` the value of that lane of the segment.  The result is
+target-neutral AST3.
 """
 from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
-from ..ir.expr import Add, IntImm, Load, Max, Min, Mul, Var
-from ..ir.functor import IRMutator, IRVisitor, post_order_visit, uses_var
-from ..ir.stmt import STORE_PREDICATE, Allocate, AttrStmt, IfThenElse, LetStmt, Store, seq
-from .remove_no_op import same_expr
+from ..ir.expr import Call, IntImm, Load, Var
+from ..ir.functor import IRMutator
+from ..ir.stmt import THREAD_ALLREDUCE, Allocate, IfThenElse, LetStmt, SeqStmt, Store, seq
 from .split_host_device import is_thread_attr
 from .thread_sync import barrier
 
-_COMBINERS = {Add: "sum", Mul: "prod", Min: "min", Max: "max"}
+WARP_SIZE = 32
 
 
-def _identity(cls, dtype):
-    if cls is Add:
-        return _op.const(0, dtype)
-    if cls is Mul:
-        return _op.const(1, dtype)
-    return _op.min_value(dtype) if cls is Max else _op.max_value(dtype)
+def _pow2(n):
+    return n > 0 and n & (n - 1) == 0
 
 
-def _split_update(s):
-    """(combiner class, partial value) when ``s`` is ``buf[i] = buf[i] (op) partial``, else None."""
-    v = s.value
-    cls = type(v)
-    if cls not in _COMBINERS:
-        return None
-    for old, part in ((v.a, v.b), (v.b, v.a)):
-        if (isinstance(old, Load) and old.buffer_var is s.buffer_var and old.predicate is None
-                and same_expr(old.index, s.index)):
-            return cls, part
-    return None
+def _combine_into(comb, targets, index, olds, news):
+    """``targets[k][index] = comb(olds, news)[k]``, every value computed before any store."""
+    values = comb(olds, news)
+    if len(values) == 1:
+        return Store(targets[0], values[0], index)
+    tmps = [Var(f"{t.name}.c{k}", v.dtype) for k, (t, v) in enumerate(zip(targets, values))]
+    stmt = seq(*[Store(t, v, index) for t, v in zip(targets, tmps)])
+    for tv, v in reversed(list(zip(tmps, values))):
+        stmt = LetStmt(tv, v, stmt)
+    return stmt
 
 
-class _HasUpdate(IRVisitor):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn, self.found = fn, False
+def shuffle_down(value, delta, width):
+    return Call(value.dtype, "tvm_warp_shuffle_down", (value, IntImm("int32", delta), IntImm("int32", width)))
 
-    def visit_Store(self, s):
-        if self.fn(s):
-            self.found = True
+
+def shuffle(value, lane, width):
+    return Call(value.dtype, "tvm_warp_shuffle", (value, IntImm("int32", lane), IntImm("int32", width)))
 
 
 class _Lower(IRMutator):
-    def __init__(self):
+    def __init__(self, warp_size):
         super().__init__()
-        self.threads = []     # enclosing (tag, var, extent) of threadIdx.* regions, outermost first
-        self.local = {}       # "local" buffer -> the thread variables it is private to
+        self.warp_size = warp_size
+        self.threads = []     # enclosing (IterVar, extent) of threadIdx.* regions, outermost first
         self.count = 0
 
-    def _peel(self, s):
-        """(update, guards, store predicates) when ``s`` is one reducing update under if-guards
-        without else and store-predicate attributes; else None."""
-        conds, preds = [], []
-        while True:
-            if isinstance(s, IfThenElse) and s.else_case is None:
-                conds.append(s.condition)
-                s = s.then_case
-            elif isinstance(s, AttrStmt) and s.attr_key == STORE_PREDICATE:
-                preds.append(s.value)
-                s = s.body
-            else:
-                break
-        if isinstance(s, Store) and self._reducing_thread(s) is not None:
-            return s, conds, preds
-        return None
-
     def visit_AttrStmt(self, s):
-        if s.attr_key == STORE_PREDICATE:
-            found = self._peel(s)
-            if found is not None:
-                return self._rewrite(*found)
-            return IfThenElse(s.value, self.visit(s.body))
+        if s.attr_key == THREAD_ALLREDUCE:
+            return self._lower(s)
         if is_thread_attr(s) and s.node.thread_tag.startswith("threadIdx"):
-            self.threads.append((s.node.thread_tag, s.node.var, s.value))
+            self.threads.append((s.node, s.value))
             try:
                 return self.generic_visit(s)
             finally:
                 self.threads.pop()
         return self.generic_visit(s)
 
-    def visit_Allocate(self, s):
-        if s.scope == "local":    # one per thread of the enclosing thread regions
-            self.local[s.buffer_var] = {v for _, v, _ in self.threads}
-        return self.generic_visit(s)
-
-    def _reducing_thread(self, s):
-        """The innermost enclosing thread this store reduces across, or None."""
-        if s.buffer_var in self.local or not self.threads:
-            return None
-        if _split_update(s) is None:
-            return None
-        _, part = _split_update(s)
-        for tag, var, ext in reversed(self.threads):
-            if not uses_var(s.index, lambda v, t=var: v is t) and (
-                    uses_var(part, lambda v, t=var: v is t) or self._reads_private(part, var)):
-                return tag, var, ext
-        return None
-
-    def _reads_private(self, e, var):
-        """Whether ``e`` loads a "local" buffer private to thread ``var`` (a per-thread partial,
-        even where simplification removed the thread index from its address)."""
-        found = []
-
-        def visit(n):
-            if isinstance(n, Load) and var in self.local.get(n.buffer_var, ()):
-                found.append(n)
-        post_order_visit(e, visit)
-        return bool(found)
-
-    def visit_IfThenElse(self, s):
-        # Guards around the update alone: threads outside them add the identity, and every
-        # thread reaches the barriers.
-        found = self._peel(s)
-        if found is not None:
-            return self._rewrite(*found)
-        return self.generic_visit(s)
-
-    def visit_Store(self, s):
-        if self._reducing_thread(s) is None:
-            return s
-        return self._rewrite(s, [], [])
-
-    def _rewrite(self, s, conds, preds):
-        """The tree reduction replacing update ``s``.  ``conds`` say whether this thread's part
-        counts; those of them that do not use the reducing thread index also guard the final
-        write.  Thread 0 writes the total, or, given store predicates ``preds``, every thread
-        where they hold."""
-        tag, var, ext = self._reducing_thread(s)
-        cls, part = _split_update(s)
-        dtype = s.value.dtype
+    def _lower(self, s):
+        info = s.node
+        stores = list(s.body.seq) if isinstance(s.body, SeqStmt) else [s.body]
+        if not all(isinstance(x, Store) for x in stores):
+            raise LoweringError(f"{info.name}: malformed cross-thread reduction (expected one store per output)")
+        comb = info.combiner
+        red = [x.buffer_var for x in stores]
+        parts = [x.value for x in stores]
+        self.dts = {r: x.value.dtype for r, x in zip(red, stores)}
+        ext = next((e for iv, e in self.threads if iv is info.thread), None)
+        if ext is None:
+            ext = next((e for iv, e in self.threads if iv.thread_tag == info.thread.thread_tag), None)
+        if ext is None:
+            raise LoweringError(f"stage {info.name}: its reduce axis is bound to {info.thread.thread_tag}, but "
+                                "the reduction is not inside that thread axis")
+        tag, var = info.thread.thread_tag, info.thread.var
         if not isinstance(ext, IntImm):
-            raise LoweringError(f"cross-thread reduction into {s.buffer_var.name} over {tag}: the extent "
-                                f"{ext} is symbolic; split the reduce axis by a constant factor first")
+            raise LoweringError(f"cross-thread reduction of {info.name} over {tag}: the extent {ext} is "
+                                "symbolic; split the reduce axis by a constant factor first")
         n = ext.value
+        row, rows = IntImm("int32", 0), 1
+        for iv, oext in self.threads:
+            if iv.thread_tag == tag:
+                continue
+            if not isinstance(oext, IntImm):
+                raise LoweringError(f"cross-thread reduction of {info.name}: thread axis {iv.thread_tag} has "
+                                    f"the symbolic extent {oext}; it must be constant")
+            row = _op.add(_op.mul(row, oext.value), iv.var)
+            rows *= oext.value
+        ws = self.warp_size
+        if ws and tag == "threadIdx.x" and _pow2(n) and n <= ws:
+            body = [*stores, *self._shuffles(comb, red, n)]
+            body.append(self._broadcast(red, n))
+            return seq(*body)
+        if ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws:
+            return self._two_level(comb, red, stores, var, n // ws, row, rows)
+        return self._tree(comb, red, parts, var, n, row, rows, info)
+
+    def _shuffles(self, comb, red, width, upto=None):
+        """Reduce ``red_k[0]`` over the lanes of each ``width``-lane segment into its lane 0."""
+        zero = IntImm("int32", 0)
+        out = []
+        step = (upto or width) // 2
+        while step >= 1:
+            olds = [Load(self.dts[r], r, zero) for r in red]
+            # every lane shuffles before combining: a combiner may use a value only in one branch
+            # of a select, and a shuffle some lanes skip is undefined
+            got = [Var(f"{r.name}.s{k}", self.dts[r]) for k, r in enumerate(red)]
+            stmt = _combine_into(comb, red, zero, olds, got)
+            for g, o in reversed(list(zip(got, olds))):
+                stmt = LetStmt(g, shuffle_down(o, step, width), stmt)
+            out.append(stmt)
+            step //= 2
+        return out
+
+    def _broadcast(self, red, width):
+        zero = IntImm("int32", 0)
+        return seq(*[Store(r, shuffle(Load(self.dts[r], r, zero), 0, width), zero) for r in red])
+
+    def _two_level(self, comb, red, stores, var, warps, row, rows):
+        ws = self.warp_size
+        zero = IntImm("int32", 0)
+        lane = _op.floormod(var, ws)
+        warp = _op.floordiv(var, ws)
+        bufs = [Var(f"red_buf{self.count + k}", "handle") for k in range(len(red))]
+        self.count += len(red)
+        slot = _op.add(_op.mul(row, warps), warp)
+        body = [*stores, *self._shuffles(comb, red, ws)]
+        body.append(IfThenElse(_op.eq(lane, 0), seq(*[Store(b, Load(self.dts[r], r, zero), slot)
+                                                     for b, r in zip(bufs, red)])))
+        body.append(barrier())
+        mine = _op.add(_op.mul(row, warps), lane)
+        body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
+                                zero) for r, b, ident in zip(red, bufs, comb.identity_element)]))
+        body.extend(self._shuffles(comb, red, ws, upto=warps))
+        body.append(self._broadcast(red, ws))
+        out = seq(*body)
+        for b, r in reversed(list(zip(bufs, red))):
+            out = Allocate(b, self.dts[r], (IntImm("int32", rows * warps),), _op.const(True), out, "shared")
+        return out
+
+    def _tree(self, comb, red, parts, var, n, row, rows, info):
         width = 1
         while width < n:
             width *= 2
-        row, rows = IntImm("int32", 0), 1
-        for otag, ovar, oext in self.threads:
-            if ovar is var:
-                continue
-            if not isinstance(oext, IntImm):
-                raise LoweringError(f"cross-thread reduction into {s.buffer_var.name}: thread axis {otag} "
-                                    f"has the symbolic extent {oext}; it must be constant")
-            row = _op.add(_op.mul(row, oext.value), ovar)
-            rows *= oext.value
-        red = Var(f"red_buf{self.count}", "handle")
-        self.count += 1
+        bufs = [Var(f"red_buf{self.count + k}", "handle") for k in range(len(red))]
+        self.count += len(red)
 
         def slot(t):
             return _op.add(_op.mul(row, width), t)
-
-        def combine(a, b):
-            return cls(a, b)
-        cond = _op.all(*conds) if conds else None
-        body = [Store(red, part, slot(var)) if cond is None else
-                IfThenElse(cond, Store(red, part, slot(var)), Store(red, _identity(cls, dtype), slot(var))),
-                barrier()]
+        zero = IntImm("int32", 0)
+        body = [seq(*[Store(b, p, slot(var)) for b, p in zip(bufs, parts)]), barrier()]
         step = width // 2
         while step >= 1:
             active = _op.lt(var, step) if step * 2 <= n else _op.logical_and(
                 _op.lt(var, step), _op.lt(_op.add(var, step), n))
-            body.append(IfThenElse(active, Store(red, combine(Load(dtype, red, slot(var)),
-                                                               Load(dtype, red, slot(_op.add(var, step)))),
-                                                 slot(var))))
+            olds = [Load(self.dts[r], b, slot(var)) for b, r in zip(bufs, red)]
+            others = [Load(self.dts[r], b, slot(_op.add(var, step))) for b, r in zip(bufs, red)]
+            body.append(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others)))
             body.append(barrier())
             step //= 2
-        total = Load(dtype, red, slot(IntImm("int32", 0)))
-        rowconds = []
-        for c in conds:
-            if not uses_var(c, lambda v: v is var) and not any(same_expr(c, w) for w in rowconds):
-                rowconds.append(c)
-        result = combine(Load(dtype, s.buffer_var, s.index), total)
-        if not preds:
-            body.append(IfThenElse(_op.all(_op.eq(var, 0), *rowconds), Store(s.buffer_var, result, s.index)))
-            body.append(barrier())
-        else:
-            # Every thread holds the total; the store predicate picks the writers.  Each reads the
-            # old value before any writes, so several writers all store the same result.
-            v = Var(f"{s.buffer_var.name}.total", dtype)
-            if rowconds:
-                result = _op.if_then_else(_op.all(*rowconds), result, _identity(cls, dtype))
-            body.append(LetStmt(v, result, seq(barrier(), IfThenElse(_op.all(*rowconds, *preds),
-                                                                     Store(s.buffer_var, v, s.index)),
-                                               barrier())))
-        return Allocate(red, dtype, (IntImm("int32", rows * width),), _op.const(True), seq(*body), "shared")
+        body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), zero) for b, r in zip(bufs, red)]))
+        out = seq(*body)
+        for b, r in reversed(list(zip(bufs, red))):
+            out = Allocate(b, self.dts[r], (IntImm("int32", rows * width),), _op.const(True), out, "shared")
+        return out
 
 
-def lower_thread_allreduce(stmt):
-    """Replace cross-thread reduction updates in ``stmt`` (AST3) with shared-memory tree reductions."""
-    return _Lower().visit(stmt)
+def lower_thread_allreduce(stmt, warp_size=WARP_SIZE):
+    """Lower the cross-thread reductions of ``stmt`` (AST3); ``warp_size=None``: no warp shuffles."""
+    return _Lower(warp_size).visit(stmt)

@@ -19,6 +19,7 @@ from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
 from .lower_thread_allreduce import lower_thread_allreduce
+from .redundant_stores import guard_redundant_stores
 from .split_host_device import split_host_device
 from .thread_sync import thread_sync
 from .verify_gpu import verify_gpu
@@ -117,10 +118,10 @@ PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
 # ------------------------------------------------------------------ GPU targets
 # AST2 -> AST3 for a GPU kernel: no loop partitioning (guards on thread
 # indices stay guards), virtual threads are interleaved in each thread, cross-thread
-# reductions become shared-memory trees, barriers guard shared memory.
+# reductions become warp shuffles (CUDA) or shared-memory trees, barriers guard shared memory.
 DEVICE_PASSES = [
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
-    ("lower_thread_allreduce", lambda stmt, ctx: lower_thread_allreduce(stmt)),
+    ("lower_thread_allreduce", lambda stmt, ctx: lower_thread_allreduce(stmt, ctx.config.get("warp_size", 32))),
     ("thread_sync", lambda stmt, ctx: thread_sync(stmt)),
 ]
 
@@ -143,8 +144,8 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     """Lower ``func`` (AST2, from ``driver.make_function``) for a GPU target; the target-neutral entry.
 
     Runs ``GPU_PIPELINE`` (or, with ``already_lowered``, only ``DEVICE_PASSES``
-    on an AST3 function the CPU pipeline produced), then
-    ``split_host_device`` and ``verify_gpu``.  ``target_kind`` ("cuda",
+    on an AST3 function the CPU pipeline produced), then ``split_host_device``,
+    ``guard_redundant_stores`` and ``verify_gpu``.  ``target_kind`` ("cuda",
     "opengl", ...) is recorded on the kernels; ``config["gpu_limits"]``
     overrides ``verify_gpu.DEFAULT_LIMITS``.
 
@@ -156,6 +157,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     "split_host_device" to the host function.
     """
     ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    ctx.config.setdefault("warp_size", 32 if target_kind == "cuda" else None)   # shuffles: CUDA only
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func
     for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):
@@ -163,6 +165,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
         if keep_history:
             history[name] = current
     split = split_host_device(current, target_kind)
+    split.kernels = [guard_redundant_stores(k) for k in split.kernels]
     verify_gpu(split.kernels, ctx.config.get("gpu_limits"))
     if keep_history:
         history["split_host_device"] = split.host

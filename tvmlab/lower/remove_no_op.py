@@ -22,7 +22,7 @@ PURE_CALLS = frozenset((
     "sigmoid", "floor", "ceil", "round", "trunc", "erf", "sin", "cos", "tan", "sinh", "cosh",
     "asin", "acos", "atan", "nearbyint", "fabs", "abs", "pow", "fmod", "isnan", "likely",
     "if_then_else", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left",
-    "shift_right"))
+    "shift_right", "popcount"))
 
 
 def _no_op():

@@ -120,6 +120,7 @@ class _Kernel(IRMutator):
         super().__init__()
         self.name = kernel_name
         self.launch, self.vars, self.shared = {}, {}, []
+        self.seen = {}        # each thread IterVar's var -> the kernel's Var for its tag
 
     def visit_AttrStmt(self, s):
         if not is_thread_attr(s):
@@ -137,6 +138,7 @@ class _Kernel(IRMutator):
         v = self.vars.get(tag)
         if v is None:
             v = self.vars[tag] = Var(tag, "int32")
+        self.seen[s.node.var] = v
         return self.visit(substitute(s.body, {s.node.var: v}))
 
     def visit_Allocate(self, s):
@@ -177,6 +179,9 @@ class _Host(IRMutator):
         name = f"{self.func.name}_kernel{len(self.kernels)}"
         k = _Kernel(name)
         body = k.visit(s)
+        # a store predicate may name a thread axis of a stage computed inside (every statement of
+        # the kernel runs on all its threads): that use is outside the axis's own attribute
+        body = substitute(body, k.seen)
         for var, dtype, count in reversed(k.shared):
             body = Allocate(var, dtype, (IntImm("int32", count),), _op.const(True), body, "shared")
         uses = _Uses()

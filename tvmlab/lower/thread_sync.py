@@ -1,23 +1,47 @@
 """Barrier insertion for "shared" memory (AST3, before the host/device split).
 
 Threads of a block see each other's writes to a "shared" buffer only after a
-barrier.  This pass walks each statement sequence in program order and keeps
-the shared buffers read and written since the last barrier; a statement that
-reads what was written (RAW), or writes what was read or written (WAR, WAW),
-gets a barrier before it.  A loop whose end conflicts with its own beginning
-(the next iteration overwrites a tile the last one read) gets a barrier at
-the end of its body.  The analysis is by buffer, not by element: it may add
-a barrier that is not strictly needed, never miss one.
+barrier, and a barrier must be reached by every thread of the block (one that
+some threads skip hangs the GPU).  This pass plans barriers accordingly:
+
+* **Where a barrier is needed.**  Statements are taken in program order with
+  the shared accesses since the last barrier; a read of an element another
+  thread may have written (RAW) or a write of one another thread may still read
+  (WAR) gets a barrier before it.  Two accesses at the same index that depends
+  on the innermost thread index are one thread's own and need none.  A read
+  of a double buffer (``double_buffer_write``, from ``double_buffer()``) does
+  not wait for the write of the *next* tile in the same iteration; across
+  iterations it does.  A loop whose next iteration conflicts with what this
+  one did gets a barrier at the end of its body.
+* **Where a barrier may go.**  Only where control flow is uniform across the
+  block: never under an ``if`` whose condition depends on ``threadIdx``
+  (directly or through a variable derived from it), never in a loop whose trip
+  count does.  A thread-dependent ``if`` whose condition reads no memory is
+  distributed over the statements of its body (``if c {a; b}`` is ``if c {a};
+  if c {b}``), so the barrier goes between the pieces, outside the ``if``;
+  pieces not separated by a barrier are joined again afterwards.  When a
+  hand-off happens entirely inside divergent control flow, no placement is
+  correct and lowering stops with a LoweringError naming the access.
+
+``check_uniform_barriers(kernel)`` is the build-time check of the result (and of
+barriers written by hand): a barrier still under thread-dependent control flow
+raises DivergentBarrierError, naming the barrier and the condition.
 
 The barrier is ``Evaluate(Call("void", "tvm_storage_sync", (StringImm("shared"),)))``;
 CUDA prints ``__syncthreads()``, GLSL ``barrier()``.
 """
 from __future__ import annotations
 
-from ..ir.expr import Call, StringImm
-from ..ir.functor import IRVisitor
-from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt,
-                       seq)
+from ..errors import DivergentBarrierError, LoweringError
+from ..ir.expr import Call, IntImm, Load, StringImm, Var
+from ..ir.functor import IRVisitor, collect_vars, post_order_visit
+from ..ir.printer import astext
+from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Store,
+                       While, seq)
+from ..ir.tensor import IterVar
+from .remove_no_op import same_expr
+
+DOUBLE_BUFFER_WRITE = "double_buffer_write"
 
 
 def barrier():
@@ -30,116 +54,263 @@ def is_barrier(s):
             and s.value.op == "tvm_storage_sync")
 
 
-class _Access(IRVisitor):
-    def __init__(self, shared):
+def is_thread_index(node):
+    """True for the IterVar of a ``threadIdx.*`` thread_extent (values differ within a block)."""
+    return isinstance(node, IterVar) and str(node.thread_tag or "").startswith("threadIdx")
+
+
+# ---------------------------------------------------------------- uniformity
+class _Scope:
+    """Variables whose value differs between threads of one block, and the innermost thread index."""
+    __slots__ = ("varying", "thread")
+
+    def __init__(self, varying=frozenset(), thread=None):
+        self.varying, self.thread = frozenset(varying), thread
+
+    def with_vars(self, vs, thread=None):
+        return _Scope(self.varying | set(vs), thread if thread is not None else self.thread)
+
+    def uniform(self, e):
+        """No thread-dependent variable and no memory read in ``e``."""
+        if e is None:
+            return True
+        bad = []
+        post_order_visit(e, lambda n: bad.append(n) if isinstance(n, Load)
+                         or (isinstance(n, Var) and n in self.varying) else None)
+        return not bad
+
+    def enter(self, s):
+        """The scope inside wrapper/loop ``s``."""
+        if isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and is_thread_index(s.node):
+            return self.with_vars([s.node.var], s.node.var)
+        if isinstance(s, LetStmt) and not self.uniform(s.value):
+            return self.with_vars([s.var])
+        if isinstance(s, For) and not self.uniform(s.min):
+            return self.with_vars([s.loop_var])
+        return self
+
+
+def _stable(cond):
+    """A condition that reads no memory keeps its value while its body runs."""
+    found = []
+    post_order_visit(cond, lambda n: found.append(n) if isinstance(n, (Load, Call)) and not (
+        isinstance(n, Call) and n.op == "likely") else None)
+    return not found
+
+
+# ---------------------------------------------------------------- accesses
+class _Acc:
+    """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write."""
+    __slots__ = ("buf", "write", "index", "thread", "db", "stmt")
+
+    def __init__(self, buf, write, index, thread, db, stmt):
+        self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
+
+    def plain(self):
+        return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt)
+
+
+SYNC = "sync"
+
+
+def _same_thread(a, b):
+    """Both at one index that depends on the innermost thread index: each thread its own element."""
+    if a.index is None or b.index is None or a.thread is None or a.thread is not b.thread:
+        return False
+    if not same_expr(a.index, b.index):
+        return False
+    return a.thread in collect_vars(a.index)
+
+
+def _conflict(prev, cur, loop_carry):
+    if prev.buf is not cur.buf or _same_thread(prev, cur):
+        return False
+    if prev.db and not cur.write and not loop_carry:
+        return False                  # reads this iteration's tile, not the next one being written
+    return True
+
+
+def _needs_sync(pending, summary, loop_carry=False):
+    """The first access of ``summary`` (before its own first barrier) that conflicts with ``pending``."""
+    for a in summary:
+        if a is SYNC:
+            return None
+        against = pending["r"] if a.write else pending["w"]
+        for p in against:
+            if _conflict(p, a, loop_carry):
+                return p, a
+    return None
+
+
+def _absorb(pending, summary):
+    for a in summary:
+        if a is SYNC:
+            pending["r"].clear()
+            pending["w"].clear()
+        else:
+            pending["w" if a.write else "r"].append(a)
+
+
+def _fresh():
+    return {"r": [], "w": []}
+
+
+class _Collect(IRVisitor):
+    """Every shared access in a statement, in program order (no barriers: used for divergent code)."""
+
+    def __init__(self, shared, scope, db):
         super().__init__()
-        self.shared, self.reads, self.writes = shared, set(), set()
+        self.shared, self.scope, self.db, self.out, self.stmt = shared, scope, db, [], None
 
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
-            self.reads.add(e.buffer_var)
+            self.out.append(_Acc(e.buffer_var, False, e.index, self.scope.thread, False, self.stmt))
         self.generic_visit(e)
 
     def visit_Store(self, s):
+        self.stmt = s
+        self.visit(s.value)
+        self.visit(s.index)
+        if s.predicate is not None:
+            self.visit(s.predicate)
         if s.buffer_var in self.shared:
-            self.writes.add(s.buffer_var)
+            self.out.append(_Acc(s.buffer_var, True, s.index, self.scope.thread, self.db, s))
+
+    def visit_AttrStmt(self, s):
+        outer, odb = self.scope, self.db
+        self.scope = self.scope.enter(s)
+        self.db = self.db or s.attr_key == DOUBLE_BUFFER_WRITE
         self.generic_visit(s)
+        self.scope, self.db = outer, odb
 
 
-def _accesses(stmt, shared):
-    a = _Access(shared)
-    a.visit(stmt)
-    return a.reads, a.writes
+# ---------------------------------------------------------------- planning
+class _Planner:
+    """Plans barriers bottom-up.  ``where`` is None at a uniform point, else the description of the
+    thread-dependent construct around: there a needed barrier is an error instead of an insertion."""
 
+    def __init__(self, shared):
+        self.shared = shared
 
-class _State:
-    __slots__ = ("reads", "writes")
+    def accesses(self, s, scope, db=False):
+        c = _Collect(self.shared, scope, db)
+        c.stmt = s
+        c.visit(s)
+        return c.out
 
-    def __init__(self, reads=(), writes=()):
-        self.reads, self.writes = set(reads), set(writes)
-
-    def conflicts(self, reads, writes):
-        return bool(self.writes & (reads | writes)) or bool(self.reads & writes)
-
-    def add(self, reads, writes):
-        self.reads |= reads
-        self.writes |= writes
-
-    def copy(self):
-        return _State(self.reads, self.writes)
-
-
-class _Sync:
-    def __init__(self):
-        self.shared = set()
-
-    def run(self, s, st):
-        """Rewrite ``s`` given the pending accesses ``st`` (updated in place); returns the new stmt."""
-        if isinstance(s, Allocate):
-            return s.replace(body=self.run(s.body, st))
-        if isinstance(s, (AttrStmt, LetStmt)):
-            return s.replace(body=self.run(s.body, st))
-        if isinstance(s, SeqStmt):
-            return seq(*[self.run(x, st) for x in s.seq])
+    # plan() returns (new statement, summary): the statement's shared accesses in order, with
+    # SYNC where a barrier that every thread passes lies between them.
+    def plan(self, s, scope, db, where=None):
         if is_barrier(s):
-            st.reads.clear()
-            st.writes.clear()
-            return s
-        reads, writes = _accesses(s, self.shared)
-        if not reads and not writes:
-            return s
-        if isinstance(s, For):
-            if st.conflicts(reads, writes):     # the barrier goes before the loop, not into every iteration
-                st.reads.clear()
-                st.writes.clear()
-                return seq(barrier(), self._loop(s, st))
-            return self._loop(s, st)
+            return s, ([SYNC] if where is None else [])     # a divergent one: the build check names it
+        if isinstance(s, SeqStmt):
+            return self.plan_seq(list(s.seq), scope, db, where)
+        if isinstance(s, (Allocate, LetStmt, AttrStmt)):
+            inner_db = db or (isinstance(s, AttrStmt) and s.attr_key == DOUBLE_BUFFER_WRITE)
+            body, summ = self.plan(s.body, scope.enter(s), inner_db, where)
+            return s.replace(body=body), summ
         if isinstance(s, IfThenElse):
-            if st.conflicts(reads, writes):
-                # before the if: its condition may differ between threads, and a
-                # barrier that some threads of a block skip is undefined behaviour
-                st.reads.clear()
-                st.writes.clear()
-                return seq(barrier(), self.run(s, st))
-            a = st.copy()
-            then = self.run(s.then_case, a)
-            if s.else_case is None:
-                st.add(a.reads, a.writes)
-                return s.replace(then_case=then)
-            b = st.copy()
-            other = self.run(s.else_case, b)
-            st.reads, st.writes = a.reads | b.reads, a.writes | b.writes
-            return s.replace(then_case=then, else_case=other)
-        if st.conflicts(reads, writes):
-            st.reads, st.writes = set(reads), set(writes)
-            return seq(barrier(), s)
-        st.add(reads, writes)
-        return s
+            w = where
+            if w is None and not scope.uniform(s.condition):
+                parts = self.distribute(s, scope)
+                if len(parts) > 1:
+                    return self.plan_seq(parts, scope, db, None)
+                w = f"`if ({astext(s.condition)})`"
+            then, a = self.plan(s.then_case, scope, db, w)
+            other, b = (None, []) if s.else_case is None else self.plan(s.else_case, scope, db, w)
+            # either branch may not run: a barrier inside one does not order what is around the if
+            return s.replace(then_case=then, else_case=other), [x for x in a + b if x is not SYNC]
+        if isinstance(s, For):
+            w = where
+            if w is None and not scope.uniform(s.extent):
+                w = (f"the loop over {s.loop_var.name}, whose trip count `{astext(s.extent)}` differs "
+                     "between threads")
+            return self.plan_loop(s, scope.enter(s), db, w)
+        if isinstance(s, While):
+            body, _ = self.plan(s.body, scope, db, where or f"`while ({astext(s.condition)})`")
+            return s, self.accesses(s, scope, db)
+        return s, self.accesses(s, scope, db)
 
-    def _loop(self, s, st):
-        entry = st.copy()
-        body = self.run(s.body, st)
-        head = _head_accesses(body, self.shared)
-        if st.conflicts(*head):
+    def plan_seq(self, items, scope, db, where):
+        if where is None:
+            items = [y for x in items for y in self.distribute(x, scope)]
+        pending, out, summary = _fresh(), [], []
+        for x in items:
+            new, summ = self.plan(x, scope, db, where)
+            hit = _needs_sync(pending, summ)
+            if hit:
+                if where is not None:
+                    raise _divergent_handoff(hit, where)
+                out.append(barrier())
+                pending = _fresh()
+                summary.append(SYNC)
+            out.append(new)
+            summary.extend(summ)
+            _absorb(pending, summ)
+        return seq(*_join(out)), summary
+
+    def plan_loop(self, s, scope, db, where):
+        body, summ = self.plan(s.body, scope, db, where)
+        end = _fresh()
+        _absorb(end, summ)
+        hit = _needs_sync(end, summ, loop_carry=True)
+        if hit:
+            if where is not None:
+                raise _divergent_handoff(hit, where)
             body = seq(body, barrier())
-            st.reads.clear()
-            st.writes.clear()
-        else:
-            st.add(entry.reads, entry.writes)   # the loop may run zero times
-        return s.replace(body=body)
+            summ = summ + [SYNC]
+        if where is not None or not (isinstance(s.extent, IntImm) and s.extent.value > 0):
+            summ = [x for x in summ if x is not SYNC]      # it may run zero times
+        if not db:       # the double-buffered loop itself: once it is over, its tiles are plain writes
+            summ = [x if x is SYNC else x.plain() for x in summ]
+        return s.replace(body=body), summ
+
+    def distribute(self, s, scope):
+        """``if c {a; b}`` with thread-dependent, memory-free ``c`` as ``[if c {a}, if c {b}]``."""
+        if isinstance(s, IfThenElse) and s.else_case is None and not scope.uniform(s.condition) \
+                and _stable(s.condition):
+            parts = [y for x in _items(s.then_case) for y in self.distribute(x, scope)]
+            return [IfThenElse(s.condition, p) for p in parts] if len(parts) > 1 else [s]
+        if isinstance(s, AttrStmt) and s.attr_key == DOUBLE_BUFFER_WRITE:
+            parts = [y for x in _items(s.body) for y in self.distribute(x, scope)]
+            return [s.replace(body=p) for p in parts] if len(parts) > 1 else [s]
+        return [s]
 
 
-def _head_accesses(body, shared):
-    """Shared accesses from the start of ``body`` up to its first top-level barrier."""
-    reads, writes = set(), set()
-    items = body.seq if isinstance(body, SeqStmt) else (body,)
+def _join(items):
+    """Join neighbouring ``if c {..}`` (same condition, no else) and double-buffer attrs."""
+    out = []
     for x in items:
-        if is_barrier(x):
-            break
-        r, w = _accesses(x, shared)
-        reads |= r
-        writes |= w
-    return reads, writes
+        prev = out[-1] if out else None
+        if (isinstance(x, IfThenElse) and isinstance(prev, IfThenElse) and x.else_case is None
+                and prev.else_case is None and same_expr(x.condition, prev.condition)):
+            out[-1] = prev.replace(then_case=seq(*_join([*_items(prev.then_case), *_items(x.then_case)])))
+        elif (isinstance(x, AttrStmt) and isinstance(prev, AttrStmt) and x.attr_key == DOUBLE_BUFFER_WRITE
+              and prev.attr_key == DOUBLE_BUFFER_WRITE):
+            out[-1] = prev.replace(body=seq(*_join([*_items(prev.body), *_items(x.body)])))
+        else:
+            out.append(x)
+    return out
+
+
+def _items(s):
+    return list(s.seq) if isinstance(s, SeqStmt) else [s]
+
+
+def _describe(a):
+    what = "writes" if a.write else "reads"
+    idx = astext(a.index) if a.index is not None else "?"
+    return f"{what} {a.buf.name}[{idx}]"
+
+
+def _divergent_handoff(hit, where):
+    prev, cur = hit
+    return LoweringError(
+        f"a barrier is needed between `{astext(prev.stmt).strip()}` ({_describe(prev)}) and "
+        f"`{astext(cur.stmt).strip()}` ({_describe(cur)}), but both run under {where}, which differs "
+        "between threads of a block, and a barrier there would hang the GPU; bind the stage so the "
+        "hand-off happens outside thread-dependent conditions (e.g. compute the shared stage at an "
+        "outer loop, or split it so every thread takes part)")
 
 
 class _Shared(IRVisitor):
@@ -148,7 +319,7 @@ class _Shared(IRVisitor):
         self.vars = set()
 
     def visit_Allocate(self, s):
-        if s.scope == "shared":
+        if s.scope == "shared" or str(s.scope).startswith("shared:"):
             self.vars.add(s.buffer_var)
         self.generic_visit(s)
 
@@ -157,8 +328,49 @@ def thread_sync(stmt):
     """Insert shared-memory barriers into ``stmt`` (AST3 with Allocate scope "shared")."""
     found = _Shared()
     found.visit(stmt)
-    sync = _Sync()
-    sync.shared = found.vars
-    return sync.run(stmt, _State())
+    if not found.vars:
+        return stmt
+    threads = []          # every thread index varies, also where used outside its own attribute
+    post_order_visit(stmt, lambda n: threads.append(n.node.var) if isinstance(n, AttrStmt)
+                     and n.attr_key == "thread_extent" and is_thread_index(n.node) else None)
+    new, _ = _Planner(found.vars).plan(stmt, _Scope(threads), False)
+    return new
 
 
+# ---------------------------------------------------------------- build-time check
+def check_uniform_barriers(kernel):
+    """Raise DivergentBarrierError when a barrier of ``kernel`` (a PrimFunc from ``split_host_device``)
+    lies under control flow that differs between threads of a block."""
+    threads = [v for tag, v in kernel.attrs.get("thread_vars", {}).items() if tag.startswith("threadIdx")]
+    _check(kernel.body, _Scope(threads), [], kernel.name)
+
+
+def _check(s, scope, where, name):
+    if is_barrier(s):
+        if where:
+            raise DivergentBarrierError(
+                f"{name}: the barrier (tvm_storage_sync, CUDA's __syncthreads()) is reached only by the "
+                f"threads for which {where[-1]}, which depends on threadIdx; the threads that skip it leave "
+                "the others of their block waiting forever. A barrier must be reached by every thread of "
+                "the block: put it outside thread-dependent conditions and loops")
+        return
+    if isinstance(s, SeqStmt):
+        for x in s.seq:
+            _check(x, scope, where, name)
+    elif isinstance(s, (Allocate, LetStmt, AttrStmt)):
+        _check(s.body, scope.enter(s), where, name)
+    elif isinstance(s, IfThenElse):
+        same = scope.uniform(s.condition)
+        _check(s.then_case, scope, where if same else where + [f"`{astext(s.condition)}` holds"], name)
+        if s.else_case is not None:
+            _check(s.else_case, scope, where if same else where + [f"`{astext(s.condition)}` is false"],
+                   name)
+    elif isinstance(s, For):
+        w = where if scope.uniform(s.extent) else where + [
+            f"the loop over {s.loop_var.name} runs another iteration (its trip count is "
+            f"`{astext(s.extent)}`)"]
+        _check(s.body, scope.enter(s), w, name)
+    elif isinstance(s, While):
+        w = where if scope.uniform(s.condition) else where + [
+            f"the while loop's condition `{astext(s.condition)}` holds"]
+        _check(s.body, scope, w, name)

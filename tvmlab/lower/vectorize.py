@@ -42,7 +42,8 @@ ELEMENTWISE_CALLS = frozenset((
     "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh",
     "sigmoid", "floor", "ceil", "round", "trunc", "erf", "sin", "cos", "tan", "sinh", "cosh",
     "asin", "acos", "atan", "nearbyint", "fabs", "abs", "pow", "fmod", "isnan", "likely",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right"))
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
+    "popcount"))
 
 
 class _Scalarise(Exception):

@@ -1,6 +1,7 @@
 """Build-time checks of GPU kernels against the device's limits.
 
-Run on the kernels of ``split_host_device``.  A limit that depends on a
+Run on the kernels of ``split_host_device``: barriers must be uniform (see
+``thread_sync.check_uniform_barriers``), and the launch must fit the device.  A limit that depends on a
 symbolic shape cannot be checked here; the runtime checks it at launch.
 Limits (override through ``lower_for_device(..., config={"gpu_limits": {...}})``
 or target options such as ``cuda -max_threads_per_block=512``):
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir.expr import IntImm
+from .thread_sync import check_uniform_barriers
 
 DEFAULT_LIMITS = {
     "max_threads_per_block": 1024,
@@ -34,9 +36,11 @@ def gpu_limits(overrides=None):
 
 
 def verify_gpu(kernels, limits=None):
-    """Raise LoweringError naming the kernel and the limit when a kernel exceeds ``limits``."""
+    """Raise LoweringError naming the kernel and the limit when a kernel exceeds ``limits``, and
+    DivergentBarrierError when one of its barriers is not reached by every thread of a block."""
     lim = gpu_limits(limits)
     for k in kernels:
+        check_uniform_barriers(k)
         launch = k.attrs["launch"]
         threads = 1
         for axis in "xyz":

@@ -1,14 +1,23 @@
-"""The CUDA device: pycuda when importable, else NVIDIA's cuda-python driver API.
+"""The CUDA device, through one of two Python bindings of the driver API, chosen on purpose.
+
+cuda-python (``cuda.bindings``, wheels on every platform) is the default;
+pycuda is used only when asked for, with ``use_binding("pycuda")`` or the
+environment variable ``TVMLAB_CUDA_BINDING=pycuda``.  What else happens to be
+installed never changes the choice, so a program behaves the same on every
+machine.
 
 Importing this module registers the "cuda" device type (``tvmlab.cuda(0).exist``
 probes the driver) and an allocator, so ``tvmlab.nd.array(x, tvmlab.cuda(0))``
 makes a ``CUDANDArray`` in device memory.  Without a driver or a GPU nothing
 fails at import: ``exist`` is False and allocating or launching raises
-DeviceError saying there is no CUDA device.
+DeviceError saying there is no CUDA device (or what is wrong with the binding
+chosen).
 """
 from __future__ import annotations
 
 import ctypes
+import importlib
+import os
 
 import numpy as np
 
@@ -16,11 +25,19 @@ from ..errors import DeviceError
 from .device import Device, register_device_type
 from .ndarray import DeviceNDArray, _dtype_of, register_allocator
 
-_STATE = {"backend": None, "reason": None}
+ENV_VAR = "TVMLAB_CUDA_BINDING"
+DEFAULT_BINDING = "cuda-python"
+
+# backend: the started binding; reason: why there is none; error: a bad choice of binding, raised on use;
+# chosen: use_binding's name (None follows the environment variable)
+_STATE = {"backend": None, "reason": None, "error": None, "chosen": None}
 
 
 class _PyCUDA:
     name = "pycuda"
+    module = "pycuda.driver"
+    install = ("pip install 'tvmlab[cuda-pycuda]' (pycuda compiles against the CUDA toolkit: "
+               "nvcc on PATH or CUDA_ROOT set)")
 
     def __init__(self):
         import pycuda.driver as drv
@@ -68,6 +85,8 @@ class _PyCUDA:
 
 class _CudaPython:
     name = "cuda-python"
+    module = "cuda.bindings.driver"
+    install = "pip install 'tvmlab[cuda]' (cuda-python wheels; no CUDA toolkit needed)"
 
     def __init__(self):
         from cuda.bindings import driver
@@ -130,21 +149,82 @@ class _CudaPython:
         return major, minor
 
 
+BINDINGS = {c.name: c for c in (_CudaPython, _PyCUDA)}
+
+
+def _binding_class(name, where):
+    """The binding class called ``name``, after importing its module; DeviceError saying why not."""
+    cls = BINDINGS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise DeviceError(f"{where}: unknown CUDA binding {name!r}; choose one of "
+                          f"{', '.join(repr(n) for n in BINDINGS)}")
+    try:
+        importlib.import_module(cls.module)
+    except ModuleNotFoundError as e:
+        if e.name and cls.module.startswith(e.name):
+            raise DeviceError(f"{where}: the CUDA binding {name!r} is not installed ({cls.module} does not "
+                              f"import); install it with {cls.install}") from None
+        raise DeviceError(f"{where}: the CUDA binding {name!r} does not import ({e})") from None
+    except Exception as e:   # installed but broken, e.g. pycuda linked against a missing libcuda
+        raise DeviceError(f"{where}: the CUDA binding {name!r} is installed but does not import "
+                          f"({type(e).__name__}: {e}); it needs the NVIDIA driver, and is installed with "
+                          f"{cls.install}") from None
+    return cls
+
+
+def binding():
+    """The name of the CUDA binding in use: ``use_binding``'s choice, else ``$TVMLAB_CUDA_BINDING``,
+    else "cuda-python".  DeviceError when the choice is unknown or its module does not import."""
+    if _STATE["chosen"] is not None:
+        return _binding_class(_STATE["chosen"], "use_binding").name
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return _binding_class(env, f"environment variable {ENV_VAR}={env!r}").name
+    return DEFAULT_BINDING
+
+
+def use_binding(name):
+    """Run CUDA through ``name`` ("cuda-python", the default, or "pycuda") from now on.
+
+    ``None`` goes back to ``$TVMLAB_CUDA_BINDING`` (else cuda-python).  Call it before the
+    first CUDA array or launch: arrays and loaded kernels belong to the binding that made
+    them, so switching once one is running raises DeviceError.  Returns the binding's name.
+    """
+    if name is not None:
+        _binding_class(name, f"use_binding({name!r})")
+    previous = _STATE["chosen"]
+    _STATE["chosen"] = name
+    try:
+        wanted = binding()
+    except DeviceError:
+        _STATE["chosen"] = previous
+        raise
+    live = _STATE["backend"]
+    if live is not None and live.name != wanted:
+        _STATE["chosen"] = previous
+        raise DeviceError(f"use_binding({name!r}): CUDA already runs through {live.name!r} in this process "
+                          f"(its arrays and kernels belong to it); choose the binding before the first CUDA "
+                          f"array or launch, or set {ENV_VAR} before starting Python")
+    if live is None:
+        _STATE.update(reason=None, error=None)   # probe again with the new choice
+    return wanted
+
+
 def backend():
     """The driver backend, or None (``no_device_reason()`` says why)."""
     if _STATE["backend"] is None and _STATE["reason"] is None:
-        errors = []
-        for cls in (_PyCUDA, _CudaPython):
-            try:
-                b = cls()
-                if b.count() < 1:
-                    raise DeviceError("the driver reports no CUDA device")
-                _STATE["backend"] = b
-                break
-            except Exception as e:  # a missing driver library raises many kinds of errors
-                errors.append(f"{cls.name}: {type(e).__name__}: {e}")
-        if _STATE["backend"] is None:
-            _STATE["reason"] = "; ".join(errors)
+        try:
+            cls = BINDINGS[binding()]
+        except DeviceError as e:
+            _STATE.update(reason=str(e), error=e)
+            return None
+        try:
+            b = cls()
+            if b.count() < 1:
+                raise DeviceError("the driver reports no CUDA device")
+            _STATE["backend"] = b
+        except Exception as e:  # a missing driver library raises many kinds of errors
+            _STATE["reason"] = f"{cls.name}: {type(e).__name__}: {e}"
     return _STATE["backend"]
 
 
@@ -161,6 +241,8 @@ def exist(dev_id):
 def require(device):
     """The backend with ``device`` active; DeviceError when there is no CUDA device."""
     b = backend()
+    if _STATE["error"] is not None:
+        raise DeviceError(str(_STATE["error"]))
     if b is None or device.device_id >= b.count():
         raise DeviceError(f"there is no CUDA device {device!r} on this machine "
                           f"({no_device_reason() or 'device id out of range'})")
@@ -204,5 +286,6 @@ def _empty(shape, dtype, device):
     return CUDANDArray(shape, dtype, device)
 
 
-register_device_type("cuda", aliases=("gpu", "nvptx"), exist=exist, sync=_sync, override=True)
+register_device_type("cuda", aliases=("gpu", "nvptx"), exist=exist, sync=_sync, override=True,
+                     why_not=no_device_reason)
 register_allocator("cuda", _from_numpy, _empty, override=True)

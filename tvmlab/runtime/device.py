@@ -16,16 +16,17 @@ _TYPES = {}
 _ALIASES = {}
 
 
-def register_device_type(name, *, aliases=(), exist=None, sync=None, override=False):
+def register_device_type(name, *, aliases=(), exist=None, sync=None, override=False, why_not=None):
     """Add (or with ``override`` replace) a device type.
 
     ``exist(device_id) -> bool`` tells whether the device is present;
     ``sync(device_id)`` waits for work queued on it.  ``aliases`` are other
     names ``tvmlab.device`` accepts for it (target kinds such as "llvm").
+    ``why_not() -> str | None`` says why there is no such device, for messages.
     """
     if name in _TYPES and not override:
         raise DeviceError(f"device type {name!r} is already registered; pass override=True to replace it")
-    _TYPES[name] = {"exist": exist or (lambda device_id: False), "sync": sync}
+    _TYPES[name] = {"exist": exist or (lambda device_id: False), "sync": sync, "why_not": why_not}
     for a in (name, *aliases):
         _ALIASES[a] = name
 
@@ -71,7 +72,10 @@ class Device:
     def require(self):
         """Raise DeviceError unless the device exists."""
         if not self.exist:
-            raise DeviceError(f"no such device: {self!r} does not exist on this machine")
+            why = _TYPES[self.device_type]["why_not"]
+            why = why() if why is not None else None
+            raise DeviceError(f"no such device: {self!r} does not exist on this machine"
+                              + (f" ({why})" if why else ""))
         return self
 
     def __eq__(self, other):
@@ -101,6 +105,18 @@ def device(name, device_id=0):
     if canon is None:
         raise DeviceError(f"unknown device {kind!r}; valid names: {', '.join(sorted(_ALIASES))}")
     return Device(canon, device_id)
+
+
+def enabled(target):
+    """Whether the runtime for ``target``'s kind works here (TVM's ``tvm.runtime.enabled``).
+
+    "llvm"/"cpu": always; "cuda": a CUDA binding loads and finds a GPU; "opengl": an EGL
+    context opens; kinds tvmlab has no runtime for (or does not know): False.  A target
+    string with options ("cuda -arch=sm_80") or a Target object is accepted.
+    """
+    kind = str(getattr(target, "kind", target)).strip()
+    canon = _ALIASES.get(kind.split()[0] if kind else kind)
+    return canon is not None and bool(_TYPES[canon]["exist"](0))
 
 
 def cpu(device_id=0):

@@ -3,7 +3,9 @@
 ``initialize()`` sets LLVM up once for the host (llvmlite 0.50 forbids
 ``llvm.initialize()``; only the native target and asm printer are needed) and
 loads libgomp into the process so that ``GOMP_parallel`` in generated code
-resolves.  ``JitEngine`` owns one compiled LLVM module and keeps its code alive.
+resolves.  Code for another CPU (``-mtriple=aarch64-linux-gnu``) needs LLVM's
+other back ends, set up the first time such a triple is asked for.
+``JitEngine`` owns one compiled LLVM module and keeps its code alive.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import llvmlite.binding as llvm
 
 from ..errors import BuildError
 
-_STATE = {"init": False, "gomp": None}
+_STATE = {"init": False, "gomp": None, "all_targets": False}
 
 
 def initialize():
@@ -78,10 +80,55 @@ def host_feature_set():
 PORTABLE_CPUS = ("generic", "x86-64")
 
 
-def not_runnable(cpu, features):
+_ARCH_ALIASES = {"arm64": "aarch64", "amd64": "x86_64", "x86-64": "x86_64"}
+
+
+def triple_arch(triple):
+    """The architecture a target triple names ("aarch64" for "aarch64-linux-gnu")."""
+    arch = triple.split("-")[0]
+    return _ARCH_ALIASES.get(arch, arch)
+
+
+def _triple_os(triple):
+    """The system a triple names, past its vendor ("linux" for "x86_64-unknown-linux-gnu")."""
+    return next((w for w in triple.split("-")[1:] if w not in ("unknown", "pc", "none")), "")
+
+
+def is_host_triple(triple):
+    """Whether code for ``triple`` runs here: the same architecture and system as this process."""
+    if triple is None:
+        return True
+    host = llvm.get_process_triple()
+    return triple_arch(triple) == triple_arch(host) and _triple_os(triple) == _triple_os(host)
+
+
+def check_triple(triple):
+    """``triple`` as the code generator takes it: this process's own when it names this machine, else the
+    triple itself once LLVM knows a back end for it (BuildError if none)."""
+    if is_host_triple(triple):
+        return llvm.get_process_triple()
+    initialize()
+    if not _STATE["all_targets"]:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _STATE["all_targets"] = True
+    try:
+        llvm.Target.from_triple(triple)
+    except RuntimeError as e:
+        raise BuildError(f"-mtriple={triple}: LLVM has no back end for it ({str(e).strip()}); "
+                         "try aarch64-linux-gnu, armv7a-linux-gnueabihf or riscv64-linux-gnu") from None
+    return triple
+
+
+def not_runnable(cpu, features, triple=None):
     """Why code built for ``cpu`` with ``features`` (LLVM's "+f,-g" list) cannot run on this
-    machine, or None: another named CPU may use instructions this one lacks, and so may an
-    added feature it does not have."""
+    machine, or None: code for another architecture cannot, another named CPU may use
+    instructions this one lacks, and so may an added feature it does not have."""
+    if not is_host_triple(triple):
+        arch = triple_arch(triple)
+        return (f"this code was built for {triple} ({arch}), but this machine is {llvm.get_process_triple()}; "
+                f"export it with export_library(path, cc=...) and run it where the CPU is {arch} (or under "
+                f"qemu-{arch})")
     host, _ = host_cpu()
     if cpu not in (host, "native", *PORTABLE_CPUS):
         return (f"this code was built for -mcpu={cpu} but this machine's CPU is {host}; it may use "
@@ -92,17 +139,18 @@ def not_runnable(cpu, features):
     return None
 
 
-def create_target_machine(cpu, features, opt=3, jit=False, reloc="default"):
-    """A TargetMachine for the host triple (a fresh one: MCJIT takes ownership of its own);
+def create_target_machine(cpu, features, opt=3, jit=False, reloc="default", triple=None):
+    """A TargetMachine for ``triple`` (default: the host's; a fresh one: MCJIT takes ownership of its own);
     ``reloc="pic"`` for code that goes into a shared library."""
     initialize()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
+    target = llvm.Target.from_triple(check_triple(triple))
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=jit, reloc=reloc,
                                         codemodel="jitdefault" if reloc == "default" else "default")
 
 
 def undefined_symbols(obj):
-    """Names of the symbols an ELF object file uses but does not define (from .symtab and .strtab)."""
+    """Names of the symbols a little-endian ELF object file (32 or 64 bit) uses but does not define
+    (from .symtab and .strtab)."""
     sections = {}
     for sec in llvm.ObjectFileRef.from_data(obj).sections():
         name = sec.name()
@@ -110,9 +158,11 @@ def undefined_symbols(obj):
         if name in (".symtab", ".strtab"):
             sections[name] = sec.data()
     symtab, strtab = sections.get(".symtab", b""), sections.get(".strtab", b"")
+    size, shndx_at = (16, 14) if obj[4:5] == b"\x01" else (24, 6)    # ELFCLASS32 or ELFCLASS64
     names = []
-    for off in range(24, len(symtab) - 23, 24):   # entry 0 is the null symbol
-        st_name, _info, _other, shndx = struct.unpack_from("<IBBH", symtab, off)
+    for off in range(size, len(symtab) - size + 1, size):   # entry 0 is the null symbol
+        st_name = struct.unpack_from("<I", symtab, off)[0]
+        shndx = struct.unpack_from("<H", symtab, off + shndx_at)[0]
         if shndx == 0 and st_name:
             names.append(strtab[st_name:strtab.index(b"\0", st_name)].decode())
     return names

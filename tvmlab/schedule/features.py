@@ -207,7 +207,9 @@ def double_buffer_loop(b, st, iv, stages, body):
             body = _Retarget(t, t2, parity(k), mins, False).visit(body)
         prologue.append(first)
         ahead.append(then)
-    loop_body = seq(IfThenElse(_op.lt(nxt, last), seq(*ahead)), body)
+    # marked, so barrier placement knows these writes fill the tile of the next iteration
+    ahead = AttrStmt(None, "double_buffer_write", _op.const(1, "int32"), seq(*ahead))
+    loop_body = seq(IfThenElse(_op.lt(nxt, last), ahead), body)
     out = seq(*prologue, b._loop(st, iv, k, rng, loop_body))
     for t2, shape, scope, x in reversed(realizes):
         out = ProducerRealize(t2, tuple(Range(_op.const(0, "int32"), e) for e in shape), _op.const(True),

@@ -79,14 +79,15 @@ def rfactor(sch, tensor, axis, factor_axis=0):
         raise ScheduleError(f"rfactor of {st.name}: {ax.var.name} is the only reduction axis; "
                             "split it first (e.g. ko, ki = s[C].split(k, factor=16)) and rfactor "
                             "one part")
-    cf_body = [Reduce(r0.combiner, srcs, axes, cond, k, r0.init) for k in range(len(srcs))]
+    # the partial reductions start from the identity; a custom init seeds the final one only
+    cf_body = [Reduce(r0.combiner, srcs, axes, cond, k, ()) for k in range(len(srcs))]
     cf_op = ComputeOp(sch.fresh_name(f"{op.name}.rf"), op.tag, op.attrs, cf_axis, cf_body)
     kf = IterVar(Range(_op.const(0), dom[ax].extent), Var(ax.var.name + ".v", ax.var.dtype),
                  IterVar.REDUCE)
     idx = [iv.var for iv in op.axis]
     idx = idx[:factor_axis] + [kf.var] + idx[factor_axis:]
     new_src = tuple(ProducerLoad(t, tuple(idx)) for t in cf_op.outputs)
-    new_body = [Reduce(r0.combiner, new_src, (kf,), _op.const(True), k, ()) for k in range(len(srcs))]
+    new_body = [Reduce(r0.combiner, new_src, (kf,), _op.const(True), k, r0.init) for k in range(len(srcs))]
     new_op = ComputeOp(op.name, op.tag, op.attrs, op.axis, new_body)
     sch._replace_op(st, new_op)
     st.all_iter_vars = list(op.axis) + [kf]

@@ -13,8 +13,9 @@ from ..ir import op as _op
 from ..ir.arith import Analyzer
 from ..ir.expr import And, Call, IntImm, StringImm, Var
 from ..ir.functor import collect_vars, substitute
-from ..ir.stmt import STORE_PREDICATE, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize, ProducerStore, seq
-from ..ir.tensor import ComputeOp, IterVar, Range, is_thread_tag
+from ..ir.stmt import (THREAD_ALLREDUCE, AllreduceInfo, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize,
+                       ProducerStore, seq)
+from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, is_thread_tag
 from . import extern_ops
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
@@ -111,40 +112,83 @@ class _Builder:
                       for t, b in zip(op.outputs, body)]
             stores = seq(*stores) if pred is None else IfThenElse(pred, seq(*stores))
             return self._wrap(st, 0, len(leaves), stores, guards, pos)
-        update = self._update(st, body, vmap)
-        outer_guards = [(c, d) for c, d in guards if d < first_red and not self._is_red_guard(c, st)]
-        red_threads = {v for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread
-                       is not None for v in (iv.var, st.attr(iv).bind_thread.var)}
-        init_pred = pred
         for iv in leaves:
             t = st.attr(iv).bind_thread
             if iv.iter_type == IterVar.REDUCE and t is not None and t.thread_tag.startswith("blockIdx"):
                 raise LoweringError(f"stage {st.name}: reduce axis {iv.var.name} is bound to {t.thread_tag}; "
                                     "blocks cannot combine their parts (bind it to threadIdx.* after rfactor)")
-        if red_threads and len(op.outputs) > 1:
-            raise LoweringError(f"stage {st.name}: a cross-thread reduction of a tuple reducer ({len(op.outputs)} "
-                                "outputs, e.g. argmax) is not supported; keep its reduce axis serial")
-        if red_threads:
-            # A cross-thread reduction: every thread of the block must reach the barriers of
-            # lower_thread_allreduce, so the guards of the outer axes move onto the update (a thread
-            # out of range adds the identity) and the init.  The store predicate selects who writes
-            # the total, not whose part counts: an attribute that pass reads.  The init runs outside
-            # the reducing threads and keeps the conjuncts of the predicate that do not use them.
-            for c, _ in outer_guards:
-                update = IfThenElse(Call("bool", "likely", (c,)), update)
-            if pred is not None:
-                update = AttrStmt(StringImm(op.name), STORE_PREDICATE, pred, update)
-                keep = [c for c in _conjuncts(pred) if not (set(collect_vars(c)) & red_threads)]
-                init_pred = _op.all(*keep) if keep else None
-        elif pred is not None:
+        if any(iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None for iv in leaves):
+            return self._cross_thread(st, body, vmap, guards, pred)
+        update = self._update(st, body, vmap)
+        outer_guards = [(c, d) for c, d in guards if d < first_red and not self._is_red_guard(c, st)]
+        if pred is not None:
             update = IfThenElse(pred, update)
         inner = self._wrap(st, first_red, len(leaves), update, guards, pos, outer_guards=False)
-        init = self._init(st, body, values, first_red, guards, pos, init_pred)
-        if red_threads:
-            for c, _ in outer_guards:
-                init = IfThenElse(Call("bool", "likely", (c,)), init)
-            return self._wrap(st, 0, first_red, seq(init, inner), [], pos)
+        init = self._init(st, body, values, first_red, guards, pos, pred)
         return self._wrap(st, 0, first_red, seq(init, inner), outer_guards, pos)
+
+    def _cross_thread(self, st, body, vmap, guards, pred):
+        """A reduction whose reduce axis is bound to threadIdx.*: each thread reduces its part over
+        the other (serial) reduce axes, which loop inside the thread axes whatever the leaf order,
+        in a "local" accumulator; a ``thread_allreduce`` combines the parts of the block (every
+        thread gets the total) and one thread writes it: the one at index 0 of the reducing axis,
+        or those the store predicate picks.  Guards move onto the parts (a thread out of range
+        contributes the identity), so every thread reaches the combination."""
+        op, leaves = st.op, st.leaf_iter_vars
+        r0 = body[0]
+        comb = r0.combiner
+        bound = [iv for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None]
+        if len(bound) > 1:
+            raise LoweringError(f"stage {st.name}: reduce axes {', '.join(iv.var.name for iv in bound)} are all "
+                                "bound to threads; bind one reduce axis to threadIdx.* (fuse them first)")
+        red_iv = bound[0]
+        thread = st.attr(red_iv).bind_thread
+        normal = [k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE and iv is not red_iv]
+        main = [k for k in range(len(leaves)) if k not in normal]
+        red_vars = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
+        idx = tuple(vmap.get(iv.var, iv.var) for iv in op.axis)
+        src = [substitute(x, vmap) for x in r0.source]
+        part_conds = [c for c, _ in guards] + [c for c in _conjuncts(substitute(r0.condition, vmap))
+                                               if not (isinstance(c, IntImm) and c.value)]
+        write_conds = [c for c, _ in guards if not (set(collect_vars(c)) & red_vars)]
+        write_conds += _conjuncts(pred) if pred is not None else [
+            _op.eq(red_iv.var, self.dom_map[red_iv].min)]
+        local = []
+
+        def temp(t, suffix):
+            x = PlaceholderOp(f"{t.name}.{suffix}", (_op.const(1, "int32"),), t.dtype).output(0)
+            local.append(x)
+            return x
+        zero = (_op.const(0, "int32"),)
+        res = [temp(t, "red") for t in op.outputs]
+        if normal:
+            acc = [temp(t, "part") for t in op.outputs]
+            olds = [ProducerLoadOf(a, zero) for a in acc]
+            update = _let_stores(acc, zero, comb(olds, src))
+            for c in reversed(part_conds):
+                update = IfThenElse(Call("bool", "likely", (c,)), update)
+            update = self._wrap_at(st, normal, update, [])
+            init = seq(*[ProducerStore(a, v, zero) for a, v in zip(acc, comb.identity_element)])
+            parts, before = olds, [init, update]
+        else:
+            valid = _op.all(*part_conds) if part_conds else None
+            parts = src if valid is None else [_op.if_then_else(valid, x, i)
+                                               for x, i in zip(src, comb.identity_element)]
+            before = []
+        info = AllreduceInfo(comb, thread, op.name)
+        reduce = AttrStmt(info, THREAD_ALLREDUCE, _op.const(0, "int32"),
+                          seq(*[ProducerStore(r, v, zero) for r, v in zip(res, parts)]))
+        total = [ProducerLoadOf(r, zero) for r in res]
+        if r0.init:
+            total = list(comb(list(r0.init), total))
+        assign = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, total)])
+        for c in reversed(write_conds):
+            assign = IfThenElse(Call("bool", "likely", (c,)), assign)
+        out = seq(*before, reduce, assign)
+        for x in reversed(local):
+            out = ProducerRealize(x, (Range(_op.const(0, "int32"), _op.const(1, "int32")),), _op.const(True),
+                                  out, "local")
+        return self._wrap_at(st, main, out, [], top=False)
 
     def _is_red_guard(self, cond, st):
         red = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
@@ -188,13 +232,7 @@ class _Builder:
         news = [substitute(x, dict(zip(comb.lhs, olds)) | dict(zip(comb.rhs, src)))
                 for x in comb.result]
         cond = substitute(r0.condition, vmap)
-        if len(news) == 1:
-            stmt = ProducerStore(op.outputs[0], news[0], idx)
-        else:
-            tmps = [Var(f"{t.name}.v{k}", t.dtype) for k, t in enumerate(op.outputs)]
-            stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(op.outputs, tmps)])
-            for tv, nv in reversed(list(zip(tmps, news))):
-                stmt = LetStmt(tv, nv, stmt)
+        stmt = _let_stores(op.outputs, idx, news)
         # One if per conjunct, first outermost: a later part may load memory
         # that is only in bounds when an earlier one holds.
         for c in reversed(_conjuncts(cond)):
@@ -218,11 +256,15 @@ class _Builder:
             a = a.attach_stage
         shapes = set(shape_vars(self.sch).values())
         vmap = {iv.var: v for iv, v in values.items()}
+        # a thread axis bound in a stage computed inside this one: the kernel runs every statement
+        # on all its threads, so the predicate may pick among them (TVM's rfactor_elemwise_threads)
         for v in collect_vars(st.store_predicate):
             if v in vmap or v in shapes:
                 continue
             if is_thread_tag(v.name) and v.name in threads:
                 vmap[v] = threads[v.name]
+            elif self._inside(v, st):
+                continue
             elif not is_thread_tag(v.name):
                 raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, which is no longer "
                                     f"an axis of {st.name} (rfactor or cache_write gave it a new operation); "
@@ -231,6 +273,17 @@ class _Builder:
                 raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, but no axis of "
                                     f"{st.name} or of a stage it is computed inside is bound to {v.name}")
         return substitute(st.store_predicate, vmap)
+
+    def _inside(self, var, st):
+        """Whether a stage computed (directly or not) inside ``st`` binds an axis to thread ``var``."""
+        for x in self.sch.stages:
+            a = x
+            while a is not None and a is not st:
+                a = a.attach_stage
+            if a is st and x is not st and any(t.bind_thread is not None and t.bind_thread.var is var
+                                                 for t in x.iter_var_attrs.values()):
+                return True
+        return False
 
     def _init(self, st, body, values, first_red, guards, pos, pred=None):
         op = st.op
@@ -264,8 +317,13 @@ class _Builder:
 
     def _wrap(self, st, start, stop, body, guards, pos, outer_guards=True):
         """Wrap ``body`` in the loops ``leaves[start:stop]``, attached stages and guards."""
+        return self._wrap_at(st, range(start, stop), body, guards, top=start == 0)
+
+    def _wrap_at(self, st, ks, body, guards, top=False):
+        """Wrap ``body`` in the loops of the leaves at positions ``ks`` (ascending), with the stages
+        attached at them and the guards of their depth; ``top``: also the guards of depth -1."""
         leaves = st.leaf_iter_vars
-        for k in reversed(range(start, stop)):
+        for k in reversed(list(ks)):
             for c, d in guards:
                 if d == k:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
@@ -279,7 +337,7 @@ class _Builder:
                 continue
             body = self.produce_then(self.attached.get(iv, []), body)
             body = self._loop(st, iv, iv.var, self.dom_map[iv], body)
-        if start == 0:
+        if top:
             for c, d in guards:
                 if d < 0:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
@@ -296,6 +354,17 @@ class _Builder:
         kind = a.kind
         ann = tuple(("pragma_" + k, v) for k, v in a.pragmas)
         return For(var, rng.min, rng.extent, kind, body, ann)
+
+
+def _let_stores(tensors, idx, values):
+    """Store ``values`` into ``tensors`` at ``idx``, all computed before any is stored."""
+    if len(values) == 1:
+        return ProducerStore(tensors[0], values[0], idx)
+    tmps = [Var(f"{t.name}.v{k}", t.dtype) for k, t in enumerate(tensors)]
+    stmt = seq(*[ProducerStore(t, v, idx) for t, v in zip(tensors, tmps)])
+    for tv, nv in reversed(list(zip(tmps, values))):
+        stmt = LetStmt(tv, nv, stmt)
+    return stmt
 
 
 def _conjuncts(e):

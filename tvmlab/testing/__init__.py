@@ -104,4 +104,21 @@ def random_data(shape, dtype, rng, low=None, high=None):
     return out
 
 
-__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "SENTINEL"]
+def simulate(f, *arrays, check=True, **options):
+    """Run GPU build ``f`` (``tvm.build(..., "cuda")``, ``tvm.lower(..., target="cuda")`` or an
+    ``"opengl -compute"`` build) thread by thread on the CPU, writing outputs in place; returns a
+    SimReport and, with ``check``, raises SimulationError on a race, divergent barrier or shuffle,
+    out-of-bounds access or read of uninitialized memory (``tvmlab.analysis.gpusim``)."""
+    from ..analysis.gpusim import simulate as _simulate
+    return _simulate(f, *arrays, check=check, **options)
+
+
+def simulate_graph(factory, check=True, **inputs):
+    """Run a graph ``relay.build(..., target="cuda")`` made on the thread-level GPU simulator; returns
+    its outputs as numpy arrays (``tvmlab.testing.gpu_graph``)."""
+    from .gpu_graph import simulate_graph as _simulate_graph
+    return _simulate_graph(factory, check=check, **inputs)
+
+
+__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "simulate", "simulate_graph",
+           "SENTINEL"]

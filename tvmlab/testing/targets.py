@@ -34,12 +34,8 @@ def _has_backend(kind):
 
 
 def _device_exists(kind):
-    from ..errors import TVMLabError
-    from ..runtime.device import device
-    try:
-        return device(kind, 0).exist
-    except TVMLabError:
-        return False
+    from ..runtime.device import enabled
+    return enabled(kind)
 
 
 def why_not_runnable(target, listed=True):

@@ -5,7 +5,8 @@ from ..ir.expr import (EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, Call, Cast, 
 from ..ir.function import Buffer, PrimFunc, IRModule  # noqa: F401
 from ..ir.op import (abs, all, any, call_extern, call_pure_extern, ceil, const, erf, exp,  # noqa: F401
                     floor, floordiv, floormod, fmod, if_then_else, likely, log, max, max_value, min,
-                    min_value, power, round, rsqrt, sigmoid, sqrt, tanh, truncdiv, truncmod, cast)
+                    min_value, popcount, power, round, rsqrt, sigmoid, sqrt, tanh, truncdiv, truncmod,
+                    cast)
 from ..ir.op import select as Select  # noqa: F401
 from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
                       ProducerRealize, ProducerStore, SeqStmt, Stmt, Store)

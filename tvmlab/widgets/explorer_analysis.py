@@ -85,6 +85,7 @@ class AnalysisPanels:
         parts = [who_legend_html(kinds),
                  png_img(owner_png(tr, kind), f"who writes each element: {kind}"),
                  png_img(order_png(tr), "write order"), cache_html(rep)]
+        gpu = self._gpu_check(st.schedule, sizes, parts)
         self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
         with self._quietly():
             self.iter_kind.options = kinds or ["parallel"]
@@ -92,8 +93,24 @@ class AnalysisPanels:
             self.iter_loop.options = loops
             if rep["loop"] in loops:
                 self.iter_loop.value = rep["loop"]
-        self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep}
+        self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep, "gpu": gpu}
         return self.last_iteration_space
+
+    def _gpu_check(self, sch, sizes, parts):
+        """A schedule that binds GPU threads is also run on the thread-level simulator: its races and
+        divergent barriers show below the maps (``parts`` gets the HTML); returns the ScheduleCheck."""
+        from ..analysis.gpusim import binds_gpu_threads, check_schedule
+        from .analysis_views import plot_note
+        from .gpu_check_view import gpu_check_html
+        if not binds_gpu_threads(sch):
+            return None
+        try:
+            check = check_schedule(sch, self._session.args, sizes)
+        except TVMLabError as e:
+            parts.append(plot_note(f"GPU check: {e}"))
+            return None
+        parts.append(gpu_check_html(check))
+        return check
 
     def roofline(self, bandwidth=True):
         """One point per benchmarked step: {"label", "intensity", "gflops", "series", ...}."""

@@ -1,0 +1,238 @@
+"""Barrier placement for shared memory: uniform barriers only, one per hand-off, checked at build time.
+
+The GEMM schedule is Apache TVM's integration test (a local cache_write stage, shared copies
+computed at the reduction loop, each copy bound to threadIdx.y/x with ``nparts`` splits, double
+buffering).  Kernels run for real as OpenGL compute shaders (Mesa's llvmpipe here), where
+barriers and shared memory are the same as CUDA's.
+"""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.errors import BuildError, DivergentBarrierError, LoweringError
+from tvmlab.ir import stmt as S
+from tvmlab.ir.functor import post_order_visit
+from tvmlab.lower.thread_sync import check_uniform_barriers, is_barrier
+
+
+def gemm(n, transposed_a=False, double_buffer=True):
+    """TVM's test_gemm schedule; with ``transposed_a`` A is read as A[k, i], so each shared tile of
+    A is one row that only one thread of the 8x8 block copies (a loop under a thread guard)."""
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    if transposed_a:
+        C = te.compute((n, n), lambda ii, jj: te.sum(A[k, ii] * B[jj, k], axis=k), name="CC")
+    else:
+        C = te.compute((n, n), lambda ii, jj: te.sum(A[ii, k] * B[jj, k], axis=k), name="CC")
+    s = te.create_schedule(C.op)
+    num_thread, block_factor = 8, 64
+    CC = s.cache_write(C, "local")
+    AA = s.cache_read(A, "shared", [CC])
+    BB = s.cache_read(B, "shared", [CC])
+    by, yi = s[C].split(C.op.axis[0], factor=block_factor)
+    bx, xi = s[C].split(C.op.axis[1], factor=block_factor)
+    s[C].reorder(by, bx, yi, xi)
+    s[C].bind(by, te.thread_axis("blockIdx.y"))
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    ty, yi = s[C].split(yi, nparts=num_thread)
+    tx, xi = s[C].split(xi, nparts=num_thread)
+    s[C].reorder(ty, tx, yi, xi)
+    s[C].bind(ty, te.thread_axis("threadIdx.y"))
+    s[C].bind(tx, te.thread_axis("threadIdx.x"))
+    yo, xo = CC.op.axis
+    s[CC].reorder(k, yo, xo)
+    s[CC].compute_at(s[C], tx)
+    s[AA].compute_at(s[CC], k)
+    s[BB].compute_at(s[CC], k)
+    for T in (AA, BB):
+        if double_buffer:
+            s[T].double_buffer()
+        ty, xi = s[T].split(s[T].op.axis[0], nparts=num_thread)
+        tx, xi = s[T].split(xi, nparts=num_thread)
+        s[T].bind(ty, te.thread_axis("threadIdx.y"))
+        s[T].bind(tx, te.thread_axis("threadIdx.x"))
+    ref = (lambda a, b: a.T @ b.T) if transposed_a else (lambda a, b: a @ b.T)
+    return s.normalize(), [A, B, C], ref
+
+
+def kernel_of(s, args):
+    (k,) = tvm.lower(s, args, target="cuda").device_split.kernels
+    return k
+
+
+def divergent_barriers(kernel):
+    """Barriers under an `if` or in a loop whose condition/trip count mentions threadIdx."""
+    bad = []
+
+    def thread_dependent(e):
+        return any(getattr(v, "name", "").startswith("threadIdx") for v in _vars(e))
+
+    def visit(n):
+        if isinstance(n, S.IfThenElse) and thread_dependent(n.condition):
+            post_order_visit(n, lambda x: bad.append(x) if is_barrier(x) else None)
+        if isinstance(n, S.For) and thread_dependent(n.extent):
+            post_order_visit(n, lambda x: bad.append(x) if is_barrier(x) else None)
+    post_order_visit(kernel.body, visit)
+    return bad
+
+
+def _vars(e):
+    from tvmlab.ir.functor import collect_vars
+    return collect_vars(e)
+
+
+def barriers_in_loop(kernel, name):
+    loops = []
+    post_order_visit(kernel.body, lambda n: loops.append(n) if isinstance(n, S.For)
+                     and n.loop_var.name == name else None)
+    (loop,) = loops
+    found = []
+    post_order_visit(loop.body, lambda x: found.append(x) if is_barrier(x) else None)
+    return found
+
+
+@pytest.mark.parametrize("transposed_a", [False, True])
+@pytest.mark.parametrize("n", [64, 100])
+def test_gemm_barriers_are_uniform_and_one_per_iteration(n, transposed_a):
+    s, args, _ = gemm(n, transposed_a)
+    k = kernel_of(s, args)
+    check_uniform_barriers(k)
+    assert divergent_barriers(k) == []
+    # double buffering: the next tile is written while this one is read, so one barrier per iteration
+    assert len(barriers_in_loop(k, "k")) == 1
+    src = tvm.build(s, args, "cuda").imported_modules[0].get_source()     # NVRTC compiles it
+    assert src.count("__syncthreads()") == 2                                 # before the loop, in it
+
+
+def test_gemm_without_double_buffer_syncs_each_hand_off():
+    s, args, _ = gemm(64, double_buffer=False)
+    k = kernel_of(s, args)
+    assert divergent_barriers(k) == []
+    assert len(barriers_in_loop(k, "k")) == 2      # tiles written -> read, read -> overwritten
+
+
+@pytest.mark.parametrize("transposed_a", [False, True])
+@pytest.mark.parametrize("n", [64, 100])
+def test_gemm_runs_on_opengl_compute(n, transposed_a):
+    if not tvm.opengl(0).exist:
+        pytest.skip("no OpenGL device (EGL) here")
+    s, args, ref = gemm(n, transposed_a)
+    f = tvm.build(s, args, "opengl -compute")
+    rng = np.random.default_rng(n)
+    a, b = (rng.uniform(-1, 1, (n, n)).astype("float32") for _ in range(2))
+    dev = tvm.opengl(0)
+    c = tvm.nd.array(np.full((n, n), np.nan, "float32"), dev)
+    f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
+    np.testing.assert_allclose(c.numpy(), ref(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transposed_a", [False, True])
+@pytest.mark.parametrize("n", [64, 100])
+def test_gemm_simulated_has_no_race_and_matches_numpy(n, transposed_a):
+    s, args, ref = gemm(n, transposed_a)
+    f = tvm.build(s, args, "cuda")
+    rng = np.random.default_rng(n + transposed_a)
+    a, b = (rng.uniform(-1, 1, (n, n)).astype("float32") for _ in range(2))
+    c = np.full((n, n), np.nan, "float32")
+    report = tvm.testing.simulate(f, a, b, c)            # raises on a race or a divergent barrier
+    np.testing.assert_allclose(c, ref(a, b), rtol=1e-4, atol=1e-4)
+    launch = report.launches[0]            # barriers counted per block: before the k loop, one per iteration
+    assert launch.barriers == int(np.prod(launch.grid)) * (1 + n)
+
+
+def _extern(gen, n=64, threads=64):
+    A = te.placeholder((n,), name="A")
+    C = te.extern((n,), [A], lambda ins, outs: gen(ins, outs, threads), name="C")
+    return te.create_schedule(C.op), [A, C]
+
+
+def _block(ib, threads):
+    tx = te.thread_axis("threadIdx.x")
+    ib.scope_attr(te.thread_axis("blockIdx.x"), "thread_extent", 1)
+    ib.scope_attr(tx, "thread_extent", threads)
+    return tx.var
+
+
+def test_guarded_hand_off_gets_its_barrier_outside_the_guard():
+    """`if (tx < 50) { sh[tx] = a[tx]; c[tx] = sh[49 - tx]; }` needs a barrier between the two
+    statements; it goes between two copies of the guard, never inside one."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (threads,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.if_scope(tx < 50):
+            sh[tx] = a[tx] * 2.0
+            c[tx] = sh[49 - tx]
+        return ib.get()
+    s, args = _extern(gen)
+    k = kernel_of(s, args)
+    assert divergent_barriers(k) == []
+    body = []
+    post_order_visit(k.body, lambda n: body.append(n) if isinstance(n, S.SeqStmt) and any(
+        is_barrier(x) for x in n.seq) else None)
+    kinds = ["sync" if is_barrier(x) else type(x).__name__ for x in body[0].seq]
+    assert kinds == ["IfThenElse", "sync", "IfThenElse"]
+    f = tvm.build(s, args, "cuda")
+    a = np.random.default_rng(0).standard_normal(64).astype("float32")
+    c = np.full(64, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)
+    np.testing.assert_allclose(c[:50], 2 * a[:50][::-1], rtol=1e-6)
+    assert np.isnan(c[50:]).all()
+
+
+def test_same_thread_element_needs_no_barrier():
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (threads,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        sh[tx] = a[tx] + 1.0
+        c[tx] = sh[tx] * 3.0
+        return ib.get()
+    s, args = _extern(gen)
+    f = tvm.build(s, args, "cuda")
+    assert "__syncthreads" not in f.imported_modules[0].get_source()
+    a, c = np.arange(64, dtype="float32"), np.full(64, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # no race: each thread its own element
+    np.testing.assert_array_equal(c, (a + 1) * 3)
+
+
+def test_hand_off_inside_a_thread_dependent_loop_is_refused():
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (threads,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, tx, name="i") as i:
+            sh[tx] = a[i]
+            c[tx] = sh[(tx + 1) % threads]
+        return ib.get()
+    s, args = _extern(gen)
+    with pytest.raises(LoweringError, match=r"trip count .*differs between threads"):
+        tvm.lower(s, args, target="cuda")
+
+
+@pytest.mark.parametrize("where", ["if", "loop"])
+def test_hand_written_divergent_barrier_is_refused_at_build(where):
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        sync = tvm.tir.call_intrin("void", "tvm_storage_sync", "shared")
+        if where == "if":
+            with ib.if_scope(tx < 4):
+                c[tx] = a[tx]
+                ib.emit(sync)
+        else:
+            with ib.for_range(0, tx, name="i") as i:
+                c[tx] = a[i]
+                ib.emit(sync)
+        return ib.get()
+    s, args = _extern(gen)
+    with pytest.raises(DivergentBarrierError, match="threadIdx") as e:
+        tvm.build(s, args, "cuda")
+    assert isinstance(e.value, BuildError)
+    assert ("threadIdx.x < 4" if where == "if" else "trip count") in str(e.value)
