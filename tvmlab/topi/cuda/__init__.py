@@ -67,7 +67,7 @@ def _named(name):
     return schedule
 
 
-for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_softmax",
+for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_softmax",
            "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
            "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
@@ -166,3 +166,26 @@ schedule_argwhere = _stages_named("schedule_argwhere")
 schedule_sort = _stages_named("schedule_sort")
 schedule_argsort = _stages_named("schedule_argsort")
 schedule_topk = _stages_named("schedule_topk")
+
+
+def schedule_reduce(outs, target="cuda", num_threads=NUM_THREADS):
+    """CUDA ``schedule_reduce``: one thread per output element, its reduction in the thread; a reduction
+    to a single value (``topi.sum(x)``) is split over the threads of one block instead (``rfactor``), whose
+    parts combine across the threads."""
+    _check("schedule_reduce", target)
+    outs = as_outputs(outs, "topi.cuda.schedule_reduce")
+    main = outs[0]
+    if len(outs) > 1 or main.op.axis or not isinstance(main.op, ComputeOp) or not main.op.reduce_axis:
+        return schedule_simple(outs, target, "schedule_reduce", num_threads)
+    s = te.create_schedule([main.op])
+    for st in list(s.stages):
+        if isinstance(st.op, ComputeOp) and st.op is not main.op and not st.op.reduce_axis:
+            s[st.op].compute_inline()
+    red = list(s[main].op.reduce_axis)
+    k = s[main].fuse(*red) if len(red) > 1 else red[0]
+    _, ki = s[main].split(k, factor=num_threads)
+    part = s.rfactor(main, ki)
+    tx = s[main].op.reduce_axis[0]
+    s[main].bind(tx, te.thread_axis("threadIdx.x"))
+    s[part].compute_at(s[main], tx)
+    return s
