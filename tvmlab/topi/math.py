@@ -67,6 +67,8 @@ def _sign(v):
     zero, one = _op.const(0, v.dtype), _op.const(1, v.dtype)
     if dt.is_uint(v.dtype) or dt.is_bool(v.dtype):
         return _op.select(_op.ne(v, zero), one, zero)
+    if dt.is_float(v.dtype):        # zero and NaN are their own sign
+        return _op.select(_op.lt(v, zero), _op.const(-1, v.dtype), _op.select(_op.gt(v, zero), one, v))
     return _op.select(_op.lt(v, zero), _op.const(-1, v.dtype), _op.select(_op.eq(v, zero), zero, one))
 
 

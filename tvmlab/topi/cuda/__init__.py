@@ -189,3 +189,33 @@ def schedule_reduce(outs, target="cuda", num_threads=NUM_THREADS):
     s[main].bind(tx, te.thread_axis("threadIdx.x"))
     s[part].compute_at(s[main], tx)
     return s
+
+
+# CUDA C has no bit cast operator: reinterpret becomes its intrinsic functions (or a cast between the
+# signed and unsigned integers of one width, which keeps the bits)
+_BITCAST = {("float32", "int32"): "__float_as_int", ("int32", "float32"): "__int_as_float",
+            ("float32", "uint32"): "__float_as_uint", ("uint32", "float32"): "__uint_as_float",
+            ("float64", "int64"): "__double_as_longlong", ("int64", "float64"): "__longlong_as_double",
+            ("float16", "int16"): "__half_as_short", ("int16", "float16"): "__short_as_half",
+            ("float16", "uint16"): "__half_as_ushort", ("uint16", "float16"): "__ushort_as_half"}
+
+
+def _reinterpret_rule(call):
+    from ...ir import dtype as dt
+    from ...ir import op as _op
+    x = call.args[0]
+    src, dst = x.dtype, call.dtype
+    if (src, dst) in _BITCAST:
+        return _op.call_pure_extern(dst, _BITCAST[(src, dst)], x)
+    if dt.is_int(src) and dt.is_int(dst):
+        return _op.cast(dst, x)
+    if (src, dst) == ("float64", "uint64"):
+        return _op.cast(dst, _op.call_pure_extern("int64", "__double_as_longlong", x))
+    if (src, dst) == ("uint64", "float64"):
+        return _op.call_pure_extern(dst, "__longlong_as_double", _op.cast("int64", x))
+    return None
+
+
+from ...lower.intrin_rules import register_intrin_rule  # noqa: E402
+
+register_intrin_rule("cuda", "reinterpret", _reinterpret_rule, level=5, override=True)
