@@ -139,12 +139,10 @@ def group_conv2d_nhwc(Input, Filter, stride, padding, dilation, groups, out_dtyp
                 "group_conv2d_nhwc")
 
 
-def depthwise_conv2d_nhwc(Input, Filter, stride, padding, dilation, kernel_layout="HWOI", out_dtype=None):
+def depthwise_conv2d_nhwc(Input, Filter, stride, padding, dilation, out_dtype=None):
     """Depthwise convolution: Input (N, H, W, C), Filter (KH, KW, C, M) -> (N, OH, OW, C * M), output
     channel ``c * M + m`` reading input channel ``c``."""
     check_tensor("depthwise_conv2d_nhwc", Filter, "kernel", 4)
-    if kernel_layout != "HWOI":
-        raise OperatorError(f"depthwise_conv2d_nhwc: kernel_layout must be HWOI, got {kernel_layout!r}")
     kh, kw, c, m = Filter.shape
     M = const_or_none(m)
     if M is None:
