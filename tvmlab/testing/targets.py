@@ -75,12 +75,11 @@ class Feature:
         Feature.all_features[name] = self
 
     def missing(self):
-        """None when present, else why not."""
+        """None when present, else why not (the feature's own reason before its parents')."""
+        why = self.check() if self.check is not None else None
         for p in self.parents:
-            why = Feature.all_features[p].missing()
-            if why:
-                return why
-        return self.check() if self.check is not None else None
+            why = why or Feature.all_features[p].missing()
+        return why
 
     def marks(self, support_required="compile-and-run"):
         import pytest
