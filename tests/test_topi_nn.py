@@ -613,7 +613,13 @@ def test_cuda_schedules_compile_and_run_where_a_gpu_is():
     with pytest.raises(ScheduleError, match="CUDA schedule"):
         topi.cuda.schedule_injective([conv], target="llvm")
     with pytest.raises(ScheduleError, match="is a scalar"):
-        topi.cuda.schedule_reduce(topi.sum(A))
+        topi.cuda.schedule_injective(topi.sum(A))
+    total = topi.sum(A)          # a reduction to one value: the threads of a block share it
+    f = tvmlab.build(topi.cuda.schedule_reduce(total), [A, total], "cuda")
+    a = np.random.default_rng(0).uniform(-1, 1, [int(d) for d in A.shape]).astype(A.dtype)
+    got = np.full((), np.nan, "float32")
+    tvmlab.testing.simulate(f, a, got)
+    np.testing.assert_allclose(got, a.sum(dtype="float64"), rtol=1e-4)
 
 
 def test_topi_tutorial_program(check_build):
