@@ -1,6 +1,8 @@
 """Simple CUDA schedules taking a list of outputs, as TVM's ``topi.cuda``: one GPU thread per output
 element (``num_threads`` per block), every non-reduction stage inside the group inlined, each
-reduction computed by the thread that needs it.  Correct for every topi.nn group; tuned for none.
+reduction computed by the thread that needs it.  Multi-stage operators (Winograd, scans, searches,
+sorts, unique) get a kernel per stage instead; a reduction to one value (``schedule_reduce``) is shared
+by the threads of a block.  Correct for every topi group; tuned for none.
 
     s = topi.cuda.schedule_injective([out]); f = tvm.build(s, [A, out], target="cuda")
 """
@@ -36,34 +38,50 @@ def _bind_flat(s, t, num_threads):
     return tx
 
 
-def schedule_simple(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
-    """The shared schedule: inline every non-output stage without a reduction, compute each reduction at
-    the thread of the output that reads it, one thread per output element."""
+def _schedule(outs, target, what, num_threads, own_kernels):
+    """Inline the injective stages; each other stage (a reduction, a search step) either gets a kernel of
+    its own, a thread per element (``own_kernels``), or is computed at the thread of the first output."""
+    from .. import tag as _tag
     _check(what, target)
     outs = as_outputs(outs, f"topi.cuda.{what}")
     s = te.create_schedule([o.op for o in outs])
     outputs = set(s.outputs)
-    reds = []
+    at_thread = []
     for st in list(s.stages):
         op = st.op
         if not isinstance(op, ComputeOp) or op in outputs:
             continue
-        if op.reduce_axis:
-            reds.append(op)
-        else:
+        if not op.reduce_axis and (not own_kernels or _tag.is_injective(op.tag)):
             s[op].compute_inline()
+        elif own_kernels and op.axis:
+            _bind_flat(s, op.output(0), num_threads)
+        else:
+            at_thread.append(op)
     threads = {o.op: _bind_flat(s, o, num_threads) for o in outs}
-    main = outs[0]
-    for op in reds:
-        s[op].compute_at(s[main], threads[main.op])
+    for op in at_thread:
+        s[op].compute_at(s[outs[0]], threads[outs[0].op])
     return s
 
 
-def _named(name):
+def schedule_simple(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """The shared schedule: inline every non-output stage without a reduction, compute each reduction at
+    the thread of the output that reads it, one thread per output element."""
+    return _schedule(outs, target, what, num_threads, own_kernels=False)
+
+
+def schedule_each_stage(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """A schedule for multi-stage operators (Winograd, searches, unique): every injective stage inlined,
+    every other stage (reductions, search steps) a kernel of its own with one thread per element (a
+    scalar one at the thread of the first output), the outputs too."""
+    return _schedule(outs, target, what, num_threads, own_kernels=True)
+
+
+def _named(name, own_kernels=False):
     def schedule(outs, target="cuda"):
-        return schedule_simple(outs, target, name)
+        return _schedule(outs, target, name, NUM_THREADS, own_kernels)
     schedule.__name__ = schedule.__qualname__ = name
-    schedule.__doc__ = f"CUDA ``{name}``: one thread per output element (see the module docstring)."
+    schedule.__doc__ = (f"CUDA ``{name}``: " + ("a kernel per stage, a thread per element" if own_kernels else
+                                                "one thread per output element") + " (see the module docstring).")
     return schedule
 
 
@@ -101,48 +119,13 @@ from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  #
                                schedule_depthwise_conv2d_backward_weight_nhwc)
 
 
-def schedule_each_stage(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
-    """A schedule for multi-stage operators (Winograd, searches, unique): every injective stage inlined,
-    every other stage (reductions, search steps) a kernel of its own with one thread per element, the
-    outputs too."""
-    from .. import tag as _tag
-    _check(what, target)
-    outs = as_outputs(outs, f"topi.cuda.{what}")
-    s = te.create_schedule([o.op for o in outs])
-    outputs = set(s.outputs)
-    scalars = []
-    for st in list(s.stages):
-        op = st.op
-        if not isinstance(op, ComputeOp) or op in outputs:
-            continue
-        if op.reduce_axis or not _tag.is_injective(op.tag):
-            if op.axis:
-                _bind_flat(s, op.output(0), num_threads)
-            else:       # a scalar stage: computed by the thread of the first output that needs it
-                scalars.append(op)
-        else:
-            s[op].compute_inline()
-    threads = {o.op: _bind_flat(s, o, num_threads) for o in outs}
-    for op in scalars:
-        s[op].compute_at(s[outs[0]], threads[outs[0].op])
-    return s
-
-
-def _stages_named(name):
-    def schedule(outs, target="cuda"):
-        return schedule_each_stage(outs, target, name)
-    schedule.__name__ = schedule.__qualname__ = name
-    schedule.__doc__ = f"CUDA ``{name}``: each transform and the batched product a kernel, a thread per element."
-    return schedule
-
-
 from ..nn.winograd import conv2d_winograd_nchw as conv2d_nchw_winograd  # noqa: E402
 from ..nn.winograd import conv2d_winograd_nhwc as conv2d_nhwc_winograd_direct  # noqa: E402
 from ..nn.winograd import conv3d_winograd_ncdhw as conv3d_ncdhw_winograd  # noqa: E402
 
-schedule_conv2d_nchw_winograd = _stages_named("schedule_conv2d_nchw_winograd")
-schedule_conv2d_nhwc_winograd_direct = _stages_named("schedule_conv2d_nhwc_winograd_direct")
-schedule_conv3d_ncdhw_winograd = _stages_named("schedule_conv3d_ncdhw_winograd")
+schedule_conv2d_nchw_winograd = _named("schedule_conv2d_nchw_winograd", True)
+schedule_conv2d_nhwc_winograd_direct = _named("schedule_conv2d_nhwc_winograd_direct", True)
+schedule_conv3d_ncdhw_winograd = _named("schedule_conv3d_ncdhw_winograd", True)
 
 
 def conv2d_nhwc_winograd_tensorcore(*args, **kwargs):
@@ -160,12 +143,12 @@ from ..search import argwhere, searchsorted, unique  # noqa: E402,F401
 from ..sort import argsort, sort, topk  # noqa: E402,F401
 from ..indexing import scatter_nd  # noqa: E402,F401
 
-schedule_scan = _stages_named("schedule_scan")
-schedule_extern = _stages_named("schedule_extern")
-schedule_argwhere = _stages_named("schedule_argwhere")
-schedule_sort = _stages_named("schedule_sort")
-schedule_argsort = _stages_named("schedule_argsort")
-schedule_topk = _stages_named("schedule_topk")
+schedule_scan = _named("schedule_scan", True)
+schedule_extern = _named("schedule_extern", True)
+schedule_argwhere = _named("schedule_argwhere", True)
+schedule_sort = _named("schedule_sort", True)
+schedule_argsort = _named("schedule_argsort", True)
+schedule_topk = _named("schedule_topk", True)
 
 
 def schedule_reduce(outs, target="cuda", num_threads=NUM_THREADS):

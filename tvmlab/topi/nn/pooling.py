@@ -17,7 +17,7 @@ from ...ir import dtype as dt
 from ...ir import op as _op
 from ..utils import OperatorError, check_tensor, const_or_none, get_const_int, shape_str
 from .pad import pad as _pad
-from .utils import get_pad_tuple, pair
+from .utils import get_pad_tuple, get_pad_tuple_nd, pair
 
 builtins_max = max
 
@@ -73,21 +73,6 @@ def _ints_n(op, what, value, n, minimum=1):
     return vals
 
 
-def _pads_n(op, padding, n):
-    """(before per axis, after per axis) from an int, n ints (both sides) or 2n ints (befores, afters)."""
-    vals = [padding] if isinstance(padding, int) else list(padding)
-    if len(vals) == 1:
-        vals = vals * (2 * n)
-    elif len(vals) == n:
-        vals = vals * 2
-    if len(vals) != 2 * n or any(isinstance(v, bool) or const_or_none(v) is None or const_or_none(v) < 0
-                                 for v in vals):
-        raise OperatorError(f"{op}: padding must be one int, {n} ints or {2 * n} ints (all befores, then all "
-                            f"afters) >= 0, got {padding!r}")
-    vals = [const_or_none(v) for v in vals]
-    return vals[:n], vals[n:]
-
-
 def poolnd(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
            count_include_pad=True, drop_pad_windows=False, op="pool"):
     """Max or average pooling over the spatial axes (D, H, W) of ``layout``.
@@ -105,7 +90,7 @@ def poolnd(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, 
     ks = _ints_n(op, "kernel", kernel, n)
     ss = _ints_n(op, "stride", stride, n)
     ds = _ints_n(op, "dilation", dilation, n)
-    before, after = _pads_n(op, padding, n)
+    before, after = get_pad_tuple_nd(padding, [(k - 1) * d + 1 for k, d in zip(ks, ds)], op)
     sizes = [data.shape[a] for a in axes]
     outs = [_out(op, sizes[k], before[k], after[k], ks[k], ss[k], ds[k], ceil_mode, drop_pad_windows)
             for k in range(n)]
