@@ -52,14 +52,15 @@ def why_not_runnable(target, listed=True):
 
 
 def device_enabled(target):
-    """Whether code for ``target`` ("llvm", "cuda -arch=...", a Target) can be built and run here."""
-    return why_not_runnable(target) is None
+    """Whether code for ``target`` ("llvm", "cuda -arch=...", a Target) can be built and run here: a code
+    generator is registered for its kind and ``tvm.runtime.enabled`` says its runtime works."""
+    return why_not_runnable(target, listed=False) is None
 
 
 def enabled_targets():
     """[(target, device)] for every test target that can run here (TVM's helper)."""
     from ..runtime.device import device
-    return [(t, device(target_kind(t), 0)) for t in test_targets() if device_enabled(t)]
+    return [(t, device(target_kind(t), 0)) for t in test_targets() if why_not_runnable(t) is None]
 
 
 class Feature:
