@@ -203,8 +203,9 @@ def test_upsampling_packed_layout(rng):
 def test_grid_sample_and_affine_grid(method, padding, align, rng):
     x, grid = ph((2, 3, 5, 6), "x"), ph((2, 2, 4, 7), "grid")
     out = topi.image.grid_sample(x, grid, method, "NCHW", padding, align)
+    cuda = None if method == "bicubic" else CUDA.schedule_injective     # 16 taps: slow to simulate
     verify([x, grid, out], lambda a, gr: ref.grid_sample_python(a, gr, method, "NCHW", padding, align), rng,
-           X86.schedule_injective, CUDA.schedule_injective, ranges={"grid": (-1.4, 1.4)}, **TOL)
+           X86.schedule_injective, cuda, ranges={"grid": (-1.4, 1.4)}, **TOL)
     if method == "bilinear":
         x3, g3 = ph((1, 2, 3, 4, 5), "x3"), ph((1, 3, 2, 3, 4), "g3")
         out3 = topi.image.grid_sample(x3, g3, method, "NCDHW", "border", align)

@@ -68,7 +68,7 @@ def test_all_any_and_argmax_over_every_axis(rng):
         for axis, keep in ((None, False), ((0, 2), True), (1, False)):
             out = getattr(topi, op)(B, axis=axis, keepdims=keep)
             verify([B, out], lambda b: getattr(np, op)(b, axis=axis, keepdims=keep), rng, topi.x86.schedule_reduce,
-                   topi.cuda.schedule_reduce)
+                   topi.cuda.schedule_reduce if axis == 1 else None)
     A = ph((6, 5, 7), "A")
     for keep in (False, True):
         out = topi.argmax(A, keepdims=keep)
