@@ -13,7 +13,8 @@ def test_every_row_runs_on_the_simulator():
     lines = out.getvalue().splitlines()
     assert len(lines) == sum(len(v) for v in gpu.ROWS.values())
     assert all("simulated: matches numpy" in line for line in lines)
-    assert [line.split()[1] for line in lines if line.startswith("matmul")] == ["32^3", "64^3", "128^3"]
+    assert [line.split()[1] for line in lines if line.startswith("matmul")] == ["32^3", "64^3", "128^3", "32^3", "32^3",
+                                                                              "128^3", "128^3"]
 
 
 @pytest.mark.skipif(tvm.cuda(0).exist, reason="checks the behaviour without a GPU")

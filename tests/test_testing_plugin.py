@@ -32,7 +32,7 @@ def test_sum(target, dev, data, axis):
     B = topi.sum(A, axis=axis)
     with tvm.target.Target(target):
         s = tvm.topi.testing.get_reduce_schedule(target)(B)
-    f = tvm.build(s, [A, B])
+    f = tvm.build(s, [A, B], target)
     out = tvm.nd.empty([int(d) for d in B.shape], device=dev)
     f(tvm.nd.array(data, dev), out)
     np.testing.assert_allclose(out.numpy(), data.sum(axis=axis))

@@ -2,13 +2,14 @@
 
 Rows: vector add (2^26 floats), row sum (4096 x 4096, rfactor + cross-thread reduction), TVM's
 opt_conv_cuda tutorial schedule (HWCN, batch 256, 256 -> 512 channels, 14 x 14, 3 x 3) against cuDNN,
-and matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3) against cuBLAS.  Float32, TF32
+matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed tiles of 64 and 128), batch_matmul
+(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS.  Float32, TF32
 off on the torch side; every tvmlab result is checked against numpy before it is timed.  Each pair is
 timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul] [--quick] [--simulate]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv] [--quick] [--simulate]
 """
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def case_opt_conv(size):
                 [a, w, np.zeros((hw, hw, cout, batch), "float32")], ref, conv, "cuDNN", 1e-3)
 
 
-def case_matmul(n):
+def case_matmul(n, tile=None):
+    """matmul ``n``^3 with ``topi.cuda.schedule_dense`` (its own tile choice, or ``tile``)."""
     def make(size):
         import tvmlab as tvm
         from tvmlab import te, topi
@@ -84,15 +86,50 @@ def case_matmul(n):
         A, W = te.placeholder((m, m), name="A"), te.placeholder((m, m), name="W")
         with tvm.target.Target("cuda"):
             D = topi.nn.dense(A, W)
-            s = topi.cuda.schedule_dense([D])
+            if tile is None:
+                s = topi.cuda.schedule_dense([D])
+            else:
+                s = topi.cuda.schedule_product([D], tile=tile)
         a, w = (np.random.rand(m, m).astype("float32") for _ in range(2))
-        return Case(f"matmul {m}^3 (schedule_dense)", _build(s, [A, W, D]), [a, w, np.zeros((m, m), "float32")],
+        label = f"matmul {m}^3" + (f" tile {tile}" if tile else " (schedule_dense)")
+        return Case(label, _build(s, [A, W, D]), [a, w, np.zeros((m, m), "float32")],
                     lambda a, w: a @ w.T, lambda torch, a, w: lambda: a @ w.T, "cuBLAS", 1e-3)
     return make
 
 
+def case_batch_matmul(size):
+    """Attention's scores: 12 heads of (seq x 64) times (seq x 64)^T, ``topi.cuda.schedule_batch_matmul``."""
+    import tvmlab as tvm
+    from tvmlab import te, topi
+    b, n, d = {"small": (2, 40, 16), "quick": (12, 256, 64), "full": (12, 1024, 64)}[size]
+    A, B = te.placeholder((b, n, d), name="A"), te.placeholder((b, n, d), name="B")
+    with tvm.target.Target("cuda"):
+        C = topi.nn.batch_matmul(A, B)
+        s = topi.cuda.schedule_batch_matmul([C])
+    a, w = (np.random.rand(b, n, d).astype("float32") for _ in range(2))
+    return Case(f"batch_matmul {b}x{n}x{n}x{d}", _build(s, [A, B, C]), [a, w, np.zeros((b, n, n), "float32")],
+                lambda a, w: a @ w.transpose(0, 2, 1),
+                lambda torch, a, w: lambda: torch.bmm(a, w.transpose(1, 2)), "cuBLAS bmm", 1e-3)
+
+
+def case_gemv(size):
+    """Batch-1 dense (a matrix-vector product): the warp-per-output schedule of ``schedule_dense``."""
+    import tvmlab as tvm
+    from tvmlab import te, topi
+    k, n = {"small": (100, 70), "quick": (1024, 1024), "full": (4096, 4096)}[size]
+    A, W = te.placeholder((1, k), name="A"), te.placeholder((n, k), name="W")
+    with tvm.target.Target("cuda"):
+        D = topi.nn.dense(A, W)
+        s = topi.cuda.schedule_dense([D])
+    a, w = np.random.rand(1, k).astype("float32"), np.random.rand(n, k).astype("float32")
+    return Case(f"dense 1x{k} by {n}x{k}", _build(s, [A, W, D]), [a, w, np.zeros((1, n), "float32")],
+                lambda a, w: a @ w.T, lambda torch, a, w: lambda: a @ w.T, "cuBLAS gemv", 1e-3)
+
+
 ROWS = {"add": [case_add], "rowsum": [case_rowsum], "opt_conv": [case_opt_conv],
-        "matmul": [case_matmul(1024), case_matmul(2048), case_matmul(4096)]}
+        "matmul": [case_matmul(1024), case_matmul(2048), case_matmul(4096)],
+        "tiles": [case_matmul(n, t) for n in (1024, 4096) for t in (64, 128)],
+        "batch_matmul": [case_batch_matmul], "gemv": [case_gemv]}
 
 
 def _torch_cuda():

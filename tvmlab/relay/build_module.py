@@ -124,10 +124,17 @@ def lower_group(fn, name, target):
     for CUDA a built module.  The anchor's schedule is tried first, then simpler ones."""
     from ..driver import build, lower
     from .schedules import schedule_default, schedule_group
-    inputs, outs, anchor = group_tensors(fn)
-    if target.kind == "cuda":
-        from ..topi.cuda import schedule_simple
-        attempts = [lambda: schedule_simple(outs, target, name)]
+    gpu = target.kind == "cuda"
+
+    def tensors():
+        if gpu:
+            with target:            # the computes take the GPU's layouts (no CPU panel packing)
+                return group_tensors(fn)
+        return group_tensors(fn)
+    inputs, outs, anchor = tensors()
+    if gpu:
+        from ..topi.cuda import schedule_anchor, schedule_simple
+        attempts = [lambda: schedule_anchor(outs, anchor, target, name), lambda: schedule_simple(outs, target, name)]
     else:
         attempts = [lambda: schedule_group(outs, anchor, target), lambda: schedule_default(outs, target, False)]
     call = getattr(fn, "anchor_call", None)
@@ -143,7 +150,7 @@ def lower_group(fn, name, target):
             return lower(s, inputs + outs, name=name)[name]
         except TVMLabError as e:
             err = e
-            inputs, outs, anchor = group_tensors(fn)
+            inputs, outs, anchor = tensors()
     raise RelayError(f"cannot compile fused group {name} for {target}: {err}") from err
 
 

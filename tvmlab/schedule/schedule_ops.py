@@ -205,13 +205,12 @@ class _Builder:
         split_parents = [r.parent for r in st.relations if isinstance(r, Split)]
         # The parts of a fused axis are in range whenever the fused axis is.
         fused_parts = {x for r in st.relations if isinstance(r, Fuse) for x in (r.outer, r.inner)}
-        checked = [iv for iv in list(st.root_iter_vars) + [p for p in split_parents
-                                                          if p not in st.root_iter_vars]
-                   if iv not in fused_parts]
+        checked = list(st.root_iter_vars) + [p for p in split_parents if p not in st.root_iter_vars]
         for iv in checked:
             v = values[iv]
             dom = self.dom_map[iv]
-            conds = [] if v is iv.var else [_op.lt(v, _op.add(dom.min, dom.extent))]
+            # a fused part is in its range whenever the fused axis is; the tensor's shape still bounds it
+            conds = [] if v is iv.var or iv in fused_parts else [_op.lt(v, _op.add(dom.min, dom.extent))]
             if iv in st.op.axis and iv.dom is not None and iv.dom is not dom:
                 # a tile may run past the tensor's shape (see bound._clip)
                 conds += [_op.ge(v, iv.dom.min), _op.lt(v, _op.add(iv.dom.min, iv.dom.extent))]

@@ -169,6 +169,14 @@ def cpu_target(target=None):
     return str(cur) if cur is not None and cur.kind == "llvm" else "llvm"
 
 
+def gpu_target_current():
+    """Whether the enclosing ``with tvm.target.Target(...)`` is a GPU one (computes then skip the CPU's
+    packed layouts: a GPU schedule tiles the operands in shared memory instead)."""
+    from ..codegen.registry import Target
+    cur = Target.current()
+    return cur is not None and "gpu" in cur.keys
+
+
 def with_cpu_target(fn):
     """Decorator: a ``target=None`` argument of ``fn`` becomes ``cpu_target()`` before the call."""
     import functools

@@ -86,7 +86,7 @@ def _named(name, own_kernels=False):
 
 
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_softmax",
-           "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
+           "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
            "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
            "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
@@ -112,8 +112,22 @@ def dense_small_batch(data, weight, bias=None, out_dtype=None):
 
 
 dense_large_batch = dense_small_batch
-schedule_dense_small_batch = schedule_dense      # noqa: F821  (defined by the loop above)
-schedule_dense_large_batch = schedule_dense      # noqa: F821
+
+from .dense import schedule_batch_matmul, schedule_dense, schedule_matmul, schedule_product  # noqa: E402,F401
+
+schedule_dense_small_batch = schedule_dense_large_batch = schedule_dense
+
+# relay's fused groups: the schedule of the group's anchor operator, by its tag
+_ANCHORS = {"dense": schedule_dense, "matmul": schedule_matmul, "batch_matmul": schedule_batch_matmul}
+
+
+def schedule_anchor(outs, anchor, target="cuda", what="schedule"):
+    """The CUDA schedule of a fused group whose anchor (its most complex operator) is ``anchor``: a tiled
+    one for products (dense, matmul, batch_matmul), else ``schedule_simple``."""
+    fn = _ANCHORS.get(getattr(getattr(anchor, "op", None), "tag", ""))
+    if fn is None:
+        return schedule_simple(outs, target, what)
+    return fn(outs, target)
 
 from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  # noqa: E402,F401
                                schedule_depthwise_conv2d_backward_weight_nhwc)

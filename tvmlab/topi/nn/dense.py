@@ -15,7 +15,7 @@ from ...ir import dtype as dt
 from ...ir import op as _op
 from .. import tag
 from ..util import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, shape_str, with_cpu_target
+from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
 
 SMALL_M = 16
 
@@ -60,7 +60,7 @@ def dense(data, weight, bias=None, out_dtype=None, target=None, packed=None):
     k = te.reduce_axis((0, K), name="k")
     m = const_or_none(M)
     if packed is None:
-        packed = m is None or m > SMALL_M
+        packed = (m is None or m > SMALL_M) and not gpu_target_current()
     if packed:
         block = vector_block(out_dtype, target)
         wp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, kk, ji: weight[jo * block + ji, kk], N,
@@ -139,8 +139,10 @@ def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=Fa
         b = 0 if ba == 1 else b
         return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
 
+    packed = None
+
     block = vector_block(out_dtype, target)
-    if transpose_b:
+    if transpose_b and not gpu_target_current():
         # rows of b become contiguous panels of ``block`` columns: Bp[b, jo, k, ji] = b[b, jo * block + ji, k]
         nb = (N + block - 1) // block
         exact = const_or_none(N) is not None and const_or_none(N) % block == 0
@@ -154,7 +156,9 @@ def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=Fa
 
     def bmat(b, j):
         b = 0 if bb == 1 else b
-        return packed[b, j // block, k, j % block] if transpose_b else tensor_b[b, k, j]
+        if transpose_b:
+            return packed[b, j // block, k, j % block] if packed is not None else tensor_b[b, j, k]
+        return tensor_b[b, k, j]
     return te.compute((batch, M, N), lambda b, i, j: te.sum(_cast(out_dtype, a(b, i)) * _cast(out_dtype, bmat(b, j)),
                                                             axis=k), name="T_batch_matmul", tag="batch_matmul",
                       attrs={"block": block})

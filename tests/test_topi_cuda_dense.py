@@ -1,0 +1,97 @@
+"""topi.cuda's dense / matmul / batch_matmul schedules: shared-memory and register tiling, double buffered,
+and a warp-per-output schedule for few rows; checked thread by thread (and on a GPU where there is one)."""
+import re
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import relay, te, topi
+
+
+def _dense(M, N, K, tail=True):
+    A, W = te.placeholder((M, K), name="A"), te.placeholder((N, K), name="W")
+    b = te.placeholder((N,), name="b")
+    with tvm.target.Target("cuda"):
+        D = topi.nn.dense(A, W, b if tail else None)
+        if tail:
+            D = topi.nn.relu(D)
+        s = topi.cuda.schedule_dense([D])
+    return s, ([A, W, b, D] if tail else [A, W, D])
+
+
+@pytest.mark.parametrize("M,N,K", [(70, 50, 20), (128, 96, 40)])
+def test_tiled_dense_with_bias_and_relu(cuda_run, rng, M, N, K):
+    """Tiles of 64 the shapes do not divide, a reduction not a multiple of the step, the tail fused."""
+    s, args = _dense(M, N, K)
+    f = tvm.build(s, args, "cuda")
+    src = f.imported_modules[0].get_source()
+    assert "__shared__" in src and re.search(r"float T_dense\w*\[16\];", src) and src.count("__syncthreads()") >= 2
+    a, w, b = (rng.standard_normal(sh).astype("float32") for sh in ((M, K), (N, K), (N,)))
+    out = np.full((M, N), np.nan, "float32")
+    *_, got = cuda_run(f, a, w, b, out)
+    np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_register_tile_stays_in_registers():
+    """Each thread keeps a 4 x 4 tile of outputs in registers (no local-memory array of the tile's span)."""
+    s, args = _dense(256, 256, 64, tail=False)
+    src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
+    assert "float T_dense_local[16];" in src
+
+
+def test_few_rows_reduce_over_a_warp(cuda_run, rng):
+    """Batch-1 style dense: the reduction over a warp's lanes, combined with shuffles."""
+    M, N, K = 3, 40, 70
+    s, args = _dense(M, N, K)
+    f = tvm.build(s, args, "cuda")
+    assert "__shfl_down_sync" in f.imported_modules[0].get_source()
+    a, w, b = (rng.standard_normal(sh).astype("float32") for sh in ((M, K), (N, K), (N,)))
+    out = np.full((M, N), np.nan, "float32")
+    *_, got = cuda_run(f, a, w, b, out)
+    np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_matmul(cuda_run, rng):
+    B, M, N, K = 3, 70, 50, 30
+    A, W = te.placeholder((B, M, K), name="A"), te.placeholder((B, N, K), name="W")
+    with tvm.target.Target("cuda"):
+        C = topi.nn.batch_matmul(A, W)
+        s = topi.cuda.schedule_batch_matmul([C])
+    f = tvm.build(s, [A, W, C], "cuda")
+    assert "blockIdx.z" in f.imported_modules[0].get_source()
+    a, w = rng.standard_normal((B, M, K)).astype("float32"), rng.standard_normal((B, N, K)).astype("float32")
+    out = np.full((B, M, N), np.nan, "float32")
+    *_, got = cuda_run(f, a, w, out)
+    np.testing.assert_allclose(got, a @ w.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_tile_checks_and_target():
+    s, args = _dense(64, 64, 16, tail=False)
+    A, W = args[:2]
+    D = topi.nn.dense(A, W)
+    with pytest.raises(tvm.TVMLabError, match="CUDA schedule"):
+        topi.cuda.schedule_dense([D], target="llvm")
+    with pytest.raises(tvm.TVMLabError, match="multiple of threads x vthreads"):
+        topi.cuda.schedule_product([D], tile=48)
+
+
+def test_relay_dense_group_uses_the_tiled_schedule(rng):
+    """relay.build for cuda schedules a dense group (dense + bias + relu) with the tiled schedule."""
+    x = relay.var("x", shape=(40, 24))
+    w = relay.const(rng.standard_normal((36, 24)).astype("float32"))
+    b = relay.const(rng.standard_normal(36).astype("float32"))
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    try:
+        with tvm.transform.PassContext(opt_level=3):
+            lib = relay.build(mod, target="cuda")
+    except tvm.TVMLabError as e:
+        if "NVRTC" in str(e) or "nvcc" in str(e):
+            pytest.skip(f"no CUDA compiler here: {e}")
+        raise
+    assert "__shared__" in lib.get_lib().get_source()
+    xv = rng.standard_normal((40, 24)).astype("float32")
+    (got,) = tvm.testing.simulate_graph(lib, x=xv)
+    want = np.maximum(xv @ w.data.numpy().T + b.data.numpy(), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,190 @@
+"""CUDA schedules for dense, matmul and batch_matmul: shared-memory and register tiling.
+
+Large products: each block computes a ``tile_m x tile_n`` tile of the output with ``threads_m x
+threads_n`` threads, each thread ``tile_m / threads_m x tile_n / threads_n`` outputs kept in registers
+(``cache_write(..., "local")``), strided by the thread count so neighbouring threads read neighbouring
+shared-memory words (no bank conflicts, as TVM's virtual threads do).  The reduction runs in steps of
+``tile_k``: the two ``tile x tile_k`` slices of the inputs are fetched into shared memory by all the
+threads of the block together (cooperative fetching) and double buffered, so the next slice loads while
+this one is used; each thread then reads its operands from shared memory into registers.
+
+Few rows (``M <= small_rows``, a matrix-vector product such as batch-1 inference): a block per group of
+outputs, the reduction split over a warp's lanes (``rfactor``) and combined by warp shuffles.
+
+Elementwise operators fused after the product (bias, activation) are computed where each output is
+written.  Shapes the tiles do not divide are guarded.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..generic import as_outputs
+
+TILE = 64          # output tile per block, each way
+THREADS = 16       # threads per block, each way (16 x 16 = 256)
+VTHREAD = 2        # virtual threads per block, each way
+TILE_K = None      # reduction step held in shared memory (None: by the reduction's length)
+SMALL_ROWS = 16    # at most this many rows: the matrix-vector schedule
+WARP = 32
+
+
+def _product(outs, what):
+    """The group's product stage (tag dense / matmul / batch_matmul) and the outputs."""
+    outs = as_outputs(outs, f"topi.cuda.{what}")
+    found = []
+
+    def visit(t):
+        op = t.op
+        if not isinstance(op, ComputeOp) or op in [f.op for f in found]:
+            return
+        if op.reduce_axis and len(op.reduce_axis) == 1 and len(op.axis) in (2, 3):
+            found.append(t)
+            return
+        for x in op.input_tensors:
+            visit(x)
+    for o in outs:
+        visit(o)
+    if not found:
+        raise ScheduleError(f"topi.cuda.{what}: no product (a compute over one reduce axis of a 2-D or 3-D "
+                            f"output) among the outputs {[o.op.name for o in outs]}")
+    return found[0], outs
+
+
+def _inline_rest(s, product, outs):
+    for st in list(s.stages):
+        op = st.op
+        if isinstance(op, ComputeOp) and op is not product.op and op not in [o.op for o in outs] \
+                and not op.reduce_axis:
+            s[op].compute_inline()
+
+
+def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, threads=THREADS, tile_k=TILE_K,
+                     small_rows=SMALL_ROWS):
+    """The tiled schedule of a dense / matmul / batch_matmul group (see the module docstring)."""
+    if str(target).split()[0] != "cuda":
+        raise ScheduleError(f"topi.cuda.{what} is a CUDA schedule (target 'cuda'), got {target!r}")
+    C, outs = _product(outs, what)
+    s = te.create_schedule([o.op for o in outs])
+    _inline_rest(s, C, outs)
+    rows = C.op.axis[-2].dom.extent
+    rows = rows.value if hasattr(rows, "value") else None
+    if rows is not None and rows <= small_rows:
+        return _matrix_vector(s, C, outs)
+    if tile_k is None:
+        # longer steps between barriers where the reduction is long (H100, fp32, 4096^3: 8 -> 23, 16 -> 27,
+        # 32 -> 31 TFLOP/s at 64 x 64 tiles)
+        k = C.op.reduce_axis[0].dom.extent
+        k = k.value if hasattr(k, "value") else 1 << 30
+        tile_k = 32 if k >= 256 else 16 if k >= 16 else 8
+    return _tiled(s, C, outs, tile, threads, tile_k)
+
+
+def _out_stage(s, C, outs):
+    """The stage whose loops carry the threads: the single output (C itself, or an elementwise tail)."""
+    if len(outs) != 1:
+        raise ScheduleError(f"topi.cuda: a product group with {len(outs)} outputs; schedule each separately")
+    out = outs[0]
+    if out.op is not C.op:
+        if len(out.op.axis) != len(C.op.axis):
+            raise ScheduleError(f"topi.cuda: the output {out.op.name!r} does not have the product's shape")
+    return out
+
+
+def _tiled(s, C, outs, tile, threads, tile_k):
+    out = _out_stage(s, C, outs)
+    if tile % (threads * VTHREAD):
+        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
+                            f"({threads} x {VTHREAD})")
+    A, B = C.op.input_tensors[:2]
+    if out.op is C.op:
+        CL = s.cache_write(C, "local")
+    else:
+        s[C].set_scope("local")
+        CL = C
+    AA = s.cache_read(A, "shared", [CL])
+    BB = s.cache_read(B, "shared", [CL])
+    AL = s.cache_read(AA, "local", [CL])
+    BL = s.cache_read(BB, "local", [CL])
+    axes = list(s[out].op.axis)
+    y, x = axes[-2], axes[-1]
+    by, yi = s[out].split(y, factor=tile)
+    bx, xi = s[out].split(x, factor=tile)
+    # row by*tile + vy*(tile/VT) + ty*(per/VT) + ym: each thread owns VT x VT small register tiles, one per
+    # virtual thread, so neighbouring threads read words of shared memory VT tiles apart
+    vy, yi = s[out].split(yi, nparts=VTHREAD)
+    vx, xi = s[out].split(xi, nparts=VTHREAD)
+    ty, ym = s[out].split(yi, nparts=threads)
+    tx, xm = s[out].split(xi, nparts=threads)
+    lead = axes[:-2]
+    s[out].reorder(*lead, by, bx, vy, vx, ty, tx, ym, xm)
+    if lead:
+        s[out].bind(s[out].fuse(*lead) if len(lead) > 1 else lead[0], te.thread_axis("blockIdx.z"))
+    s[out].bind(by, te.thread_axis("blockIdx.y"))
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(vy, te.thread_axis("vthread", name="vy"))
+    s[out].bind(vx, te.thread_axis("vthread", name="vx"))
+    s[out].bind(ty, te.thread_axis("threadIdx.y"))
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    s[CL].compute_at(s[out], tx)
+    k = s[CL].op.reduce_axis[0]
+    ko, ki = s[CL].split(k, factor=tile_k)
+    cl_axes = list(s[CL].op.axis)
+    s[CL].reorder(ko, ki, *cl_axes)
+    for X in (AA, BB):
+        s[X].compute_at(s[CL], ko)
+        s[X].double_buffer()
+        # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
+        s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
+        fused = s[X].fuse(*s[X].op.axis)
+        o, t = s[X].split(fused, factor=threads * threads)
+        t_y, t_x = s[X].split(t, nparts=threads)
+        s[X].bind(t_y, te.thread_axis("threadIdx.y"))
+        s[X].bind(t_x, te.thread_axis("threadIdx.x"))
+    for X in (AL, BL):
+        s[X].compute_at(s[CL], ki)
+        for ax in s[X].op.axis:
+            s[X].unroll(ax)
+    # constant indices into the per-thread tiles keep them in registers
+    s[CL].unroll(ki)
+    for ax in cl_axes[-2:]:
+        s[CL].unroll(ax)
+    s[out].unroll(ym)
+    s[out].unroll(xm)
+    return s
+
+
+def _matrix_vector(s, C, outs, per_block=8):
+    """Few rows: each output's reduction over the 32 lanes of a warp (rfactor, combined by shuffles),
+    ``per_block`` outputs per block on threadIdx.y; one lane writes each output."""
+    out = _out_stage(s, C, outs)
+    _, ki = s[C].split(s[C].op.reduce_axis[0], factor=WARP)
+    CF = s.rfactor(C, ki)
+    axes = list(s[out].op.axis)
+    fused = s[out].fuse(*axes) if len(axes) > 1 else axes[0]
+    bx, ty = s[out].split(fused, factor=per_block)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(ty, te.thread_axis("threadIdx.y"))
+    lane = te.thread_axis("threadIdx.x")
+    if out.op is not C.op:
+        s[C].compute_at(s[out], ty)
+        s[out].set_store_predicate(lane.var.equal(0))
+    s[C].bind(s[C].op.reduce_axis[0], lane)
+    s[CF].compute_at(s[C], s[C].op.reduce_axis[0])
+    s[C].set_store_predicate(lane.var.equal(0))
+    return s
+
+
+def schedule_dense(outs, target="cuda"):
+    """CUDA ``schedule_dense``: tiled (shared memory, registers, double buffering) or matrix-vector."""
+    return schedule_product(outs, target, "schedule_dense")
+
+
+def schedule_matmul(outs, target="cuda"):
+    """CUDA ``schedule_matmul``: as ``schedule_dense``."""
+    return schedule_product(outs, target, "schedule_matmul")
+
+
+def schedule_batch_matmul(outs, target="cuda"):
+    """CUDA ``schedule_batch_matmul``: as ``schedule_dense``, one grid layer (blockIdx.z) per batch."""
+    return schedule_product(outs, target, "schedule_batch_matmul")
