@@ -8,6 +8,8 @@ wrapped in ``ProducerRealize`` where they are computed.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
@@ -134,17 +136,22 @@ class _Builder:
         thread gets the total) and one thread writes it: the one at index 0 of the reducing axis,
         or those the store predicate picks.  Guards move onto the parts (a thread out of range
         contributes the identity), so every thread reaches the combination."""
-        op, leaves = st.op, st.leaf_iter_vars
-        r0 = body[0]
-        comb = r0.combiner
+        leaves = st.leaf_iter_vars
         bound = [iv for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None]
         if len(bound) > 1:
             raise LoweringError(f"stage {st.name}: reduce axes {', '.join(iv.var.name for iv in bound)} are all "
                                 "bound to threads; bind one reduce axis to threadIdx.* (fuse them first)")
         red_iv = bound[0]
-        thread = st.attr(red_iv).bind_thread
         normal = [k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE and iv is not red_iv]
         main = [k for k in range(len(leaves)) if k not in normal]
+        with self._inside_normal_loops(st, main, normal):
+            return self._cross_thread_nest(st, body, vmap, guards, pred, red_iv, normal, main)
+
+    def _cross_thread_nest(self, st, body, vmap, guards, pred, red_iv, normal, main):
+        op = st.op
+        r0 = body[0]
+        comb = r0.combiner
+        thread = st.attr(red_iv).bind_thread
         red_vars = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         idx = tuple(vmap.get(iv.var, iv.var) for iv in op.axis)
         src = [substitute(x, vmap) for x in r0.source]
@@ -190,6 +197,28 @@ class _Builder:
                                   out, "local")
         return self._wrap_at(st, main, out, [], top=False)
 
+    @contextmanager
+    def _inside_normal_loops(self, st, main, normal):
+        """While the serial reduce loops of cross-thread reduction ``st`` are built: the stages
+        attached at a leaf that comes after one of them in the leaf order (the thread-bound reduce
+        axis, say) are computed inside the innermost such loop, as the leaf order says, although
+        the leaf's own loop now encloses them all."""
+        leaves = st.leaf_iter_vars
+        moved = []
+        for k in main:
+            before = [n for n in normal if n < k]
+            if before and self.attached.get(leaves[k]):
+                moved.append((leaves[k], leaves[max(before)]))
+        saved = {iv: list(self.attached.get(iv, [])) for pair in moved for iv in pair}
+        for src, dst in moved:
+            self.attached.setdefault(dst, []).extend(self.attached.pop(src))
+        try:
+            yield
+        finally:
+            for iv in saved:
+                self.attached.pop(iv, None)
+            self.attached.update((iv, xs) for iv, xs in saved.items() if xs)
+
     def _is_red_guard(self, cond, st):
         red = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         return any(v in red for v in collect_vars(cond))
@@ -203,15 +232,16 @@ class _Builder:
         out = []
         pos = {iv.var: k for k, iv in enumerate(st.leaf_iter_vars)}
         split_parents = [r.parent for r in st.relations if isinstance(r, Split)]
-        # The parts of a fused axis are in range whenever the fused axis is.
+        # The parts of a fused axis are in their ranges whenever the fused axis is; a tile may
+        # still run past the tensor's shape, so a tensor axis is checked against it all the same.
         fused_parts = {x for r in st.relations if isinstance(r, Fuse) for x in (r.outer, r.inner)}
         checked = [iv for iv in list(st.root_iter_vars) + [p for p in split_parents
                                                           if p not in st.root_iter_vars]
-                   if iv not in fused_parts]
+                   if iv not in fused_parts or iv in st.op.axis]
         for iv in checked:
             v = values[iv]
             dom = self.dom_map[iv]
-            conds = [] if v is iv.var else [_op.lt(v, _op.add(dom.min, dom.extent))]
+            conds = [] if v is iv.var or iv in fused_parts else [_op.lt(v, _op.add(dom.min, dom.extent))]
             if iv in st.op.axis and iv.dom is not None and iv.dom is not dom:
                 # a tile may run past the tensor's shape (see bound._clip)
                 conds += [_op.ge(v, iv.dom.min), _op.lt(v, _op.add(iv.dom.min, iv.dom.extent))]
