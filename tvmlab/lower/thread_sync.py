@@ -192,9 +192,10 @@ class _Planner:
     def __init__(self, shared):
         self.shared = shared
 
-    def accesses(self, s, scope, db=False):
+    def accesses(self, s, scope, db=False, stmt=None):
+        """The shared accesses of statement (or expression) ``s``; ``stmt`` names where they are."""
         c = _Collect(self.shared, scope, db)
-        c.stmt = s
+        c.stmt = stmt if stmt is not None else s
         c.visit(s)
         return c.out
 
@@ -216,16 +217,19 @@ class _Planner:
                 if len(parts) > 1:
                     return self.plan_seq(parts, scope, db, None)
                 w = f"`if ({astext(s.condition)})`"
+            cond = self.accesses(s.condition, scope, db, s)        # read before either branch
             then, a = self.plan(s.then_case, scope, db, w)
             other, b = (None, []) if s.else_case is None else self.plan(s.else_case, scope, db, w)
             # either branch may not run: a barrier inside one does not order what is around the if
-            return s.replace(then_case=then, else_case=other), [x for x in a + b if x is not SYNC]
+            return s.replace(then_case=then, else_case=other), cond + [x for x in a + b if x is not SYNC]
         if isinstance(s, For):
             w = where
             if w is None and not scope.uniform(s.extent):
                 w = (f"the loop over {s.loop_var.name}, whose trip count `{astext(s.extent)}` differs "
                      "between threads")
-            return self.plan_loop(s, scope.enter(s), db, w)
+            bounds = self.accesses(s.min, scope, db, s) + self.accesses(s.extent, scope, db, s)
+            new, summ = self.plan_loop(s, scope.enter(s), db, w)
+            return new, bounds + summ
         if isinstance(s, While):
             body, _ = self.plan(s.body, scope, db, where or f"`while ({astext(s.condition)})`")
             return s, self.accesses(s, scope, db)
