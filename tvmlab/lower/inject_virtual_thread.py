@@ -10,14 +10,15 @@ accumulations in flight at once, the register-blocking trick).  A buffer
 allocated inside the scope and written differently by each virtual thread
 gets one copy per virtual thread (the index is offset by ``vt * size``); a
 buffer they all fill alike (a shared tile) stays one.  A statement that does
-not depend on the virtual thread runs once.
+not depend on the virtual thread runs once.  A reduction across the threads of a
+block (``thread_allreduce``) is not interleaved: each virtual thread runs its own.
 """
 from __future__ import annotations
 
 from ..ir import op as _op
 from ..ir.expr import Call, Load, Ramp, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars, substitute
-from ..ir.stmt import Allocate, AttrStmt, For, IfThenElse, LetStmt, SeqStmt, Store, seq
+from ..ir.stmt import THREAD_ALLREDUCE, Allocate, AttrStmt, For, IfThenElse, LetStmt, SeqStmt, Store, seq
 from ..ir.tensor import IterVar
 
 
@@ -158,6 +159,8 @@ class _Injector:
                               None if s.else_case is None else self.visit(s.else_case))
         if isinstance(s, LetStmt) and not self.uses(s.value):
             return s.replace(body=self.visit(s.body))
+        if isinstance(s, AttrStmt) and s.attr_key == THREAD_ALLREDUCE:
+            return self.loop(s)         # one whole reduction across the block per virtual thread
         if isinstance(s, AttrStmt) and not self.uses(s.value) and s.attr_key != "thread_extent":
             return s.replace(body=self.visit(s.body))
         if isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and not is_vthread(s.node) \

@@ -3,9 +3,9 @@
 A reduction whose reduce axis is bound to ``threadIdx.*`` (usually after
 ``rfactor``) reaches AST3 as ``AttrStmt(AllreduceInfo, "thread_allreduce")``
 around one store per output, ``res_k[0] = part_k``: each thread's part into a
-one-element "local" buffer.  This pass replaces it with code that leaves the
-block's total (along the reducing axis; the other thread axes of the block are
-separate rows) in ``res_k[0]`` of every thread, combining with the reducer's
+one-element "local" buffer (``res_k[v]`` in virtual thread ``v``'s copy).  This pass
+replaces it with code that leaves the block's total (along the reducing axis; the
+other thread axes of the block are separate rows) in that element of every thread, combining with the reducer's
 own combiner, so tuple reducers (argmax) and custom ``comm_reducer``s work as
 ``sum`` does:
 
@@ -44,12 +44,14 @@ def _pow2(n):
 
 
 def _combine_into(comb, targets, index, olds, news):
-    """``targets[k][index] = comb(olds, news)[k]``, every value computed before any store."""
+    """``targets[k][index[k]] = comb(olds, news)[k]`` (``index`` one for all or one per target), every
+    value computed before any store."""
     values = comb(olds, news)
+    index = list(index) if isinstance(index, (list, tuple)) else [index] * len(targets)
     if len(values) == 1:
-        return Store(targets[0], values[0], index)
+        return Store(targets[0], values[0], index[0])
     tmps = [Var(f"{t.name}.c{k}", v.dtype) for k, (t, v) in enumerate(zip(targets, values))]
-    stmt = seq(*[Store(t, v, index) for t, v in zip(targets, tmps)])
+    stmt = seq(*[Store(t, v, i) for t, v, i in zip(targets, tmps, index)])
     for tv, v in reversed(list(zip(tmps, values))):
         stmt = LetStmt(tv, v, stmt)
     return stmt
@@ -90,6 +92,8 @@ class _Lower(IRMutator):
         red = [x.buffer_var for x in stores]
         parts = [x.value for x in stores]
         self.dts = {r: x.value.dtype for r, x in zip(red, stores)}
+        # the element of each result buffer (0, or a virtual thread's copy)
+        self.at = {r: x.index for r, x in zip(red, stores)}
         ext = next((e for iv, e in self.threads if iv is info.thread), None)
         if ext is None:
             ext = next((e for iv, e in self.threads if iv.thread_tag == info.thread.thread_tag), None)
@@ -121,15 +125,14 @@ class _Lower(IRMutator):
 
     def _shuffles(self, comb, red, width, upto=None):
         """Reduce ``red_k[0]`` over the lanes of each ``width``-lane segment into its lane 0."""
-        zero = IntImm("int32", 0)
         out = []
         step = (upto or width) // 2
         while step >= 1:
-            olds = [Load(self.dts[r], r, zero) for r in red]
+            olds = [Load(self.dts[r], r, self.at[r]) for r in red]
             # every lane shuffles before combining: a combiner may use a value only in one branch
             # of a select, and a shuffle some lanes skip is undefined
             got = [Var(f"{r.name}.s{k}", self.dts[r]) for k, r in enumerate(red)]
-            stmt = _combine_into(comb, red, zero, olds, got)
+            stmt = _combine_into(comb, red, [self.at[r] for r in red], olds, got)
             for g, o in reversed(list(zip(got, olds))):
                 stmt = LetStmt(g, shuffle_down(o, step, width), stmt)
             out.append(stmt)
@@ -137,8 +140,7 @@ class _Lower(IRMutator):
         return out
 
     def _broadcast(self, red, width):
-        zero = IntImm("int32", 0)
-        return seq(*[Store(r, shuffle(Load(self.dts[r], r, zero), 0, width), zero) for r in red])
+        return seq(*[Store(r, shuffle(Load(self.dts[r], r, self.at[r]), 0, width), self.at[r]) for r in red])
 
     def _two_level(self, comb, red, stores, var, warps, row, rows):
         ws = self.warp_size
@@ -149,12 +151,12 @@ class _Lower(IRMutator):
         self.count += len(red)
         slot = _op.add(_op.mul(row, warps), warp)
         body = [*stores, *self._shuffles(comb, red, ws)]
-        body.append(IfThenElse(_op.eq(lane, 0), seq(*[Store(b, Load(self.dts[r], r, zero), slot)
+        body.append(IfThenElse(_op.eq(lane, 0), seq(*[Store(b, Load(self.dts[r], r, self.at[r]), slot)
                                                      for b, r in zip(bufs, red)])))
         body.append(barrier())
         mine = _op.add(_op.mul(row, warps), lane)
         body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
-                                zero) for r, b, ident in zip(red, bufs, comb.identity_element)]))
+                                self.at[r]) for r, b, ident in zip(red, bufs, comb.identity_element)]))
         body.extend(self._shuffles(comb, red, ws, upto=warps))
         body.append(self._broadcast(red, ws))
         out = seq(*body)
@@ -182,7 +184,7 @@ class _Lower(IRMutator):
             body.append(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others)))
             body.append(barrier())
             step //= 2
-        body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), zero) for b, r in zip(bufs, red)]))
+        body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), self.at[r]) for b, r in zip(bufs, red)]))
         out = seq(*body)
         for b, r in reversed(list(zip(bufs, red))):
             out = Allocate(b, self.dts[r], (IntImm("int32", rows * width),), _op.const(True), out, "shared")
