@@ -6,8 +6,9 @@ some threads skip hangs the GPU).  This pass plans barriers accordingly:
 
 * **Where a barrier is needed.**  Statements are taken in program order with
   the shared accesses since the last barrier; a read of an element another
-  thread may have written (RAW) or a write of one another thread may still read
-  (WAR) gets a barrier before it.  Two accesses at the same index that depends
+  thread may have written (RAW), or a write of one another thread may still read
+  (WAR) or may have written (WAW: without a barrier between them the older value
+  could land last) gets a barrier before it.  Two accesses at the same index that depends
   on the innermost thread index are one thread's own and need none.  A read
   of a double buffer (``double_buffer_write``, from ``double_buffer()``) does
   not wait for the write of the *next* tile in the same iteration; across
@@ -122,20 +123,41 @@ def _same_thread(a, b):
     return a.thread in collect_vars(a.index)
 
 
+def _reshapes(index, v):
+    """Whether ``v`` occurs in ``index`` other than in sums and multiples by constants."""
+    from ..ir import expr as E
+
+    def bad(e):
+        if isinstance(e, (E.Add, E.Sub)):
+            return bad(e.a) or bad(e.b)
+        if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
+            return bad(e.a)
+        if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
+            return bad(e.b)
+        return e is not v and v in collect_vars(e)
+    return bad(index)
+
+
 def _conflict(prev, cur, loop_carry):
-    if prev.buf is not cur.buf or _same_thread(prev, cur):
+    """``loop_carry``: None, or the variable of the loop whose next iteration ``cur`` runs in."""
+    if prev.buf is not cur.buf:
         return False
-    if prev.db and not cur.write and not loop_carry:
+    # The same index is the same thread's element (the rule above); across iterations of a loop
+    # only while the loop's variable shifts it, as in ``k * 64 + tx``: in the next iteration
+    # ``(i * 3 + tx) // (6 - k)`` may be another thread's element.
+    if _same_thread(prev, cur) and not (loop_carry is not None and _reshapes(cur.index, loop_carry)):
+        return False
+    if prev.db and not cur.write and loop_carry is None:
         return False                  # reads this iteration's tile, not the next one being written
     return True
 
 
-def _needs_sync(pending, summary, loop_carry=False):
+def _needs_sync(pending, summary, loop_carry=None):
     """The first access of ``summary`` (before its own first barrier) that conflicts with ``pending``."""
     for a in summary:
         if a is SYNC:
             return None
-        against = pending["r"] if a.write else pending["w"]
+        against = pending["r"] + pending["w"] if a.write else pending["w"]
         for p in against:
             if _conflict(p, a, loop_carry):
                 return p, a
@@ -257,7 +279,7 @@ class _Planner:
         body, summ = self.plan(s.body, scope, db, where)
         end = _fresh()
         _absorb(end, summ)
-        hit = _needs_sync(end, summ, loop_carry=True)
+        hit = _needs_sync(end, summ, loop_carry=s.loop_var)
         if hit:
             if where is not None:
                 raise _divergent_handoff(hit, where)
