@@ -292,7 +292,8 @@ def _clip(ana, s, dom):
     A tile of constant size stays constant when clipping would make its size
     symbolic (``min(8, n - 8*bi)``): its loops can then be vectorised or bound
     to threads of a fixed extent, and ScheduleOps guards each root index
-    against the tensor's shape, as TVM does.
+    against the tensor's shape, as TVM does.  Such a tile is at most the
+    dimension's extent long.
     """
     dlo = dom.min
     dhi = _op.sub(_op.add(dom.min, dom.extent), 1)
@@ -307,6 +308,10 @@ def _clip(ana, s, dom):
     clipped = Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
     if (raw is not None and isinstance(raw.extent, IntImm)
             and not isinstance(clipped.extent, IntImm)):
+        if isinstance(dom.extent, IntImm) and raw.extent.value > dom.extent.value:
+            # never more than the tensor holds: from the clipped start, the dimension's extent
+            # covers the clipped region (it ends inside the tensor)
+            return Range(lo, dom.extent)
         return raw
     return clipped
 
