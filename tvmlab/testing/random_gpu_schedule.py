@@ -221,7 +221,7 @@ class GPUScheduler:
         if rest and "blockIdx.z" not in [f"blockIdx.{p[5]}" for p in parts] and self.chance(0.3):
             zaxis = rest.pop(int(self.rng.integers(0, len(rest))))
             self.bind(st, zaxis, "blockIdx.z")
-        host = [iv for iv in rest if self.chance(0.1)]         # a loop around the kernel launch
+        host = [iv for iv in rest if self.extent(st, iv) <= 4 and self.chance(0.2)]   # around the launch
         inner = [iv for iv in rest if iv not in host]
         order = host + [zaxis] + [p[0] for p in parts] + [p[1] for p in parts] + [p[2] for p in parts] \
             + [p[3] for p in parts] + inner
@@ -229,26 +229,25 @@ class GPUScheduler:
         return threads
 
     def decompose(self, st, iv, d, cap):
-        """``iv`` -> (block, vthread, thread, serial, thread extent, dim); binds the parts."""
+        """``iv`` -> (block, vthread, thread, serial, thread extent, dim); binds the parts.
+
+        The thread part always has a constant extent: bound inference may shrink an intermediate's
+        axes to what its readers need, and the kernel's other stages bind the same extent."""
         ext = self.extent(st, iv)
         cap = min(cap, MAX_Z) if d == "z" else cap
         t = self.nthreads(min(cap, max(2, 2 * ext)))
         v = int(self.pick([2, 3, 4])) if self.chance(0.15) else 1
         p = int(self.pick([2, 3, 4])) if self.chance(0.2) else 1
         block = vt = serial = None
-        if self.chance(0.15) and ext <= cap:
+        if st.is_output and ext <= cap and self.chance(0.15):
             thread = iv                             # the whole axis on threads, one block
-            t = ext
         elif self.chance(0.25):
             nb = max(1, -(-ext // (t * v * p)) + int(self.rng.integers(-1, 2)))
-            block, rest = self.split(st, iv, nparts=max(1, nb))
-            inner_ext = self.extent(st, rest)
-            t = min(cap, -(-inner_ext // (v * p)))
-            thread = rest
+            block, thread = self.split(st, iv, nparts=nb)
+            t = max(1, min(t, -(-self.extent(st, thread) // (v * p))))
             if v > 1:
                 vt, thread = self.split(st, thread, nparts=v)
-            if p > 1 or self.extent(st, thread) > t:
-                thread, serial = self.split(st, thread, nparts=t)
+            thread, serial = self.split(st, thread, nparts=t)
         else:
             block, thread = self.split(st, iv, factor=t * v * p)
             if v > 1:
@@ -259,7 +258,7 @@ class GPUScheduler:
                 else:
                     thread, serial = self.split(st, thread, factor=p)
         t = self.extent(st, thread)
-        if block is not None and self.chance(0.93):
+        if block is not None and (self.extent(st, block) > 4 or self.chance(0.8)):
             self.bind(st, block, f"blockIdx.{d}")
         if vt is not None:
             self.bind(st, vt, "vthread")
