@@ -1,0 +1,142 @@
+"""GPU lowering bugs the random-schedule fuzzer found (``python -m tvmlab.testing.fuzz --target cuda``),
+each reduced to a small schedule, built for CUDA and run on the thread-level simulator against numpy:
+no race, no out-of-bounds access, no read of uninitialized memory."""
+import numpy as np
+
+import tvmlab as tvm
+from tvmlab import te
+from tvmlab.ir import stmt as S
+from tvmlab.ir.functor import post_order_visit
+from tvmlab.testing import poison, random_data
+
+RNG = np.random.default_rng(11)
+
+
+def run(s, args, inputs, out_dtype="float32"):
+    """Build for CUDA, simulate (raising on any finding) and return the output."""
+    f = tvm.build(s, args, "cuda")
+    out = poison(np.empty([int(d) for d in args[-1].shape], out_dtype))
+    tvm.testing.simulate(f, *inputs, out)
+    return out
+
+
+def allocations(s, args):
+    found = {}
+    for k in tvm.lower(s, args, target="cuda").device_split.kernels:
+        post_order_visit(k.body, lambda n: found.__setitem__(n.buffer_var.name, int(n.extents[0]))
+                         if isinstance(n, S.Allocate) else None)
+    return found
+
+
+def test_fused_producer_tile_stays_inside_the_tensor():
+    """T0 computed per block of 4 rows (5 rows in all) with its axes fused: the last block's tile
+    runs past the tensor, and every row of it must be guarded, not only the fused axis."""
+    A = te.placeholder((5, 7), name="A")
+    T0 = te.compute((5, 7), lambda i, j: A[i, j] * 2.0, name="T0")
+    T1 = te.compute((5, 7), lambda i, j: T0[i, j] + 1.0, name="T1")
+    s = te.create_schedule(T1.op)
+    bo, bi = s[T1].split(T1.op.axis[0], factor=4)
+    s[T1].bind(bo, te.thread_axis("blockIdx.x"))
+    s[T1].bind(bi, te.thread_axis("threadIdx.x"))
+    s[T0].compute_at(s[T1], bo)
+    f = s[T0].fuse(*s[T0].op.axis)
+    _, t = s[T0].split(f, factor=4)
+    s[T0].bind(t, te.thread_axis("threadIdx.x"))
+    a = random_data((5, 7), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, T1], [a]), a * 2 + 1, rtol=1e-6)
+
+
+def test_shared_read_in_a_reduction_condition_waits_for_the_copy():
+    """The ``where`` of a reduction reads the shared copy that the block fetched together: the
+    condition's read needs the barrier after the copy as the body's reads do."""
+    n, m = 12, 16
+    A = te.placeholder((n, m), name="A")
+    W = te.placeholder((m,), name="W")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k, where=W[(k + i) % m] > 0.0), name="B")
+    s = te.create_schedule(B.op)
+    bo, bi = s[B].split(B.op.axis[0], factor=4)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(bi, te.thread_axis("threadIdx.x"))
+    WS = s.cache_read(W, "shared", [B])
+    s[WS].compute_at(s[B], bo)
+    _, t = s[WS].split(WS.op.axis[0], factor=4)
+    s[WS].bind(t, te.thread_axis("threadIdx.x"))
+    a, w = random_data((n, m), "float32", RNG), random_data((m,), "float32", RNG)
+    mask = w[(np.arange(m)[None, :] + np.arange(n)[:, None]) % m] > 0
+    np.testing.assert_allclose(run(s, [A, W, B], [a, w]), np.where(mask, a, 0).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_each_virtual_thread_reduces_across_threads_on_its_own():
+    A = te.placeholder((4, 20), name="A")
+    k = te.reduce_axis((0, 20), name="k")
+    B = te.compute((4,), lambda i: te.max(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=4)
+    BF = s.rfactor(B, ki)
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.y"))
+    io, ii = s[B].split(s[B].op.axis[0], factor=2)
+    s[B].bind(io, te.thread_axis("blockIdx.x"))
+    s[B].bind(ii, te.thread_axis("vthread"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    a = random_data((4, 20), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, B], [a]), a.max(1))
+
+
+def test_stage_at_the_thread_bound_reduce_axis_stays_inside_the_serial_one():
+    """Leaves (i, k1, k2 on threadIdx.x): the local copy computed at k2 reads the shared tile
+    computed at k1, so it runs inside k1's loop although k2's threads enclose the serial loop."""
+    A = te.placeholder((6, 5, 8), name="A")
+    k1, k2 = te.reduce_axis((0, 5), name="k1"), te.reduce_axis((0, 8), name="k2")
+    B = te.compute((6,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].bind(k2, te.thread_axis("threadIdx.x"))
+    AS = s.cache_read(A, "shared", [B])
+    AL = s.cache_read(AS, "local", [B])
+    s[AS].compute_at(s[B], k1)
+    s[AL].compute_at(s[B], k2)
+    s[AS].bind(s[AS].op.axis[2], te.thread_axis("threadIdx.x"))
+    a = random_data((6, 5, 8), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, B], [a]), a.sum((1, 2)), rtol=1e-5, atol=1e-5)
+
+
+def test_shared_tile_inside_a_virtual_threads_loop_covers_every_virtual_thread():
+    """C's local tile (3 columns per virtual thread) is computed at the vthread axis; the shared
+    copy of A made inside its column loop must hold the columns of all four virtual threads."""
+    A = te.placeholder((24, 5), name="A")
+    k = te.reduce_axis((0, 5), name="k")
+    C = te.compute((8, 24), lambda i, j: te.sum(A[j, k] * (i + 1).astype("float32"), axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    jo, ji = s[C].split(C.op.axis[1], factor=12)
+    jv, jt = s[C].split(ji, nparts=4)
+    s[C].reorder(jo, C.op.axis[0], jv, jt)
+    s[C].bind(jo, te.thread_axis("blockIdx.x"))
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.y"))
+    s[C].bind(jv, te.thread_axis("vthread"))
+    s[CL].compute_at(s[C], jv)
+    AS = s.cache_read(A, "shared", [CL])
+    s[AS].compute_at(s[CL], CL.op.reduce_axis[0])
+    a = random_data((24, 5), "float32", RNG)
+    want = np.arange(1, 9, dtype="float32")[:, None] * a.sum(1)[None, :]
+    np.testing.assert_allclose(run(s, [A, C], [a]), want, rtol=1e-5)
+
+
+def test_clipped_shared_tile_is_never_longer_than_the_tensor():
+    """Rows 24 per block over threadIdx.y, but the tensor has 6: the shared copy computed inside
+    each thread's serial loop holds at most 6 elements, not the unclipped 22."""
+    A = te.placeholder((6,), name="A")
+    T = te.compute((6,), lambda i: A[i] * 3.0, name="T")
+    s = te.create_schedule(T.op)
+    bo, rest = s[T].split(T.op.axis[0], factor=24)
+    ty, j = s[T].split(rest, nparts=8)
+    s[T].bind(bo, te.thread_axis("blockIdx.x"))
+    s[T].bind(ty, te.thread_axis("threadIdx.y"))
+    AS = s.cache_read(A, "shared", [T])
+    s[AS].compute_at(s[T], j)
+    _, t = s[AS].split(AS.op.axis[0], factor=8)
+    s[AS].bind(t, te.thread_axis("threadIdx.y"))
+    assert allocations(s, [A, T])["A.shared"] <= 6
+    a = random_data((6,), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, T], [a]), a * 3, rtol=1e-6)
