@@ -353,7 +353,7 @@ def _died(item, status, timeout):
     if status == "crash":
         for k in reversed(range(len(steps))):
             trial = steps[:k] + steps[k + 1:]
-            if isolation.call(_trial_args, (pseed, trial, target), timeout)[0] == "crash":
+            if isolation.call(_importable(_trial_args), (pseed, trial, target), timeout)[0] == "crash":
                 steps = trial
     ns = res.prog.build_te()
     res.trace_py = Trace(None, steps).replay([t.op for t in ns["outs"]]).trace.as_python()
@@ -364,9 +364,18 @@ def _died(item, status, timeout):
     return Outcome(res, status, res.report())
 
 
+def _importable(fn):
+    """``fn`` as workers can import it: under ``python -m tvmlab.testing.fuzz`` this module is
+    ``__main__``, which a spawned worker cannot import functions from."""
+    if __name__ != "__main__":
+        return fn
+    import importlib
+    return getattr(importlib.import_module(__spec__.name), fn.__name__)
+
+
 def _isolated_results(items, jobs, timeout):
     from . import isolation
-    for item, status, value in isolation.imap(_check, items, jobs, timeout):
+    for item, status, value in isolation.imap(_importable(_check), items, jobs, timeout):
         yield value if status == "ok" else _died(item, status, timeout)
 
 
