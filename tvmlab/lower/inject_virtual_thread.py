@@ -33,6 +33,7 @@ class _Touched(IRVisitor):
         super().__init__()
         self.dep = {vt}
         self.changed = True
+        self.conds = []         # conditions and loop bounds around the statement visited
 
     def _uses(self, *nodes):
         found = []
@@ -62,9 +63,29 @@ class _Touched(IRVisitor):
         self.generic_visit(s)
 
     def visit_Store(self, s):
-        if self._uses(s.value, s.index, s.predicate):
+        # also a store only some virtual threads make: the buffer then differs between them
+        if self._uses(s.value, s.index, s.predicate, *self.conds):
             self._add(s.buffer_var)
         self.generic_visit(s)
+
+    def visit_IfThenElse(self, s):
+        self.visit(s.condition)
+        self.conds.append(s.condition)
+        try:
+            self.visit(s.then_case)
+            if s.else_case is not None:
+                self.visit(s.else_case)
+        finally:
+            self.conds.pop()
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.conds += [s.min, s.extent]
+        try:
+            self.visit(s.body)
+        finally:
+            del self.conds[-2:]
 
 
 def touched(vt, body):
