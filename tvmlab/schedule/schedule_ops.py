@@ -22,6 +22,7 @@ from . import extern_ops
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Fuse, Split
+from .scope import base_scope
 
 
 def schedule_ops(sch, arg_tensors=(), dom_map=None, bodies=None):
@@ -134,8 +135,9 @@ class _Builder:
         the other (serial) reduce axes, which loop inside the thread axes whatever the leaf order,
         in a "local" accumulator; a ``thread_allreduce`` combines the parts of the block (every
         thread gets the total) and one thread writes it: the one at index 0 of the reducing axis,
-        or those the store predicate picks.  Guards move onto the parts (a thread out of range
-        contributes the identity), so every thread reaches the combination."""
+        or those the store predicate picks (every thread, into its own copy, for "local" storage).
+        Guards move onto the parts (a thread out of range contributes the identity), so every
+        thread reaches the combination."""
         leaves = st.leaf_iter_vars
         bound = [iv for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None]
         if len(bound) > 1:
@@ -158,8 +160,11 @@ class _Builder:
         part_conds = [c for c, _ in guards] + [c for c in _conjuncts(substitute(r0.condition, vmap))
                                                if not (isinstance(c, IntImm) and c.value)]
         write_conds = [c for c, _ in guards if not (set(collect_vars(c)) & red_vars)]
-        write_conds += _conjuncts(pred) if pred is not None else [
-            _op.eq(red_iv.var, self.dom_map[red_iv].min)]
+        if pred is not None:
+            write_conds += _conjuncts(pred)
+        elif base_scope(storage_scope(st)) != "local":
+            # memory the block shares: one writer; a per-thread result is every thread's own
+            write_conds.append(_op.eq(red_iv.var, self.dom_map[red_iv].min))
         local = []
 
         def temp(t, suffix):
@@ -291,10 +296,11 @@ class _Builder:
         for v in collect_vars(st.store_predicate):
             if v in vmap or v in shapes:
                 continue
+            inner = self._inside(v, st)
             if is_thread_tag(v.name) and v.name in threads:
                 vmap[v] = threads[v.name]
-            elif self._inside(v, st):
-                continue
+            elif inner is not None:
+                vmap[v] = inner
             elif not is_thread_tag(v.name):
                 raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, which is no longer "
                                     f"an axis of {st.name} (rfactor or cache_write gave it a new operation); "
@@ -305,15 +311,20 @@ class _Builder:
         return substitute(st.store_predicate, vmap)
 
     def _inside(self, var, st):
-        """Whether a stage computed (directly or not) inside ``st`` binds an axis to thread ``var``."""
+        """The thread variable a stage computed (directly or not) inside ``st`` binds for ``var``: the
+        same variable, or one with the same thread tag (a predicate made from another
+        ``te.thread_axis("threadIdx.x")``, as a replayed trace makes it); None if there is none."""
         for x in self.sch.stages:
             a = x
             while a is not None and a is not st:
                 a = a.attach_stage
-            if a is st and x is not st and any(t.bind_thread is not None and t.bind_thread.var is var
-                                                 for t in x.iter_var_attrs.values()):
-                return True
-        return False
+            if a is not st or x is st:
+                continue
+            for t in x.iter_var_attrs.values():
+                b = t.bind_thread
+                if b is not None and (b.var is var or is_thread_tag(var.name) and b.thread_tag == var.name):
+                    return b.var
+        return None
 
     def _init(self, st, body, values, first_red, guards, pos, pred=None):
         op = st.op
