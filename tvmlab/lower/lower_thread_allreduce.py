@@ -10,8 +10,10 @@ own combiner, so tuple reducers (argmax) and custom ``comm_reducer``s work as
 ``sum`` does:
 
 * **warp shuffles** when the reducing axis is ``threadIdx.x`` with a power of
-  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps,
-  then ``tvm_warp_shuffle`` from lane 0; no shared memory, no barrier;
+  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps
+  in a per-thread temporary, then ``res_k = tvm_warp_shuffle(temp, 0, n)``, lane
+  0's total (so ``res_k``'s one store is visibly alike in every lane); no shared
+  memory, no barrier;
 * **warps, then shuffles** when it is ``threadIdx.x`` with 32 * w threads (w a
   power of two): each warp reduces by shuffles, lane 0 of each writes its warp's
   total to a "shared" buffer, a barrier, and every warp reduces those w values;
@@ -115,13 +117,22 @@ class _Lower(IRMutator):
             row = _op.add(_op.mul(row, oext.value), iv.var)
             rows *= oext.value
         ws = self.warp_size
-        if ws and tag == "threadIdx.x" and _pow2(n) and n <= ws:
-            body = [*stores, *self._shuffles(comb, red, n)]
-            body.append(self._broadcast(red, n))
-            return seq(*body)
-        if ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws:
-            return self._two_level(comb, red, stores, var, n // ws, row, rows)
-        return self._tree(comb, red, parts, var, n, row, rows, info)
+        one_warp = ws and tag == "threadIdx.x" and _pow2(n) and n <= ws
+        if not (one_warp or ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws):
+            return self._tree(comb, red, parts, var, n, row, rows, info)
+        # the shuffles work in per-thread temporaries; the result buffers get only the total
+        zero = IntImm("int32", 0)
+        lanes = [Var(f"{r.name}.lane", "handle") for r in red]
+        self.dts.update((t, self.dts[r]) for t, r in zip(lanes, red))
+        self.at.update((t, zero) for t in lanes)
+        stores = [Store(t, p, zero) for t, p in zip(lanes, parts)]
+        if one_warp:
+            body = seq(*stores, *self._shuffles(comb, lanes, n), self._broadcast(lanes, red, n))
+        else:
+            body = self._two_level(comb, lanes, red, stores, var, n // ws, row, rows)
+        for t in reversed(lanes):
+            body = Allocate(t, self.dts[t], (IntImm("int32", 1),), _op.const(True), body, "local")
+        return body
 
     def _shuffles(self, comb, red, width, upto=None):
         """Reduce ``red_k[0]`` over the lanes of each ``width``-lane segment into its lane 0."""
@@ -139,10 +150,12 @@ class _Lower(IRMutator):
             step //= 2
         return out
 
-    def _broadcast(self, red, width):
-        return seq(*[Store(r, shuffle(Load(self.dts[r], r, self.at[r]), 0, width), self.at[r]) for r in red])
+    def _broadcast(self, lanes, red, width):
+        """``red_k`` = lane 0's ``lanes_k`` in every lane of each ``width``-lane segment."""
+        return seq(*[Store(r, shuffle(Load(self.dts[t], t, self.at[t]), 0, width), self.at[r])
+                     for t, r in zip(lanes, red)])
 
-    def _two_level(self, comb, red, stores, var, warps, row, rows):
+    def _two_level(self, comb, red, res, stores, var, warps, row, rows):
         ws = self.warp_size
         zero = IntImm("int32", 0)
         lane = _op.floormod(var, ws)
@@ -158,7 +171,7 @@ class _Lower(IRMutator):
         body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
                                 self.at[r]) for r, b, ident in zip(red, bufs, comb.identity_element)]))
         body.extend(self._shuffles(comb, red, ws, upto=warps))
-        body.append(self._broadcast(red, ws))
+        body.append(self._broadcast(red, res, ws))
         out = seq(*body)
         for b, r in reversed(list(zip(bufs, red))):
             out = Allocate(b, self.dts[r], (IntImm("int32", rows * warps),), _op.const(True), out, "shared")
