@@ -70,6 +70,7 @@ class GPUScheduler:
         self.log = log if log is not None else []
         self.threads = {}          # root stage name -> {"threadIdx.x": extent, ...}
         self.shared = {}           # root stage name -> bytes of shared tensors planned
+        self.free_x = set()        # root stages that leave threadIdx.x to a reduction computed inside
 
     # -------------------------------------------------------- randomness
     def chance(self, p):
@@ -165,6 +166,9 @@ class GPUScheduler:
                 opts.append("at")
                 w.append(4)
             place[st.name] = self.pick(opts, w)
+            readers_now = effective(st)
+            if place[st.name] == "at" and st.op.is_reduction and readers_now[0].is_output and self.chance(0.4):
+                self.free_x.add(readers_now[0].name)
         return place
 
     # -------------------------------------------------------- kernels
@@ -177,16 +181,17 @@ class GPUScheduler:
             mode = self.pick(["serial", "cache_write", "rfactor", "nparts", "bind"], [3, 3, 3, 2, 1])
         elif self.chance(0.2):
             mode = "cache_write"
+        avoid = ("threadIdx.x",) if st.name in self.free_x else ()
         if mode == "cache_write":
             cl = self.s[self.do(f"s.cache_write({t.name}, 'local')", self.s.cache_write, t, "local")]
             st = self.s[t]
-            threads = self.bind_spatial(st)
+            threads = self.bind_spatial(st, avoid)
             self.threads[st.name] = threads
             self.place_inside(cl, st, prefer_thread=0.8)
             self.reduce_serial(cl, threads)
             return
         if mode == "serial":
-            threads = self.bind_spatial(st)
+            threads = self.bind_spatial(st, avoid)
             self.threads[st.name] = threads
             if red:
                 self.reduce_serial(st, threads)
@@ -371,12 +376,54 @@ class GPUScheduler:
         if len(readers) != 1:
             self.kernel(st)
             return
+        if st.op.is_reduction and "threadIdx.x" not in self.kernel_threads(readers[0]) and self.chance(0.8) \
+                and any(self.context(*p) == "thread" for p in self.attach_points(readers[0])):
+            self.across_threads_inside(st, readers[0])
+            return
         self.place_inside(st, readers[0], prefer_thread=0.5)
         # its loops may run a different number of times in each thread: no barriers inside them
         if st.op.is_reduction:
             self.reduce_serial(st, self.kernel_threads(st), loops=False)
         else:
             self.cache_inputs(st, self.kernel_threads(st), loops=False)
+
+    def across_threads_inside(self, st, reader):
+        """Reduce ``st`` across threadIdx.x, which its reader's kernel leaves free, inside one of the
+        reader's threads (TVM's rfactor with an elementwise consumer): every threadIdx.x of the
+        block gets the total, and the reader's stores repeat along it (or a predicate picks one)."""
+        t = st.op.output(0)
+        threads = self.kernel_threads(reader)
+        cap = max(1, MAX_THREADS // max(1, math.prod(threads.values())))
+        red = [iv for iv in st.leaf_iter_vars if iv.iter_type == IterVar.REDUCE]
+        k = self.pick(red)
+        n = int(self.pick([n for n in (2, 3, 4, 5, 8, 12, 16, 32) if n <= cap] or [1]))
+        rf = None
+        if self.chance(0.7):
+            _, ki = self.split(st, k, factor=n)
+            rf = self.do(f"s.rfactor({t.name}, {ki.var.name})", self.s.rfactor, t, ki)
+            rf = self.s[rf[0] if isinstance(rf, (list, tuple)) else rf]
+            st = self.s[t]
+            rk = st.op.reduce_axis[0]
+        else:
+            rk, _ = self.split(st, k, nparts=n)
+        pts = [p for p in self.attach_points(reader) if self.context(*p) == "thread"]
+        self.compute_at(st, *self.pick(pts))
+        self.bind(st, rk, "threadIdx.x")
+        threads["threadIdx.x"] = self.extent(st, rk)
+        # a predicate on st leaves its (local) total in threadIdx.x == 0 only: the reader then
+        # stores from that thread alone, as in TVM's schedule
+        pred = _te().thread_axis("threadIdx.x").var.equal(0)
+        root = self.root_of(st)
+        which = self.pick(["none", "reader", "both"], [2, 1, 1]) if root.store_predicate is None else "none"
+        if which == "both":
+            self.do(f"s[{st.name}].set_store_predicate(threadIdx.x == 0)", st.set_store_predicate, pred)
+        if which != "none":
+            self.do(f"s[{root.name}].set_store_predicate(threadIdx.x == 0)", root.set_store_predicate, pred)
+        if rf is not None:
+            self.compute_at(rf, st, rk)
+            self.reduce_serial(rf, threads, loops=False)
+        else:
+            self.cache_inputs(st, threads, loops=False)
 
     def use_shared(self, st, t):
         """Whether tensor ``t`` (whole) still fits the shared memory planned for ``st``'s kernel."""
@@ -483,6 +530,12 @@ class GPUScheduler:
         leaves = st.leaf_iter_vars
         if not leaves:
             return
+        last = leaves[-1]
+        if self.chance(0.12) and last.iter_type != IterVar.REDUCE and st.attr(last).kind == "serial" \
+                and (leaf_extents(st).get(last) or 99) <= 8 \
+                and not any(q.attach_stage is st and q.attach_ivar is last for q in self.s.stages):
+            # a GPU kernel runs a vectorized loop as a loop in each thread
+            self.do(f"s[{st.name}].vectorize({last.var.name})", st.vectorize, last)
         if self.chance(0.15):
             iv = leaves[0]
             step = int(self.pick([4, 16, 64]))
