@@ -140,3 +140,53 @@ def test_clipped_shared_tile_is_never_longer_than_the_tensor():
     assert allocations(s, [A, T])["A.shared"] <= 6
     a = random_data((6,), "float32", RNG)
     np.testing.assert_allclose(run(s, [A, T], [a]), a * 3, rtol=1e-6)
+
+
+def test_virtual_threads_keep_their_own_partial_sums_when_only_a_guard_tells_them_apart():
+    """Rows (3, over 2 virtual threads) do not enter the summand, only the guard row < 3: each
+    virtual thread still needs its own accumulator, or the second adds onto the first's."""
+    A = te.placeholder((4, 5), name="A")
+    r = te.reduce_axis((0, 5), name="r")
+    B = te.compute((3, 4), lambda i, j: te.sum(A[j, r], axis=r), name="B")
+    s = te.create_schedule(B.op)
+    ro, _ = s[B].split(r, nparts=8)
+    s[B].bind(ro, te.thread_axis("threadIdx.x"))
+    vo, _ = s[B].split(B.op.axis[0], nparts=2)
+    s[B].bind(vo, te.thread_axis("vthread"))
+    a = random_data((4, 5), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, B], [a]), np.tile(a.sum(1), (3, 1)), rtol=1e-5, atol=1e-5)
+
+
+def _reduce_inside_consumer(predicate):
+    """B reduced across threadIdx.x (rfactor) inside each threadIdx.y of its elementwise reader C."""
+    m, n = 10, 37
+    A = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((m,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((m,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    bx, ty = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(bx, te.thread_axis("blockIdx.x"))
+    s[C].bind(ty, te.thread_axis("threadIdx.y"))
+    _, ki = s[B].split(k, factor=8)
+    BF = s.rfactor(B, ki)
+    s[B].compute_at(s[C], ty)
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    if predicate:       # a thread axis of its own, as a replayed trace makes it
+        s[C].set_store_predicate(te.thread_axis("threadIdx.x").var.equal(0))
+    a = random_data((m, n), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, C], [a]), a.sum(1) * 2, rtol=1e-5, atol=1e-5)
+    return s, [A, C]
+
+
+def test_total_across_threads_is_in_every_thread_and_stored_once():
+    """B is per-thread (local): every thread keeps the total (none reads an unwritten B), and C's
+    stores, alike along threadIdx.x, get one writer."""
+    s, args = _reduce_inside_consumer(predicate=False)
+    src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
+    assert "threadIdx.x) == 0" in src
+
+
+def test_store_predicate_names_a_thread_bound_inside_by_its_tag():
+    _reduce_inside_consumer(predicate=True)
