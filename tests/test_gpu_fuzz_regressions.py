@@ -190,3 +190,24 @@ def test_total_across_threads_is_in_every_thread_and_stored_once():
 
 def test_store_predicate_names_a_thread_bound_inside_by_its_tag():
     _reduce_inside_consumer(predicate=True)
+
+
+def test_guard_is_evaluated_before_a_condition_that_reads_the_tile():
+    """Element 25.. of the fused 5 x 5 axis in the last block is past the tensor: its part must
+    test the bound before it reads W's shared tile (only elements inside were copied), so
+    simplification keeps the order of ``bound && W.shared[...] ... >= 1``."""
+    A = te.placeholder((8,), dtype="int32", name="A")
+    W = te.placeholder((5, 5), dtype="int32", name="W")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((5, 5), lambda i, j: te.sum(A[k] * j, axis=k, where=(A[k] + W[i, j]) * 5 >= 1), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(k, te.thread_axis("threadIdx.y"))
+    bo, rest = s[B].split(s[B].fuse(*B.op.axis), factor=16)
+    s[B].split(rest, nparts=4)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    WS = s.cache_read(W, "shared", [B])
+    s[WS].compute_at(s[B], bo)
+    a, w = random_data((8,), "int32", RNG, -5, 5), random_data((5, 5), "int32", RNG, -5, 5)
+    mask = (a[None, None, :] + w[:, :, None]) * 5 >= 1
+    want = (np.where(mask, a[None, None, :], 0).sum(2) * np.arange(5)[None, :]).astype("int32")
+    np.testing.assert_array_equal(run(s, [A, W, B], [a, w], "int32"), want)
