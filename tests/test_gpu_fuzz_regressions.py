@@ -211,3 +211,23 @@ def test_guard_is_evaluated_before_a_condition_that_reads_the_tile():
     mask = (a[None, None, :] + w[:, :, None]) * 5 >= 1
     want = (np.where(mask, a[None, None, :], 0).sum(2) * np.arange(5)[None, :]).astype("int32")
     np.testing.assert_array_equal(run(s, [A, W, B], [a, w], "int32"), want)
+
+
+def test_unrolled_double_buffered_loop_waits_between_its_iterations():
+    """Unrolling the loop the shared copy is double-buffered at turns its next-tile writes into
+    plain writes: the copy of tile 1 is read by other threads in the next (unrolled) iteration."""
+    A = te.placeholder((32, 16), name="A")
+    W = te.placeholder((16,), name="W")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((32,), lambda i: te.sum(A[i, k] * W[k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    ko, _ = s[B].split(k, factor=8)
+    WS = s.cache_read(W, "shared", [B])
+    s[WS].compute_at(s[B], ko)
+    _, t = s[WS].split(WS.op.axis[0], factor=32)
+    s[WS].bind(t, te.thread_axis("threadIdx.x"))
+    s[WS].double_buffer()
+    s[B].pragma(ko, "auto_unroll_max_step", 64)
+    a, w = random_data((32, 16), "float32", RNG), random_data((16,), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, W, B], [a, w]), a @ w, rtol=1e-5, atol=1e-5)
