@@ -414,7 +414,8 @@ class GPUScheduler:
         # stores from that thread alone, as in TVM's schedule
         pred = _te().thread_axis("threadIdx.x").var.equal(0)
         root = self.root_of(st)
-        which = self.pick(["none", "reader", "both"], [2, 1, 1]) if root.store_predicate is None else "none"
+        which = "none" if root.store_predicate is not None else self.pick(
+            ["none", "reader", "both"], [2, 1, 1 if reader is root else 0])
         if which == "both":
             self.do(f"s[{st.name}].set_store_predicate(threadIdx.x == 0)", st.set_store_predicate, pred)
         if which != "none":
