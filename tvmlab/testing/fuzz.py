@@ -171,6 +171,12 @@ class Result:
                       "# --- build, run on the program's inputs and compare with numpy",
                       "from tvmlab.testing import fuzz",
                       f"fuzz.check_schedule({self.seed}, s, args{tgt})"]
+            original = getattr(self, "original_py", "")
+            if original and original.rstrip() != self.trace_py.rstrip():
+                # shrinking keeps any schedule that fails the same way, which may be one a user
+                # would not write: the schedule as generated tells whether the bug is tvmlab's
+                lines.append("# --- the schedule as generated, before shrinking")
+                lines += ["# " + line for line in original.rstrip().splitlines()]
         opt = "" if self.target == TARGET else f"--target {self.target} "
         lines.append(f"# rerun: python -m tvmlab.testing.fuzz {opt}--seed {self.seed // 1_000_000} "
                      f"--start {self.seed % 1_000_000} --count 1 --verbose")
@@ -288,6 +294,7 @@ def shrink(res, s):
             steps, best = trial, r
         k -= 1
     if best is not None:
+        res.original_py = res.trace_py
         res.trace_py = best[0].trace.as_python()
         res.failure = best[1]
 
