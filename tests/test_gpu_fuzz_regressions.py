@@ -231,3 +231,25 @@ def test_unrolled_double_buffered_loop_waits_between_its_iterations():
     s[B].pragma(ko, "auto_unroll_max_step", 64)
     a, w = random_data((32, 16), "float32", RNG), random_data((16,), "float32", RNG)
     np.testing.assert_allclose(run(s, [A, W, B], [a, w]), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_reduction_across_threads_ignores_a_thread_axis_bound_only_inside_it():
+    """C reduces across threadIdx.y; B, computed inside each of C's parts, reduces across
+    threadIdx.x and keeps its total in threadIdx.x == 0.  C's shared tree is written by that
+    thread alone (not by every threadIdx.x into the same slots)."""
+    A = te.placeholder((6, 3, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((6, 3), lambda i, j: te.sum(A[i, j, k], axis=k), name="B")
+    j = te.reduce_axis((0, 3), name="j")
+    C = te.compute((6,), lambda i: te.max(B[i, j] - 1.0, axis=j), name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(s[C].op.reduce_axis[0], te.thread_axis("threadIdx.y"))
+    _, ki = s[B].split(k, factor=4)
+    BF = s.rfactor(B, ki)
+    s[B].compute_at(s[C], s[C].op.reduce_axis[0])
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[B].set_store_predicate(te.thread_axis("threadIdx.x").var.equal(0))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    a = random_data((6, 3, 8), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, C], [a]), a.sum(2).max(1) - 1, rtol=1e-5, atol=1e-5)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.expr import Call, IntImm, Load, Var
-from ..ir.functor import IRMutator
+from ..ir.functor import IRMutator, post_order_visit
 from ..ir.stmt import THREAD_ALLREDUCE, Allocate, IfThenElse, LetStmt, SeqStmt, Store, seq
 from .split_host_device import is_thread_attr
 from .thread_sync import barrier
@@ -73,10 +73,20 @@ class _Lower(IRMutator):
         self.warp_size = warp_size
         self.threads = []     # enclosing (IterVar, extent) of threadIdx.* regions, outermost first
         self.count = 0
+        self.kernel = None    # {tag: IterVar} of every threadIdx.* of the kernel being visited
 
     def visit_AttrStmt(self, s):
         if s.attr_key == THREAD_ALLREDUCE:
             return self._lower(s)
+        if is_thread_attr(s) and self.kernel is None:      # the outermost: the kernel's scope
+            found = {}
+            post_order_visit(s, lambda n: found.setdefault(n.node.thread_tag, n.node) if is_thread_attr(n)
+                             and n.node.thread_tag.startswith("threadIdx") else None)
+            self.kernel = found
+            try:
+                return self.visit_AttrStmt(s)
+            finally:
+                self.kernel = None
         if is_thread_attr(s) and s.node.thread_tag.startswith("threadIdx"):
             self.threads.append((s.node, s.value))
             try:
@@ -118,6 +128,12 @@ class _Lower(IRMutator):
             rows *= oext.value
         ws = self.warp_size
         one_warp = ws and tag == "threadIdx.x" and _pow2(n) and n <= ws
+        # A thread axis of the kernel that does not enclose the reduction (bound by another stage)
+        # splits no rows: its threads would share the slots, so only its index 0 writes them.
+        around = {iv.thread_tag for iv, _ in self.threads}
+        only = [_op.eq(iv.var, IntImm("int32", 0)) for t, iv in sorted((self.kernel or {}).items())
+                if t != tag and t not in around]
+        self.only = _op.all(*only) if only else None
         if not (one_warp or ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws):
             return self._tree(comb, red, parts, var, n, row, rows, info)
         # the shuffles work in per-thread temporaries; the result buffers get only the total
@@ -164,8 +180,9 @@ class _Lower(IRMutator):
         self.count += len(red)
         slot = _op.add(_op.mul(row, warps), warp)
         body = [*stores, *self._shuffles(comb, red, ws)]
-        body.append(IfThenElse(_op.eq(lane, 0), seq(*[Store(b, Load(self.dts[r], r, self.at[r]), slot)
-                                                     for b, r in zip(bufs, red)])))
+        first = _op.eq(lane, 0) if self.only is None else _op.logical_and(_op.eq(lane, 0), self.only)
+        body.append(IfThenElse(first, seq(*[Store(b, Load(self.dts[r], r, self.at[r]), slot)
+                                            for b, r in zip(bufs, red)])))
         body.append(barrier())
         mine = _op.add(_op.mul(row, warps), lane)
         body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
@@ -177,6 +194,10 @@ class _Lower(IRMutator):
             out = Allocate(b, self.dts[r], (IntImm("int32", rows * warps),), _op.const(True), out, "shared")
         return out
 
+    def _one(self, stmt):
+        """``stmt`` (a write of the shared slots) in the threads at index 0 of the axes in ``self.only``."""
+        return stmt if self.only is None else IfThenElse(self.only, stmt)
+
     def _tree(self, comb, red, parts, var, n, row, rows, info):
         width = 1
         while width < n:
@@ -187,14 +208,14 @@ class _Lower(IRMutator):
         def slot(t):
             return _op.add(_op.mul(row, width), t)
         zero = IntImm("int32", 0)
-        body = [seq(*[Store(b, p, slot(var)) for b, p in zip(bufs, parts)]), barrier()]
+        body = [self._one(seq(*[Store(b, p, slot(var)) for b, p in zip(bufs, parts)])), barrier()]
         step = width // 2
         while step >= 1:
             active = _op.lt(var, step) if step * 2 <= n else _op.logical_and(
                 _op.lt(var, step), _op.lt(_op.add(var, step), n))
             olds = [Load(self.dts[r], b, slot(var)) for b, r in zip(bufs, red)]
             others = [Load(self.dts[r], b, slot(_op.add(var, step))) for b, r in zip(bufs, red)]
-            body.append(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others)))
+            body.append(self._one(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others))))
             body.append(barrier())
             step //= 2
         body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), self.at[r]) for b, r in zip(bufs, red)]))
