@@ -253,3 +253,23 @@ def test_reduction_across_threads_ignores_a_thread_axis_bound_only_inside_it():
     s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
     a = random_data((6, 3, 8), "float32", RNG)
     np.testing.assert_allclose(run(s, [A, C], [a]), a.sum(2).max(1) - 1, rtol=1e-5, atol=1e-5)
+
+
+def test_unrolled_loop_keeps_one_shared_tile():
+    """Unrolling the loop a shared copy is computed in does not give each copy its own array."""
+    A = te.placeholder((32, 16), name="A")
+    W = te.placeholder((16,), name="W")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((32,), lambda i: te.sum(A[i, k] * W[k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    ko, _ = s[B].split(k, factor=4)
+    WS = s.cache_read(W, "shared", [B])
+    s[WS].compute_at(s[B], ko)
+    _, t = s[WS].split(WS.op.axis[0], factor=32)
+    s[WS].bind(t, te.thread_axis("threadIdx.x"))
+    s[B].unroll(ko)
+    (kernel,) = tvm.lower(s, [A, W, B], target="cuda").device_split.kernels
+    assert [(v.name, n) for v, _, n in kernel.attrs["shared"]] == [("W.shared", 4)]
+    a, w = random_data((32, 16), "float32", RNG), random_data((16,), "float32", RNG)
+    np.testing.assert_allclose(run(s, [A, W, B], [a, w]), a @ w, rtol=1e-5, atol=1e-5)

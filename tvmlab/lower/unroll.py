@@ -166,7 +166,9 @@ class _FreshCopy(IRMutator):
     def visit_Allocate(self, s):
         extents = tuple(self.visit(x) for x in s.extents)
         cond = self.visit(s.condition)
-        var = self._fresh(s.buffer_var)
+        # the copies run one after another: a shared tile stays one array for the block, as it was
+        # for the loop (a copy per iteration would multiply the block's shared memory)
+        var = s.buffer_var if str(s.scope).startswith("shared") else self._fresh(s.buffer_var)
         return s.replace(buffer_var=var, extents=extents, condition=cond, body=self.visit(s.body))
 
 
