@@ -6,14 +6,16 @@ some threads skip hangs the GPU).  This pass plans barriers accordingly:
 
 * **Where a barrier is needed.**  Statements are taken in program order with
   the shared accesses since the last barrier; a read of an element another
-  thread may have written (RAW), or a write of one another thread may still read
-  (WAR) or may have written (WAW: without a barrier between them the older value
-  could land last) gets a barrier before it.  Two accesses at the same index that depends
+  thread may have written (RAW) or a write of one another thread may still read
+  (WAR) gets a barrier before it.  Two accesses at the same index that depends
   on the innermost thread index are one thread's own and need none.  A read
   of a double buffer (``double_buffer_write``, from ``double_buffer()``) does
   not wait for the write of the *next* tile in the same iteration; across
   iterations it does.  A loop whose next iteration conflicts with what this
-  one did gets a barrier at the end of its body.
+  one did gets a barrier at the end of its body; so does one whose statement
+  writes, at one index expression, elements that change owner from one
+  iteration to the next (``sh[(tx + j) % 64]``): without a barrier between two
+  threads' writes of one element, the older value could land last.
 * **Where a barrier may go.**  Only where control flow is uniform across the
   block: never under an ``if`` whose condition depends on ``threadIdx``
   (directly or through a variable derived from it), never in a loop whose trip
@@ -145,7 +147,11 @@ def _conflict(prev, cur, loop_carry):
     # The same index is the same thread's element (the rule above); across iterations of a loop
     # only while the loop's variable shifts it, as in ``k * 64 + tx``: in the next iteration
     # ``(i * 3 + tx) // (6 - k)`` may be another thread's element.
-    if _same_thread(prev, cur) and not (loop_carry is not None and _reshapes(cur.index, loop_carry)):
+    mine = _same_thread(prev, cur)
+    reshaped = mine and loop_carry is not None and _reshapes(cur.index, loop_carry)
+    if prev.write and cur.write:
+        return reshaped               # two writes: only such a statement hands elements over
+    if mine and not reshaped:
         return False
     if prev.db and not cur.write and loop_carry is None:
         return False                  # reads this iteration's tile, not the next one being written
