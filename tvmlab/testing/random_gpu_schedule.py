@@ -71,6 +71,7 @@ class GPUScheduler:
         self.threads = {}          # root stage name -> {"threadIdx.x": extent, ...}
         self.shared = {}           # root stage name -> bytes of shared tensors planned
         self.free_x = set()        # root stages that leave threadIdx.x to a reduction computed inside
+        self.unrolled = set()      # root stages whose kernel has an unrolled loop or unroll pragma
 
     # -------------------------------------------------------- randomness
     def chance(self, p):
@@ -512,8 +513,8 @@ class GPUScheduler:
             if local is not None:
                 self.compute_at(local, *self.pick(below))
             self.cooperate(cache, threads)
-            if self.context(parent, iv) == "thread" and self.chance(0.5):
-                self.do(f"s[{cache.name}].double_buffer()", cache.double_buffer)
+            if self.context(parent, iv) == "thread" and self.chance(0.5) and self.use_shared(st, t):
+                self.do(f"s[{cache.name}].double_buffer()", cache.double_buffer)      # (two tiles)
 
     @staticmethod
     def _after(p, q):
@@ -537,7 +538,12 @@ class GPUScheduler:
                 and not any(q.attach_stage is st and q.attach_ivar is last for q in self.s.stages):
             # a GPU kernel runs a vectorized loop as a loop in each thread
             self.do(f"s[{st.name}].vectorize({last.var.name})", st.vectorize, last)
+        # one unrolling per kernel: nested ones multiply the code NVRTC has to compile
+        root = self.root_of(st).name
+        if root in self.unrolled:
+            return
         if self.chance(0.15):
+            self.unrolled.add(root)
             iv = leaves[0]
             step = int(self.pick([4, 16, 64]))
             self.do(f"s[{st.name}].pragma({iv.var.name}, 'auto_unroll_max_step', {step})",
@@ -550,6 +556,6 @@ class GPUScheduler:
             serial = [iv for iv in leaves if st.attr(iv).kind == "serial" and (ext.get(iv) or 99) <= UNROLL_MAX
                       and not any(q.attach_stage is st and q.attach_ivar is iv for q in self.s.stages)]
             iv = self.pick(serial)
-            if iv is not None and math.prod(ext.get(x) or 1 for x in leaves
-                                            if st.attr(x).kind == "unrolled") * ext[iv] <= 64:
+            if iv is not None and root not in self.unrolled:
+                self.unrolled.add(root)
                 self.do(f"s[{st.name}].unroll({iv.var.name})", st.unroll, iv)
