@@ -273,3 +273,24 @@ def test_unrolled_loop_keeps_one_shared_tile():
     assert [(v.name, n) for v, _, n in kernel.attrs["shared"]] == [("W.shared", 4)]
     a, w = random_data((32, 16), "float32", RNG), random_data((16,), "float32", RNG)
     np.testing.assert_allclose(run(s, [A, W, B], [a, w]), a @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_copy_inside_a_loop_that_starts_at_a_thread_dependent_row_gets_one_writer():
+    """Every threadIdx.y computes its own rows of C's local tile in a loop starting at its row,
+    and fetches the same shared element inside it: one thread stores it (the trip count is the
+    same for all; only the start differs, and the store does not use the loop variable)."""
+    A = te.placeholder((16,), name="A")
+    W = te.placeholder((4, 16), name="W")
+    k = te.reduce_axis((0, 4), name="k")
+    C = te.compute((8, 16), lambda i, j: te.sum(W[k, j] * A[15 - j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    ty, _ = s[C].split(C.op.axis[0], nparts=4)
+    s[C].bind(ty, te.thread_axis("threadIdx.y"))
+    s[CL].compute_at(s[C], ty)
+    ko, _ = s[CL].split(CL.op.reduce_axis[0], factor=2)
+    AS = s.cache_read(A, "shared", [CL])
+    s[AS].compute_at(s[CL], ko)
+    a, w = random_data((16,), "float32", RNG), random_data((4, 16), "float32", RNG)
+    want = np.tile((w * a[::-1][None, :]).sum(0), (8, 1))
+    np.testing.assert_allclose(run(s, [A, W, C], [a, w]), want, rtol=1e-5, atol=1e-5)

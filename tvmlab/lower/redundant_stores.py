@@ -104,12 +104,12 @@ class _Guard(IRMutator):
         self.conds = []
 
     def visit_For(self, s):
+        # only the trip count: a start that depends on ``t`` taints the loop variable instead
         self.conds.append(s.extent)
-        self.conds.append(s.min)
         try:
             return self.generic_visit(s)
         finally:
-            del self.conds[-2:]
+            self.conds.pop()
 
     def visit_IfThenElse(self, s):
         self.conds.append(s.condition)

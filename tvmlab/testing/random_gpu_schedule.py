@@ -210,9 +210,9 @@ class GPUScheduler:
             k = int(self.rng.integers(0, len(axes) - ndim + 1))
             fused = self.fuse(st, *axes[k:k + len(axes) - ndim + 1])
             axes = axes[:k] + [fused] + axes[k + len(axes) - ndim + 1:]
-        bound = list(axes) if len(axes) <= ndim else sorted(
-            self.rng.choice(len(axes), ndim, replace=False).tolist())
-        bound = [axes[i] for i in bound] if len(axes) > ndim else bound
+        bound = list(axes)
+        if len(axes) > ndim:
+            bound = [axes[i] for i in sorted(self.rng.choice(len(axes), ndim, replace=False).tolist())]
         rest = [iv for iv in axes if iv not in bound]
         if len(bound) == 2 and self.chance(0.3):
             bound.reverse()                        # threadIdx.x on the outer axis
