@@ -16,9 +16,10 @@ from tvmlab.testing import fuzz, fuzz_gpu
 from tvmlab.testing.programs import generate
 from tvmlab.testing.random_gpu_schedule import GPUScheduler
 
-SEED = 2025
-CHUNKS = 4
-PER_CHUNK = 30
+SEED = 2027
+CHUNKS = 5
+PER_CHUNK = 40
+SIM_SECONDS = 10       # a simulation running longer skips its program (these need 2 s at most)
 
 # (phase, regex over the failure report, bug)
 KNOWN_BUGS = [
@@ -37,12 +38,14 @@ def known_bug(outcome):
 def test_fuzz_gpu_chunk(chunk):
     refused = []
     failures, n, secs = fuzz.run(PER_CHUNK, seed=SEED, start=chunk * PER_CHUNK, out=lambda s: None,
-                                 max_failures=PER_CHUNK, target="cuda", refused=refused)
+                                 max_failures=PER_CHUNK, target="cuda", refused=refused, sim_seconds=SIM_SECONDS)
     assert n == PER_CHUNK
     unknown = [r for r in failures if known_bug(r) is None]
     assert not unknown, "\n\n".join(r.report() for r in unknown)
-    # refusals are rare by construction: most programs are built and simulated
-    assert len(refused) <= PER_CHUNK // 5, refused
+    # refusals are rare by construction: most programs are built and simulated (how many are too
+    # slow to simulate depends on the machine)
+    refused = [msg for _, msg in refused if not msg.startswith(fuzz_gpu.TooSlow.PREFIX)]
+    assert len(refused) <= PER_CHUNK // 10, refused
     if failures:
         bugs = sorted({known_bug(r) for r in failures})
         pytest.xfail(f"{len(failures)} of {n} programs hit known compiler bugs: " + "; ".join(bugs))

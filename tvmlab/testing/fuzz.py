@@ -315,7 +315,10 @@ class Outcome:
 
 
 def _check(item):
-    pseed, target = item
+    pseed, target, sim_seconds = item
+    if sim_seconds is not None:
+        from . import fuzz_gpu
+        fuzz_gpu.SIM_SECONDS = sim_seconds
     return Outcome(check_one(pseed, target=target))
 
 
@@ -350,7 +353,7 @@ def _died(item, status, timeout):
     """
     from ..schedule import Trace
     from . import isolation
-    pseed, target = item
+    pseed, target, _ = item
     res = check_one(pseed, build=False, target=target)
     if res.prog is None or not hasattr(res, "trace_steps"):
         res.failure = Failure(status, f"the process died or hung ({status}) and the program could not be "
@@ -387,10 +390,11 @@ def _isolated_results(items, jobs, timeout):
 
 
 def run(count, seed=0, start=0, verbose=False, out=None, max_failures=20, jobs=1,
-        isolate=True, timeout=60.0, target=TARGET, refused=None):
+        isolate=True, timeout=60.0, target=TARGET, refused=None, sim_seconds=None):
     """Check ``count`` programs for ``target`` ("llvm" or "cuda"); returns (failed Outcomes,
     number checked, seconds).  ``refused``, a list, collects (seed, message) of the schedules
-    tvmlab refused.
+    tvmlab refused and of those too slow to simulate within ``sim_seconds`` (default
+    ``fuzz_gpu.SIM_SECONDS``).
 
     With ``isolate`` (the default) programs run in ``jobs`` worker processes, so a
     program that crashes or hangs its worker is reported instead of ending the
@@ -399,7 +403,7 @@ def run(count, seed=0, start=0, verbose=False, out=None, max_failures=20, jobs=1
     if target not in TARGETS:
         raise ValueError(f"fuzz: unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     out = out or (lambda s: print(s, flush=True))
-    items = [(program_seed(seed, k), target) for k in range(start, start + count)]
+    items = [(program_seed(seed, k), target, sim_seconds) for k in range(start, start + count)]
     failures = []
     t0 = time.perf_counter()
     results = _isolated_results(items, jobs, timeout) if isolate else map(_check, items)
@@ -453,13 +457,16 @@ def main(argv=None):
                     help="worker processes (default: up to 4, one per core)")
     ap.add_argument("--timeout", type=float, default=60.0,
                     help="seconds one program may take before it counts as a hang")
+    ap.add_argument("--sim-seconds", type=float, default=None,
+                    help="cuda: seconds a simulation may run before the program is skipped as too "
+                         "slow to simulate (default 20)")
     ap.add_argument("--in-process", action="store_true",
                     help="run programs in this process (faster start; a crash ends the run)")
     a = ap.parse_args(argv)
     refused = []
     failures, n, secs = run(a.count, a.seed, a.start, a.verbose, max_failures=a.max_failures,
                             jobs=a.jobs, isolate=not a.in_process, timeout=a.timeout, target=a.target,
-                            refused=refused)
+                            refused=refused, sim_seconds=a.sim_seconds)
     slow = [r for r in refused if r[1].startswith(TooSlow.PREFIX)]
     refused = [r for r in refused if not r[1].startswith(TooSlow.PREFIX)]
     ref = (f", {len(refused)} refused" if refused else "") + (f", {len(slow)} too slow to simulate"

@@ -47,16 +47,16 @@ def deadline(seconds):
         signal.signal(signal.SIGALRM, old)
 
 
-def run_simulated(f, prog, names, compare, seconds=SIM_SECONDS):
+def run_simulated(f, prog, names, compare, seconds=None):
     """Simulate build ``f`` on program ``prog``'s inputs (outputs poisoned) and ``compare`` each output
     ``compare(name, got, want, rtol)``; raises Failure ("simulate" for a finding, "run" for a crash),
-    or TooSlow after ``seconds``."""
+    or TooSlow after ``seconds`` (default ``SIM_SECONDS``)."""
     from . import poison, simulate
     data, expected = prog.input_data(), prog.expected()
     arrays = [data[n].copy() if n in data else poison(np.empty(expected[n].shape, expected[n].dtype))
               for n in names]
     try:
-        with deadline(seconds):
+        with deadline(SIM_SECONDS if seconds is None else seconds):
             simulate(f, *arrays)
     except TooSlow:
         raise
