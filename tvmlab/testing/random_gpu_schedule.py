@@ -62,6 +62,15 @@ def _kind(tag):
     return "vthread" if tag in ("vthread", "cthread") else tag.split(".")[0]
 
 
+def _one_element(reader, st):
+    """Whether ``reader`` reads ``st`` at one index only: then the part of ``st`` an iteration of
+    the reader's innermost loop needs is one element, and the loops around a reduction of it run
+    alike in every thread (a reduction across threads needs barriers every thread reaches)."""
+    from ..schedule.bound import accesses
+    reads = accesses(reader.op.body).get(st.op.output(0), [])
+    return len({tuple(str(i) for i in idx) for idx in reads}) == 1
+
+
 class GPUScheduler:
     """Builds one random GPU schedule on ``s`` (a fresh ``te.create_schedule``)."""
 
@@ -377,8 +386,10 @@ class GPUScheduler:
         if len(readers) != 1:
             self.kernel(st)
             return
-        if st.op.is_reduction and "threadIdx.x" not in self.kernel_threads(readers[0]) and self.chance(0.8) \
-                and any(self.context(*p) == "thread" for p in self.attach_points(readers[0])):
+        r = readers[0]
+        if st.op.is_reduction and "threadIdx.x" not in self.kernel_threads(r) and self.chance(0.8) \
+                and r.attach_type == "root" and _one_element(r, st) \
+                and self.context(r, r.leaf_iter_vars[-1]) == "thread":
             self.across_threads_inside(st, readers[0])
             return
         self.place_inside(st, readers[0], prefer_thread=0.5)
@@ -407,8 +418,7 @@ class GPUScheduler:
             rk = st.op.reduce_axis[0]
         else:
             rk, _ = self.split(st, k, nparts=n)
-        pts = [p for p in self.attach_points(reader) if self.context(*p) == "thread"]
-        self.compute_at(st, *self.pick(pts))
+        self.compute_at(st, reader, reader.leaf_iter_vars[-1])      # one element per iteration
         self.bind(st, rk, "threadIdx.x")
         threads["threadIdx.x"] = self.extent(st, rk)
         # a predicate on st leaves its (local) total in threadIdx.x == 0 only: the reader then
