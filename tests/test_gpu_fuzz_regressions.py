@@ -118,6 +118,8 @@ def test_shared_tile_inside_a_virtual_threads_loop_covers_every_virtual_thread()
     s[CL].compute_at(s[C], jv)
     AS = s.cache_read(A, "shared", [CL])
     s[AS].compute_at(s[CL], CL.op.reduce_axis[0])
+    # rows j - 3 * jv .. + 10 of the 12 the block's four virtual threads use: one tile for them all
+    assert allocations(s, [A, C])["A.shared"] == 10
     a = random_data((24, 5), "float32", RNG)
     want = np.arange(1, 9, dtype="float32")[:, None] * a.sum(1)[None, :]
     np.testing.assert_allclose(run(s, [A, C], [a]), want, rtol=1e-5)
