@@ -118,7 +118,7 @@ def test_shared_tile_inside_a_virtual_threads_loop_covers_every_virtual_thread()
     s[CL].compute_at(s[C], jv)
     AS = s.cache_read(A, "shared", [CL])
     s[AS].compute_at(s[CL], CL.op.reduce_axis[0])
-    # rows j - 3 * jv .. + 10 of the 12 the block's four virtual threads use: one tile for them all
+    # one tile with the rows of all four virtual threads (10, from this one's first), not four
     assert allocations(s, [A, C])["A.shared"] == 10
     a = random_data((24, 5), "float32", RNG)
     want = np.arange(1, 9, dtype="float32")[:, None] * a.sum(1)[None, :]
