@@ -73,32 +73,26 @@ def test_no_device_errors():
         f()
 
 
-@needs_gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_runs_against_numpy(name):
+def test_runs_against_numpy(name, cuda_run):
     rng = np.random.default_rng(0)
     make, shapes = PROGRAMS[name]
     s, args, ref = make()
     f = tvm.build(s, args, "cuda")
-    dev = tvm.cuda(0)
     ins = [rng.uniform(-1, 1, sh).astype("float32") for sh in shapes()]
     want = ref(*ins)
-    out = tvm.nd.array(np.full(want.shape, np.nan, "float32"), dev)
-    f(*[tvm.nd.array(x, dev) for x in ins], out)
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    *_, out = cuda_run(f, *ins, np.full(want.shape, np.nan, "float32"))
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
-@needs_gpu
-def test_symbolic_sizes_run():
+def test_symbolic_sizes_run(cuda_run):
     rng = np.random.default_rng(1)
     s, args, ref = P.vector_add()
     f = tvm.build(s, args, "cuda")
-    dev = tvm.cuda(0)
     for n in (1, 63, 64, 1000):
         a, b = rng.random(n).astype("float32"), rng.random(n).astype("float32")
-        c = tvm.nd.array(np.full(n, np.nan, "float32"), dev)
-        f(tvm.nd.array(a, dev), tvm.nd.array(b, dev), c)
-        np.testing.assert_allclose(c.numpy(), a + b, rtol=1e-6)
+        *_, c = cuda_run(f, a, b, np.full(n, np.nan, "float32"))
+        np.testing.assert_allclose(c, a + b, rtol=1e-6)
 
 
 def _is_cubin(image):

@@ -289,7 +289,7 @@ def test_module_with_call_packed_is_not_exported(tmp_path):
     assert "tvmlab_packed_call" in (tmp_path / "f.ll").read_text()
 
 
-def test_gpu_extern_with_thread_extent_compiles():
+def test_gpu_extern_with_thread_extent_runs(cuda_run):
     nn, threads = 64, 4
     A = te.placeholder((nn,), name="A")
 
@@ -307,11 +307,9 @@ def test_gpu_extern_with_thread_extent_compiles():
     f = tvm.build(te.create_schedule(C.op), [A, C], "cuda")         # compiled by NVRTC
     src = f.imported_modules[0].get_source()
     assert "__global__" in src and "threadIdx.x" in src
-    if tvm.cuda(0).exist:
-        a = np.random.default_rng(1).random(nn).astype("float32")
-        c = tvm.nd.array(np.full(nn, np.nan, "float32"), tvm.cuda(0))
-        f(tvm.nd.array(a, tvm.cuda(0)), c)
-        np.testing.assert_allclose(c.numpy(), a + 1, rtol=1e-6)
+    a = np.random.default_rng(1).random(nn).astype("float32")
+    _, c = cuda_run(f, a, np.full(nn, np.nan, "float32"))
+    np.testing.assert_allclose(c, a + 1, rtol=1e-6)
 
 
 # ------------------------------------------------------------ while loops
@@ -403,7 +401,7 @@ def test_while_loop_binary_search_and_vectorized_body(rng):
         tvm.tir.ir_builder.create().while_loop(tvm.tir.const(1))
 
 
-def test_gpu_while_loop_compiles():
+def test_gpu_while_loop_runs(cuda_run):
     n = 64
 
     def gen(ins, outs):
@@ -417,10 +415,8 @@ def test_gpu_while_loop_compiles():
     C = te.extern((n,), [], gen, name="collatz", dtype="int32")
     f = tvm.build(te.create_schedule(C.op), [C], "cuda")
     assert "while (" in f.imported_modules[0].get_source()
-    if tvm.cuda(0).exist:
-        c = tvm.nd.array(np.full(n, -7, "int32"), tvm.cuda(0))
-        f(c)
-        np.testing.assert_array_equal(c.numpy(), [_collatz_steps(k + 1) for k in range(n)])
+    (c,) = cuda_run(f, np.full(n, -7, "int32"))
+    np.testing.assert_array_equal(c, [_collatz_steps(k + 1) for k in range(n)])
 
 
 def test_input_buffer_with_its_own_shape_vars_and_offset(rng):

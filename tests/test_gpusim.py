@@ -236,6 +236,7 @@ def test_race_two_threads_write_one_shared_element():
                 match="threadIdx=(0,0,0) blockIdx=(0,0,0) and threadIdx=(1,0,0) blockIdx=(0,0,0) both write "
                       "shared memory S[0] in this statement")
     assert f.buffer == "S" and f.element == 0 and f.stmt.startswith("S[threadIdx.x // 2] = A[threadIdx.x]")
+    assert f.threads == (((0, 0, 0), (0, 0, 0)), ((1, 0, 0), (0, 0, 0))) and f.block == (16, 1, 1)
 
 
 def test_race_read_without_barrier_and_the_barrier_fixes_it():
@@ -309,6 +310,8 @@ def test_divergent_barrier_under_a_thread_condition():
                       "(threadIdx=(0,0,0), (1,0,0), (2,0,0), (3,0,0)) and 12 do not (threadIdx=(4,0,0), (5,0,0), "
                       "(6,0,0), (7,0,0) and 8 more)")
     assert "enclosing: `if threadIdx.x < 4:` (then)" in f.message
+    assert f.arrived == tuple((x, 0, 0) for x in range(4)) and f.missing == tuple((x, 0, 0) for x in range(4, 16))
+    assert f.threads == (((0, 0, 0), (0, 0, 0)),)             # the block it happened in
     report = gpusim.run_kernel(k, 2, 16, np.ones(16, "float32"), np.zeros(16, "float32"), check=False)
     assert report.stopped and report.counts == {gpusim.DIVERGENT_BARRIER: 1}
 

@@ -201,6 +201,9 @@ def test_reduction():
     s[B].set_store_predicate(tx.var.equal(0))
     fcuda = tvm.build(s, [A, B], "cuda")
     assert "__shfl_down_sync" in fcuda.imported_modules[0].get_source()     # 16 lanes: warp shuffles
+    out = np.full(9, np.nan, "float32")
+    tvm.testing.simulate(fcuda, a, out)                                      # the shuffles, lane by lane
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
 
     product = te.comm_reducer(lambda x, y: x * y, lambda t: tvm.tir.const(1, dtype=t), name="product")
     P = te.compute((n,), lambda i: product(A[i, k], axis=k), name="P")

@@ -238,15 +238,11 @@ def test_gpu_scan_tutorial_compiles_and_launches_the_update_once_per_step():
     assert [c[3][-1] for c in calls[1:]] == [1, 2, 3, 4]          # scan.idx, step by step
 
 
-@pytest.mark.skipif(not tvm.cuda(0).exist, reason="no CUDA device on this machine (tvmlab.cuda(0).exist is "
-                                                  "False); the scan kernels are still compiled by NVRTC")
-def test_gpu_scan_runs(rng):
+def test_gpu_scan_runs(rng, cuda_run):
     X, s_scan, f = _gpu_cumsum()
-    dev = tvm.cuda(0)
     a_np = rng.random((10, 1000)).astype("float32")
-    b = tvm.nd.array(np.full((10, 1000), np.nan, "float32"), dev)
-    f(tvm.nd.array(a_np, dev), b)
-    np.testing.assert_allclose(b.numpy(), np.cumsum(a_np, axis=0), rtol=1e-5)
+    _, b = cuda_run(f, a_np, np.full((10, 1000), np.nan, "float32"))
+    np.testing.assert_allclose(b, np.cumsum(a_np, axis=0), rtol=1e-5)
 
 
 def test_reduction_update_matrix_recurrence(rng):

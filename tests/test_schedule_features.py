@@ -82,6 +82,10 @@ def test_storage_align_of_a_shared_tile_compiles_for_cuda():
     mod = tvm.build(s, [A, C], target="cuda")
     src = mod.imported_modules[0].get_source()
     assert "__shared__ float A_shared[1040]" in src.replace(".", "_")   # 16 rows of 65
+    a = np.random.default_rng(4).standard_normal((64, 64)).astype("float32")
+    c = np.full((64, 64), np.nan, "float32")
+    tvm.testing.simulate(mod, a, c)                       # the padded tile, thread by thread
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
 
 
 def test_storage_align_misuse_is_refused_unchanged():
@@ -272,6 +276,11 @@ def test_vthreads_interleave_in_cuda_code():
     body = body[:body.index("}")]
     assert all(f"C_local[{v}] = C_local[{v}] +" in body for v in range(4))   # ... four accumulators in it
     assert mod.imported_modules[0].get_source("ptx")
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((64, 64)).astype("float32"), rng.standard_normal((64, 64)).astype("float32")
+    c = np.full((64, 64), np.nan, "float32")
+    tvm.testing.simulate(mod, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 # ------------------------------------------------------------------ create_group

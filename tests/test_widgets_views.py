@@ -71,6 +71,34 @@ def test_iteration_space_tab():
     assert "not drawn" in ex.iter_view.value and "name=int" in ex.iter_view.value
 
 
+def test_iteration_space_shows_the_gpu_check():
+    """A schedule that binds GPU threads is also run on the simulator: clean here, and a planted race
+    (every thread copies into one shared element, then reads it) is named with its threads."""
+    A = te.placeholder((32,), name="A")
+    B = te.compute((32,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    ex = tvmlab.explore(s, [A, B], targets=[], benchmark=False)
+    ex.apply("split", stage="B", axis="i", factor=8)
+    ex.apply("bind", stage="B", axis="i.outer", thread="blockIdx.x")
+    ex.apply("bind", stage="B", axis="i.inner", thread="threadIdx.x")
+    r = ex.iteration_space()
+    assert r["gpu"].report.ok and "no race, no divergent barrier" in ex.iter_view.value
+
+    from tvmlab.analysis.gpusim import Finding, ScheduleCheck, SimReport
+    from tvmlab.widgets.gpu_check_view import block_map, element_map, gpu_check_html
+    rep = SimReport("main")
+    rep.add(Finding("race", "k0", "S[0] = A[threadIdx.x]", "two write S[0]", "B", 5,
+                    (((0, 0, 0), (0, 0, 0)), ((1, 0, 0), (0, 0, 0))), (8, 1, 1)))
+    rep.add(Finding("divergent barrier", "k0", "sync", "4 of 8 arrive", None, None, (((0, 0, 0), (0, 0, 0)),),
+                    (4, 2, 1), ((0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)),
+                    ((0, 1, 0), (1, 1, 0), (2, 1, 0), (3, 1, 0))))
+    page = gpu_check_html(ScheduleCheck(rep, {"n": 8}, {"B": np.zeros((2, 4), "float32")}))
+    assert "1 race, 1 divergent barrier" in page and page.count("data:image/png;base64,") == 2
+    assert "threadIdx=(0,0,0) blockIdx=(0,0,0), threadIdx=(1,0,0) blockIdx=(0,0,0)" in page
+    np.testing.assert_array_equal(block_map(rep.findings[1]), [[1, 1, 1, 1], [2, 2, 2, 2]])
+    np.testing.assert_array_equal(element_map(rep.findings[0], (2, 4)), [[0, 0, 0, 0], [0, 1, 0, 0]])
+
+
 def test_roofline_pin_and_compare(monkeypatch):
     monkeypatch.setenv("TVMLAB_BANDWIDTH_GBS", "10")
     monkeypatch.setenv("TVMLAB_PEAK_GFLOPS", "100")

@@ -77,6 +77,30 @@ def _buffer_args(args, binds):
     return out
 
 
+def get_binds(args, compact=False, binds=None):
+    """TVM's helper: ``(binds, arg_list)`` with a Buffer for every tensor argument.
+
+    ``binds`` gives some tensors their own buffers (``tvm.tir.decl_buffer``);
+    ``arg_list`` has each tensor's buffer in its place (scalar vars stay).
+    ``compact`` is accepted for TVM's signature (tvmlab's buffers are always dense).
+    """
+    if not isinstance(args, (list, tuple)):
+        raise LoweringError(f"get_binds: args must be a list of tensors, got {args!r}")
+    out = dict(_user_binds(binds, args))
+    arg_list = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a not in out:
+                out[a] = Buffer(a.name, a.shape, a.dtype)
+            arg_list.append(out[a])
+        elif isinstance(a, (Var, Buffer)):
+            arg_list.append(a)
+        else:
+            raise LoweringError(f"get_binds: an argument must be a tensor, buffer or scalar var, "
+                                f"got {type(a).__name__}")
+    return out, arg_list
+
+
 def make_function(sch, args, name, user_binds=None):
     """AST2 as a PrimFunc plus the buffers of its tensor arguments (``user_binds`` gives some their own)."""
     from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
@@ -176,7 +200,9 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
     "storage_flatten", ...), which the explorer shows.  With a GPU
     ``target`` ("cuda", ...) the module holds the host function ``name`` and
     its kernels (see ``tvmlab.lower.pipeline.lower_for_device``), and
-    ``result.device_split`` the split itself.  The current PassContext's
+    ``result.device_split`` the split itself; without ``target``, the
+    enclosing ``with tvm.target.Target(...)`` is used when it is a GPU target
+    (a CPU one changes nothing).  The current PassContext's
     config applies (see ``config_from_context``).  An IRModule from
     ``schedule_to_module`` is lowered; an already lowered one is returned.
     """
@@ -191,6 +217,10 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
         raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
     if isinstance(binds, bool):     # lower(s, args, name, True): simple_mode given by position
         binds, simple_mode = None, binds
+    if target is None:      # inside ``with Target("cuda"):`` a schedule is lowered for that GPU target
+        from ..codegen.registry import Target
+        cur = Target.current()
+        target = cur if cur is not None and uses_device_lowering(cur) else None
     from ..lower.pipeline import run_passes
     func, binds_map = make_function(sch, list(args), name, binds)
     if target is not None:
@@ -235,6 +265,8 @@ def _for_device(mod, tgt):
 def build(sch, args=None, target=None, target_host=None, name="default_function", binds=None):
     """Compile a schedule (or a lowered IRModule) for ``target``; returns a runtime Module.
 
+    Without ``target``, the enclosing ``with tvm.target.Target(...)`` is used, else "llvm".
+
     As in TVM, ``target_host`` (the target of the code that launches GPU
     kernels) may be given by position: ``build(s, args, "cuda", "llvm",
     name="f")``.  tvmlab's host code for GPU targets runs in Python, so the
@@ -242,7 +274,7 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     """
     from ..codegen.registry import Target, get_builder
     if target is None:
-        target = "llvm"
+        target = Target.current() or "llvm"      # ``with tvm.target.Target("opencl"): tvm.build(s, args)``
     if target_host is not None:
         host = target_host if isinstance(target_host, Target) else Target(target_host)
         if "cpu" not in host.keys:

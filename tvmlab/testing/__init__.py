@@ -34,43 +34,16 @@ def assert_prim_expr_equal(lhs, rhs):
         raise ValueError(f"{lhs} and {rhs} are not equal")
 
 
-def device_enabled(target):
-    """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine:
-    a code generator is registered for its kind and ``tvm.runtime.enabled(target)``."""
-    from ..codegen.registry import list_targets
-    from ..runtime.device import enabled
-    kind = str(getattr(target, "kind", target)).split()[0] if str(target).strip() else ""
-    return kind in list_targets() and enabled(kind)
+from .params import (exclude_targets, fixture, known_failing_targets, main, parameter,  # noqa: E402,F401
+                     parameters, parametrize_targets)
+from .targets import (DEFAULT_TEST_TARGETS, Feature, device_enabled, enabled_targets,  # noqa: E402,F401
+                      requires_cublas, requires_cuda, requires_cudnn, requires_gpu, requires_hexagon,
+                      requires_llvm, requires_metal, requires_nvptx, requires_opencl, requires_opengl,
+                      requires_rocm, requires_tensorcore, requires_vulkan, requires_x86, uses_gpu)
 
 
-def uses_gpu(fn):
-    """Marks a test that also runs on GPUs when present (each target is checked with device_enabled)."""
-    return fn
-
-
-def enabled_targets():
-    """[(target, device)] for every registered target that can run here (TVM's helper)."""
-    from ..codegen.registry import list_targets
-    from ..runtime.device import device
-    return [(t, device(t, 0)) for t in list_targets() if device_enabled(t)]
-
-
-def _requires(target, what):
-    def mark(fn):
-        import pytest
-        return pytest.mark.skipif(not device_enabled(target),
-                                  reason=f"needs {what}: tvmlab.device({target!r}, 0).exist is False "
-                                         "on this machine")(fn)
-    return mark
-
-
-requires_cuda = _requires("cuda", "a CUDA GPU")
-requires_gpu = requires_cuda
-requires_opengl = _requires("opengl", "an OpenGL (EGL) context")
-
-
-def requires_llvm(fn):
-    """The llvm target is always there."""
+def skip_if_wheel_test(fn):
+    """TVM skips some tests in its wheel builds; tvmlab has none, so this marks nothing."""
     return fn
 
 
@@ -145,4 +118,12 @@ def simulate(f, *arrays, check=True, **options):
     return _simulate(f, *arrays, check=check, **options)
 
 
-__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "simulate", "SENTINEL"]
+def simulate_graph(factory, check=True, **inputs):
+    """Run a graph ``relay.build(..., target="cuda")`` made on the thread-level GPU simulator; returns
+    its outputs as numpy arrays (``tvmlab.testing.gpu_graph``)."""
+    from .gpu_graph import simulate_graph as _simulate_graph
+    return _simulate_graph(factory, check=check, **inputs)
+
+
+__all__ = ["assert_allclose", "tolerance", "poison", "sentinel", "random_data", "simulate", "simulate_graph",
+           "SENTINEL"]

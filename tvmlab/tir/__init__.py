@@ -11,6 +11,8 @@ from ..ir.op import select as Select  # noqa: F401
 from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
                       ProducerRealize, ProducerStore, SeqStmt, Stmt, Store)
 
+from ..ir.expr import Expr as PrimExpr  # noqa: E402,F401  (TVM's base class of index and value expressions)
+
 indexdiv = floordiv
 indexmod = floormod
 from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering passes)
@@ -23,3 +25,4 @@ from ..ir.stmt import While  # noqa: F401,E402
 from ..ir.stmt import ForKind  # noqa: F401,E402
 from .buffer_access import BufferLoad, BufferStore  # noqa: F401,E402  (TVM's names for flat Store / Load)
 from ..ir.op import CallEffectKind, call_intrin  # noqa: F401,E402
+from ..ir.expr import Expr as PrimExpr  # noqa: F401,E402  (TVM's base class of expressions)

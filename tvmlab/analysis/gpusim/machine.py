@@ -348,13 +348,20 @@ class Chunk:
         return self.gtid[ln], self.gblk[ln], self._keys[ln]
 
     # ---------------------------------------------------------------- findings
-    def find(self, kind, site, message, buffer=None, element=None, key=None):
+    def find(self, kind, site, message, buffer=None, element=None, key=None, threads=(), arrived=(),
+             missing=()):
+        """Record a finding; ``threads`` are global thread ids, ``arrived`` / ``missing`` thread ids
+        within the block."""
         run = self.run
         k = (kind, site, buffer, element if key is None else key)
         if k in run.seen:
             return
         run.seen.add(k)
-        run.report.add(Finding(kind, run.sim.name, run.sim.site_text(site), message, buffer, element))
+        t = run.block[0] * run.block[1] * run.block[2]
+        pairs = tuple((coords(int(g) % t, run.block), coords(int(g) // t, run.grid)) for g in threads)
+        local = lambda ids: tuple(coords(int(i), run.block) for i in ids)  # noqa: E731
+        run.report.add(Finding(kind, run.sim.name, run.sim.site_text(site), message, buffer, element,
+                               pairs, tuple(run.block), local(arrived), local(missing)))
 
     def thread(self, gtid):
         return thread_text(gtid, self.run.block, self.run.grid)
@@ -393,7 +400,8 @@ class Chunk:
             more = f" (and {len(bad) - 1} more block(s))" if len(bad) > 1 else ""
             self.find(DIVERGENT_BARRIER, site, f"in blockIdx={blk}{more}, {len(arrive)} of {self.T} threads "
                       f"arrive (threadIdx={self._threads_text(arrive)}) and {len(miss)} do not "
-                      f"(threadIdx={self._threads_text(miss)}): a deadlock on a GPU{self._under()}")
+                      f"(threadIdx={self._threads_text(miss)}): a deadlock on a GPU{self._under()}",
+                      threads=[int(self.gblk[b * self.T]) * self.T], arrived=arrive, missing=miss)
             self.run.report.stopped = f"divergent barrier in {self.run.sim.name}"
             raise Diverged()
         hit = cnt == self.T
@@ -434,7 +442,8 @@ class Chunk:
                 blk = tuple_text(coords(int(self.gblk[in_seg[0]]), self.run.grid))
                 self.find(DIVERGENT_SHUFFLE, site, f"in blockIdx={blk}, threadIdx={self._threads_text(self.tid[on])} "
                           f"run {name} (width {width}) but threadIdx={self._threads_text(self.tid[off])} of the "
-                          f"same width-{width} segment do not{self._under()}", key=g)
+                          f"same width-{width} segment do not{self._under()}", key=g,
+                          threads=[int(self.gtid[in_seg[0]])], arrived=self.tid[on], missing=self.tid[off])
         vals = np.broadcast_to(val, (n,) + np.shape(val)[1:]) if np.ndim(val) else np.full(n, val)
         out = vals[src_lane]
         undefined = ~exists | ~m[src_lane]

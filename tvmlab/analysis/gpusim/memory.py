@@ -102,7 +102,8 @@ class Memory:
     def _out_of_bounds(self, ch, a, ln, bad, site):
         for k in np.flatnonzero(bad)[:3]:
             ch.find(OUT_OF_BOUNDS, site, f"{ch.who(ln[k])} accesses {self._elem(a[k])}, outside "
-                    f"{self.name} ({self.size} elements{self._per()})", self.name, int(a[k]))
+                    f"{self.name} ({self.size} elements{self._per()})", self.name, int(a[k]),
+                    threads=(ch.gtid[ln[k]],))
 
     def _per(self):
         return {"shared": " per block", "local": " per thread"}.get(self.scope, "")
@@ -149,7 +150,7 @@ class Memory:
     def _uninit(self, ch, ln, a, site):
         ch.find(UNINITIALIZED, site, f"{ch.who(ln[0])} reads {self._elem(a[0])}, which "
                 f"{'no thread of its block has' if self.scope == 'shared' else 'it has not'} written in this launch",
-                self.name, int(a[0]))
+                self.name, int(a[0]), threads=(ch.gtid[ln[0]],))
 
     def store(self, ch, idx, val, m, pred, lanes, site):
         n = ch.N
@@ -212,7 +213,7 @@ class Memory:
             k = int(np.flatnonzero(bad)[0])
             ch.find(RACE, site, f"{ch.who(ln[k])} {verb} {self._elem(a[k])}, which {ch.thread(wt[k])} wrote"
                     f"{ch.at(self.w_site[pa[k]], site)}{self._unordered(wt[k], tid[k], ch)}",
-                    self.name, int(a[k]))
+                    self.name, int(a[k]), threads=(tid[k], wt[k]))
 
     def _check_write(self, ch, ln, a, pa, val, site):
         if self.w_key is None:
@@ -229,7 +230,8 @@ class Memory:
             readers = f"threads of several blocks (last {ch.thread(t)})" if rf[k] & BLOCKS else \
                 f"several threads (last {ch.thread(t)})" if rf[k] & SEVERAL else ch.thread(t)
             ch.find(RACE, site, f"{ch.who(ln[k])} writes {self._elem(a[k])}, which {readers} read"
-                    f"{ch.at(self.r_site[p], site)}{self._unordered(t, tid[k], ch)}", self.name, int(a[k]))
+                    f"{ch.at(self.r_site[p], site)}{self._unordered(t, tid[k], ch)}", self.name, int(a[k]),
+                    threads=(tid[k], t))
         self.w_key[pa] = key
         self.w_site[pa] = site
         won = self.w_key[pa] & _TID       # two threads of this very store on one element: one wins
@@ -240,7 +242,8 @@ class Memory:
             j = int(np.flatnonzero((tid == won[k]) & (pa == pa[k]))[0])
             same = " (the same value)" if val[j] == val[k] else ""
             ch.find(RACE, site, f"{ch.thread(first)} and {ch.thread(second)} both write {self._elem(a[k])}{same} "
-                    f"in this statement{self._unordered(first, second, ch)}", self.name, int(a[k]))
+                    f"in this statement{self._unordered(first, second, ch)}", self.name, int(a[k]),
+                    threads=(first, second))
 
     @staticmethod
     def _unordered(t1, t2, ch):

@@ -23,13 +23,18 @@ MAX_PER_KIND = 20
 class Finding:
     """One bug: ``kind`` (see KINDS), the ``kernel``, the statement (short text), a ``message`` naming
     the threads (``threadIdx=(x,y,z) blockIdx=(x,y,z)``), and where it applies the ``buffer`` and
-    flat ``element``."""
+    flat ``element``; ``threads`` / ``arrived`` / ``missing`` hold the same threads as coordinates
+    (for drawing them)."""
     kind: str
     kernel: str
     stmt: str
     message: str
     buffer: str | None = None
     element: int | None = None
+    threads: tuple = ()       # the threads involved: ((tx, ty, tz), (bx, by, bz)) each
+    block: tuple = ()         # the launch's block (x, y, z) dims
+    arrived: tuple = ()       # a divergent barrier or shuffle: threadIdx of those that took part
+    missing: tuple = ()       # ... and of those of the same block (segment) that did not
 
     def __str__(self):
         return f"{self.kind} in {self.kernel}: {self.message}\n    at: {self.stmt}"
