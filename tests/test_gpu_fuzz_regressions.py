@@ -296,3 +296,28 @@ def test_copy_inside_a_loop_that_starts_at_a_thread_dependent_row_gets_one_write
     a, w = random_data((16,), "float32", RNG), random_data((4, 16), "float32", RNG)
     want = np.tile((w * a[::-1][None, :]).sum(0), (8, 1))
     np.testing.assert_allclose(run(s, [A, W, C], [a, w]), want, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_tile_read_through_a_per_thread_stage_covers_every_thread():
+    """T1 (local, at threadIdx.y) is computed for this thread's threadIdx.x column of T2, so its
+    bounds hold threadIdx.x; T0's shared tile, computed per block, serves every column."""
+    A = te.placeholder((3,), dtype="int32", name="A")
+    T0 = te.compute((30, 2, 3), lambda i, j, k: i * A[k] + j, name="T0")
+    r = te.reduce_axis((0, 3), name="r")
+    T1 = te.compute((30, 2), lambda i, j: te.sum(T0[3 - j, j, r] + T0[i, j, r], axis=r), name="T1")
+    T2 = te.compute((30, 2), lambda i, j: T1[i, j], name="T2")
+    s = te.create_schedule(T2.op)
+    bo, rest = s[T2].split(T2.op.axis[0], nparts=2)
+    _, rest = s[T2].split(rest, nparts=4)
+    ty, _ = s[T2].split(rest, nparts=4)
+    s[T2].bind(bo, te.thread_axis("blockIdx.y"))
+    s[T2].bind(ty, te.thread_axis("threadIdx.y"))
+    s[T2].bind(T2.op.axis[1], te.thread_axis("threadIdx.x"))
+    s[T1].compute_at(s[T2], ty)
+    s[T0].compute_at(s[T2], bo)
+    _, t = s[T0].split(s[T0].fuse(*T0.op.axis), factor=2)
+    s[T0].bind(t, te.thread_axis("threadIdx.x"))
+    a = random_data((3,), "int32", RNG, -5, 5)
+    t0 = np.arange(30)[:, None, None] * a[None, None, :] + np.arange(2)[None, :, None]
+    want = (t0[3 - np.arange(2), np.arange(2)].sum(-1)[None, :] + t0.sum(-1)).astype("int32")
+    np.testing.assert_array_equal(run(s, [A, T2], [a], "int32"), want)

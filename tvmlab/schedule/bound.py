@@ -142,6 +142,12 @@ def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
             if thread is not None:
                 relax[v] = Range(_op.add(rng.min, thread.var), IntImm(rng.extent.dtype, 1))
                 continue
+        elif tag is not None and tag.startswith(("threadIdx", "blockIdx")) and bound_threads:
+            # the rule above put this thread's index into the bounds of a per-thread stage between
+            # here and the consumer: storage the threads share covers all of them
+            thread = bound_threads.get(v)
+            if thread is not None:
+                relax.setdefault(thread.var, Range(IntImm(rng.extent.dtype, 0), rng.extent))
         relax[v] = rng
     return relax
 
