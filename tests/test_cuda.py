@@ -45,7 +45,7 @@ def test_source_shapes():
     assert src.count("__syncthreads();") >= 2
     s, args, _ = P.rfactor_sum()
     src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
-    assert "__shfl_down_sync(0xffffu, B_red[0], 8, 16)" in src and "__syncthreads();" not in src
+    assert "__shfl_down_sync(0xffffu, B_red_lane[0], 8, 16)" in src and "__syncthreads();" not in src
 
 
 def test_nvrtc_reports_errors():

@@ -82,7 +82,8 @@ def test_cross_thread_barriers_are_reached_by_every_thread():
     src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
     body = src[src.index("kernel0("):]
     shuffles = [line for line in body.splitlines() if "__shfl" in line]
-    assert len(shuffles) == 5 and all(line.startswith(("  float B_red_s0", "  B_red[0] = ")) for line in shuffles)
+    starts = ("  float B_red_lane_s0", "  B_red[0] = ")
+    assert len(shuffles) == 5 and all(line.startswith(starts) for line in shuffles)
     assert "threadIdx.x) == 0)" in body
     lowered = tvm.lower(s, args, target="opengl -compute").device_split.kernels[0]
     check_uniform_barriers(lowered)              # the shared-memory tree: none under an if

@@ -236,3 +236,26 @@ def test_hand_written_divergent_barrier_is_refused_at_build(where):
         tvm.build(s, args, "cuda")
     assert isinstance(e.value, BuildError)
     assert ("threadIdx.x < 4" if where == "if" else "trip count") in str(e.value)
+
+
+def test_writes_of_one_element_by_two_threads_are_ordered():
+    """Iteration j of the loop writes sh[(tx + j) % 64]: the element thread tx writes at j = 0
+    is thread tx - 1's at j = 1, and without a barrier between the iterations the older value could
+    land last.  Within one iteration each element still has one writer, so no barrier is needed
+    between the statements of the body."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (threads,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 2, name="j") as j:
+            sh[(tx + j) % threads] = a[tx] + tvm.tir.Cast("float32", j)
+        c[tx] = sh[tx]
+        return ib.get()
+    s, args = _extern(gen)
+    k = kernel_of(s, args)
+    assert len(barriers_in_loop(k, "j")) == 1
+    f = tvm.build(s, args, "cuda")
+    a, c = np.arange(64, dtype="float32"), np.full(64, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # no race
+    np.testing.assert_array_equal(c, np.roll(a, 1) + 1)

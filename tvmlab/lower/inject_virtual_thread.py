@@ -10,14 +10,15 @@ accumulations in flight at once, the register-blocking trick).  A buffer
 allocated inside the scope and written differently by each virtual thread
 gets one copy per virtual thread (the index is offset by ``vt * size``); a
 buffer they all fill alike (a shared tile) stays one.  A statement that does
-not depend on the virtual thread runs once.
+not depend on the virtual thread runs once.  A reduction across the threads of a
+block (``thread_allreduce``) is not interleaved: each virtual thread runs its own.
 """
 from __future__ import annotations
 
 from ..ir import op as _op
 from ..ir.expr import Call, Load, Ramp, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars, substitute
-from ..ir.stmt import Allocate, AttrStmt, For, IfThenElse, LetStmt, SeqStmt, Store, seq
+from ..ir.stmt import THREAD_ALLREDUCE, Allocate, AttrStmt, For, IfThenElse, LetStmt, SeqStmt, Store, seq
 from ..ir.tensor import IterVar
 
 
@@ -32,6 +33,7 @@ class _Touched(IRVisitor):
         super().__init__()
         self.dep = {vt}
         self.changed = True
+        self.conds = []         # conditions and loop bounds around the statement visited
 
     def _uses(self, *nodes):
         found = []
@@ -61,9 +63,29 @@ class _Touched(IRVisitor):
         self.generic_visit(s)
 
     def visit_Store(self, s):
-        if self._uses(s.value, s.index, s.predicate):
+        # also a store only some virtual threads make: the buffer then differs between them
+        if self._uses(s.value, s.index, s.predicate, *self.conds):
             self._add(s.buffer_var)
         self.generic_visit(s)
+
+    def visit_IfThenElse(self, s):
+        self.visit(s.condition)
+        self.conds.append(s.condition)
+        try:
+            self.visit(s.then_case)
+            if s.else_case is not None:
+                self.visit(s.else_case)
+        finally:
+            self.conds.pop()
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.conds += [s.min, s.extent]
+        try:
+            self.visit(s.body)
+        finally:
+            del self.conds[-2:]
 
 
 def touched(vt, body):
@@ -158,6 +180,8 @@ class _Injector:
                               None if s.else_case is None else self.visit(s.else_case))
         if isinstance(s, LetStmt) and not self.uses(s.value):
             return s.replace(body=self.visit(s.body))
+        if isinstance(s, AttrStmt) and s.attr_key == THREAD_ALLREDUCE:
+            return self.loop(s)         # one whole reduction across the block per virtual thread
         if isinstance(s, AttrStmt) and not self.uses(s.value) and s.attr_key != "thread_extent":
             return s.replace(body=self.visit(s.body))
         if isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and not is_vthread(s.node) \
@@ -183,7 +207,9 @@ class _Inject(IRMutator):
 
             class Allocs(IRVisitor):
                 def visit_Allocate(v, a):  # noqa: N805
-                    if a.buffer_var in dep:
+                    # a shared tile's bounds already cover every virtual thread (bound inference
+                    # relaxes it over them): they fill it alike, whatever the index looks like
+                    if a.buffer_var in dep and not str(a.scope).startswith("shared"):
                         sizes[a.buffer_var] = a.extents[0]
                     v.generic_visit(a)
             Allocs().visit(body)

@@ -3,15 +3,17 @@
 A reduction whose reduce axis is bound to ``threadIdx.*`` (usually after
 ``rfactor``) reaches AST3 as ``AttrStmt(AllreduceInfo, "thread_allreduce")``
 around one store per output, ``res_k[0] = part_k``: each thread's part into a
-one-element "local" buffer.  This pass replaces it with code that leaves the
-block's total (along the reducing axis; the other thread axes of the block are
-separate rows) in ``res_k[0]`` of every thread, combining with the reducer's
+one-element "local" buffer (``res_k[v]`` in virtual thread ``v``'s copy).  This pass
+replaces it with code that leaves the block's total (along the reducing axis; the
+other thread axes of the block are separate rows) in that element of every thread, combining with the reducer's
 own combiner, so tuple reducers (argmax) and custom ``comm_reducer``s work as
 ``sum`` does:
 
 * **warp shuffles** when the reducing axis is ``threadIdx.x`` with a power of
-  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps,
-  then ``tvm_warp_shuffle`` from lane 0; no shared memory, no barrier;
+  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps
+  in a per-thread temporary, then ``res_k = tvm_warp_shuffle(temp, 0, n)``, lane
+  0's total (so ``res_k``'s one store is visibly alike in every lane); no shared
+  memory, no barrier;
 * **warps, then shuffles** when it is ``threadIdx.x`` with 32 * w threads (w a
   power of two): each warp reduces by shuffles, lane 0 of each writes its warp's
   total to a "shared" buffer, a barrier, and every warp reduces those w values;
@@ -31,7 +33,7 @@ from __future__ import annotations
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.expr import Call, IntImm, Load, Var
-from ..ir.functor import IRMutator
+from ..ir.functor import IRMutator, post_order_visit
 from ..ir.stmt import THREAD_ALLREDUCE, Allocate, IfThenElse, LetStmt, SeqStmt, Store, seq
 from .split_host_device import is_thread_attr
 from .thread_sync import barrier
@@ -44,12 +46,14 @@ def _pow2(n):
 
 
 def _combine_into(comb, targets, index, olds, news):
-    """``targets[k][index] = comb(olds, news)[k]``, every value computed before any store."""
+    """``targets[k][index[k]] = comb(olds, news)[k]`` (``index`` one for all or one per target), every
+    value computed before any store."""
     values = comb(olds, news)
+    index = list(index) if isinstance(index, (list, tuple)) else [index] * len(targets)
     if len(values) == 1:
-        return Store(targets[0], values[0], index)
+        return Store(targets[0], values[0], index[0])
     tmps = [Var(f"{t.name}.c{k}", v.dtype) for k, (t, v) in enumerate(zip(targets, values))]
-    stmt = seq(*[Store(t, v, index) for t, v in zip(targets, tmps)])
+    stmt = seq(*[Store(t, v, i) for t, v, i in zip(targets, tmps, index)])
     for tv, v in reversed(list(zip(tmps, values))):
         stmt = LetStmt(tv, v, stmt)
     return stmt
@@ -69,10 +73,20 @@ class _Lower(IRMutator):
         self.warp_size = warp_size
         self.threads = []     # enclosing (IterVar, extent) of threadIdx.* regions, outermost first
         self.count = 0
+        self.kernel = None    # {tag: IterVar} of every threadIdx.* of the kernel being visited
 
     def visit_AttrStmt(self, s):
         if s.attr_key == THREAD_ALLREDUCE:
             return self._lower(s)
+        if is_thread_attr(s) and self.kernel is None:      # the outermost: the kernel's scope
+            found = {}
+            post_order_visit(s, lambda n: found.setdefault(n.node.thread_tag, n.node) if is_thread_attr(n)
+                             and n.node.thread_tag.startswith("threadIdx") else None)
+            self.kernel = found
+            try:
+                return self.visit_AttrStmt(s)
+            finally:
+                self.kernel = None
         if is_thread_attr(s) and s.node.thread_tag.startswith("threadIdx"):
             self.threads.append((s.node, s.value))
             try:
@@ -90,6 +104,8 @@ class _Lower(IRMutator):
         red = [x.buffer_var for x in stores]
         parts = [x.value for x in stores]
         self.dts = {r: x.value.dtype for r, x in zip(red, stores)}
+        # the element of each result buffer (0, or a virtual thread's copy)
+        self.at = {r: x.index for r, x in zip(red, stores)}
         ext = next((e for iv, e in self.threads if iv is info.thread), None)
         if ext is None:
             ext = next((e for iv, e in self.threads if iv.thread_tag == info.thread.thread_tag), None)
@@ -111,36 +127,51 @@ class _Lower(IRMutator):
             row = _op.add(_op.mul(row, oext.value), iv.var)
             rows *= oext.value
         ws = self.warp_size
-        if ws and tag == "threadIdx.x" and _pow2(n) and n <= ws:
-            body = [*stores, *self._shuffles(comb, red, n)]
-            body.append(self._broadcast(red, n))
-            return seq(*body)
-        if ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws:
-            return self._two_level(comb, red, stores, var, n // ws, row, rows)
-        return self._tree(comb, red, parts, var, n, row, rows, info)
+        one_warp = ws and tag == "threadIdx.x" and _pow2(n) and n <= ws
+        # A thread axis of the kernel that does not enclose the reduction (bound by another stage)
+        # splits no rows: its threads would share the slots, so only its index 0 writes them.
+        around = {iv.thread_tag for iv, _ in self.threads}
+        only = [_op.eq(iv.var, IntImm("int32", 0)) for t, iv in sorted((self.kernel or {}).items())
+                if t != tag and t not in around]
+        self.only = _op.all(*only) if only else None
+        if not (one_warp or ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws):
+            return self._tree(comb, red, parts, var, n, row, rows, info)
+        # the shuffles work in per-thread temporaries; the result buffers get only the total
+        zero = IntImm("int32", 0)
+        lanes = [Var(f"{r.name}.lane", "handle") for r in red]
+        self.dts.update((t, self.dts[r]) for t, r in zip(lanes, red))
+        self.at.update((t, zero) for t in lanes)
+        stores = [Store(t, p, zero) for t, p in zip(lanes, parts)]
+        if one_warp:
+            body = seq(*stores, *self._shuffles(comb, lanes, n), self._broadcast(lanes, red, n))
+        else:
+            body = self._two_level(comb, lanes, red, stores, var, n // ws, row, rows)
+        for t in reversed(lanes):
+            body = Allocate(t, self.dts[t], (IntImm("int32", 1),), _op.const(True), body, "local")
+        return body
 
     def _shuffles(self, comb, red, width, upto=None):
         """Reduce ``red_k[0]`` over the lanes of each ``width``-lane segment into its lane 0."""
-        zero = IntImm("int32", 0)
         out = []
         step = (upto or width) // 2
         while step >= 1:
-            olds = [Load(self.dts[r], r, zero) for r in red]
+            olds = [Load(self.dts[r], r, self.at[r]) for r in red]
             # every lane shuffles before combining: a combiner may use a value only in one branch
             # of a select, and a shuffle some lanes skip is undefined
             got = [Var(f"{r.name}.s{k}", self.dts[r]) for k, r in enumerate(red)]
-            stmt = _combine_into(comb, red, zero, olds, got)
+            stmt = _combine_into(comb, red, [self.at[r] for r in red], olds, got)
             for g, o in reversed(list(zip(got, olds))):
                 stmt = LetStmt(g, shuffle_down(o, step, width), stmt)
             out.append(stmt)
             step //= 2
         return out
 
-    def _broadcast(self, red, width):
-        zero = IntImm("int32", 0)
-        return seq(*[Store(r, shuffle(Load(self.dts[r], r, zero), 0, width), zero) for r in red])
+    def _broadcast(self, lanes, red, width):
+        """``red_k`` = lane 0's ``lanes_k`` in every lane of each ``width``-lane segment."""
+        return seq(*[Store(r, shuffle(Load(self.dts[t], t, self.at[t]), 0, width), self.at[r])
+                     for t, r in zip(lanes, red)])
 
-    def _two_level(self, comb, red, stores, var, warps, row, rows):
+    def _two_level(self, comb, red, res, stores, var, warps, row, rows):
         ws = self.warp_size
         zero = IntImm("int32", 0)
         lane = _op.floormod(var, ws)
@@ -149,18 +180,23 @@ class _Lower(IRMutator):
         self.count += len(red)
         slot = _op.add(_op.mul(row, warps), warp)
         body = [*stores, *self._shuffles(comb, red, ws)]
-        body.append(IfThenElse(_op.eq(lane, 0), seq(*[Store(b, Load(self.dts[r], r, zero), slot)
-                                                     for b, r in zip(bufs, red)])))
+        first = _op.eq(lane, 0) if self.only is None else _op.logical_and(_op.eq(lane, 0), self.only)
+        body.append(IfThenElse(first, seq(*[Store(b, Load(self.dts[r], r, self.at[r]), slot)
+                                            for b, r in zip(bufs, red)])))
         body.append(barrier())
         mine = _op.add(_op.mul(row, warps), lane)
         body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
-                                zero) for r, b, ident in zip(red, bufs, comb.identity_element)]))
+                                self.at[r]) for r, b, ident in zip(red, bufs, comb.identity_element)]))
         body.extend(self._shuffles(comb, red, ws, upto=warps))
-        body.append(self._broadcast(red, ws))
+        body.append(self._broadcast(red, res, ws))
         out = seq(*body)
         for b, r in reversed(list(zip(bufs, red))):
             out = Allocate(b, self.dts[r], (IntImm("int32", rows * warps),), _op.const(True), out, "shared")
         return out
+
+    def _one(self, stmt):
+        """``stmt`` (a write of the shared slots) in the threads at index 0 of the axes in ``self.only``."""
+        return stmt if self.only is None else IfThenElse(self.only, stmt)
 
     def _tree(self, comb, red, parts, var, n, row, rows, info):
         width = 1
@@ -172,17 +208,17 @@ class _Lower(IRMutator):
         def slot(t):
             return _op.add(_op.mul(row, width), t)
         zero = IntImm("int32", 0)
-        body = [seq(*[Store(b, p, slot(var)) for b, p in zip(bufs, parts)]), barrier()]
+        body = [self._one(seq(*[Store(b, p, slot(var)) for b, p in zip(bufs, parts)])), barrier()]
         step = width // 2
         while step >= 1:
             active = _op.lt(var, step) if step * 2 <= n else _op.logical_and(
                 _op.lt(var, step), _op.lt(_op.add(var, step), n))
             olds = [Load(self.dts[r], b, slot(var)) for b, r in zip(bufs, red)]
             others = [Load(self.dts[r], b, slot(_op.add(var, step))) for b, r in zip(bufs, red)]
-            body.append(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others)))
+            body.append(self._one(IfThenElse(active, _combine_into(comb, bufs, slot(var), olds, others))))
             body.append(barrier())
             step //= 2
-        body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), zero) for b, r in zip(bufs, red)]))
+        body.append(seq(*[Store(r, Load(self.dts[r], b, slot(zero)), self.at[r]) for b, r in zip(bufs, red)]))
         out = seq(*body)
         for b, r in reversed(list(zip(bufs, red))):
             out = Allocate(b, self.dts[r], (IntImm("int32", rows * width),), _op.const(True), out, "shared")

@@ -9,22 +9,46 @@ race, and it multiplies the memory traffic.  This pass (on kernels from
 thread axis ``t`` that neither its index, its value (also through "local"
 buffers and variables computed from ``t``), nor any enclosing condition or loop
 depends on.  Stores under a condition that uses ``t`` are left alone (guarding
-could drop them).  Barriers are already placed, and the guard holds only the
+could drop them).  The total of a cross-thread reduction over ``threadIdx.x``
+(``tvm_warp_shuffle`` from a fixed lane, or a load of the shared tree's slot 0)
+is the same in every thread along it.  Barriers are already placed, and the guard holds only the
 store, so they stay uniform.
 """
 from __future__ import annotations
 
 from ..ir import op as _op
 from ..ir.expr import Call, IntImm, Load, Var
-from ..ir.functor import IRMutator, IRVisitor, post_order_visit
+from ..ir.functor import IRMutator, IRVisitor, collect_vars, post_order_visit
 from ..ir.stmt import Allocate, For, IfThenElse, LetStmt, Store
 
 
-def _uses(e, tainted_vars, tainted_bufs):
-    found = []
-    post_order_visit(e, lambda n: found.append(n) if (isinstance(n, Var) and n in tainted_vars) or (
-        isinstance(n, Load) and n.buffer_var in tainted_bufs) else None)
-    return bool(found)
+def _uses(e, tainted_vars, tainted_bufs, lanes=None):
+    """Whether ``e`` reads a tainted variable or buffer.  With ``lanes`` (threadIdx.x's variable), a
+    ``tvm_warp_shuffle(v, lane, width)`` whose lane does not depend on it is every lane's value
+    alike: cross-thread reductions end so, handing each thread the total."""
+    class V(IRVisitor):
+        found = False
+
+        def visit_Var(self, v):
+            self.found = self.found or v in tainted_vars
+
+        def visit_Load(self, ld):
+            self.found = self.found or ld.buffer_var in tainted_bufs
+            self.generic_visit(ld)
+
+        def visit_Call(self, c):
+            if lanes is not None and c.op == "tvm_warp_shuffle" and len(c.args) == 3 and \
+                    lanes not in collect_vars(c.args[1]):
+                self.visit(c.args[1])
+                return
+            self.generic_visit(c)
+    v = V()
+    v.visit(e)
+    return v.found
+
+
+def _lanes(t):
+    return t if t.name == "threadIdx.x" else None
 
 
 class _Taint(IRVisitor):
@@ -33,10 +57,12 @@ class _Taint(IRVisitor):
     def __init__(self, t, local):
         super().__init__()
         self.vars, self.bufs, self.local, self.conds = {t}, set(), local, []
+        self.lanes = _lanes(t)
         self.changed = False
 
     def _mark_var(self, v, *exprs):
-        if v not in self.vars and any(_uses(e, self.vars, self.bufs) for e in exprs if e is not None):
+        if v not in self.vars and any(_uses(e, self.vars, self.bufs, self.lanes) for e in exprs
+                                      if e is not None):
             self.vars.add(v)
             self.changed = True
 
@@ -65,7 +91,7 @@ class _Taint(IRVisitor):
     def visit_Store(self, s):
         self.generic_visit(s)
         if s.buffer_var in self.local and s.buffer_var not in self.bufs and any(
-                _uses(e, self.vars, self.bufs) for e in (s.value, s.index, s.predicate, *self.conds)
+                _uses(e, self.vars, self.bufs, self.lanes) for e in (s.value, s.index, s.predicate, *self.conds)
                 if e is not None):
             self.bufs.add(s.buffer_var)
             self.changed = True
@@ -78,12 +104,12 @@ class _Guard(IRMutator):
         self.conds = []
 
     def visit_For(self, s):
+        # only the trip count: a start that depends on ``t`` taints the loop variable instead
         self.conds.append(s.extent)
-        self.conds.append(s.min)
         try:
             return self.generic_visit(s)
         finally:
-            del self.conds[-2:]
+            self.conds.pop()
 
     def visit_IfThenElse(self, s):
         self.conds.append(s.condition)
@@ -98,7 +124,7 @@ class _Guard(IRMutator):
         guards = []
         for t in self.threads:
             tv, tb = self.taints[t]
-            if not any(_uses(e, tv, tb) for e in (s.value, s.index, s.predicate, *self.conds)
+            if not any(_uses(e, tv, tb, _lanes(t)) for e in (s.value, s.index, s.predicate, *self.conds)
                        if e is not None):
                 guards.append(_op.eq(t, IntImm(t.dtype, 0)))
         return IfThenElse(_op.all(*guards), s) if guards else s

@@ -148,7 +148,12 @@ class _Kernel(IRMutator):
             raise LoweringError(f"{self.name}: shared buffer {s.buffer_var.name} has the symbolic size "
                                 f"{s.extents[0]}; shared memory needs a constant size (split by a constant "
                                 "factor and compute_at inside the split)")
-        self.shared.append((s.buffer_var, s.dtype, s.extents[0].value))
+        known = [k for k, (v, _, _) in enumerate(self.shared) if v is s.buffer_var]
+        if known:           # one buffer allocated again (the copies of an unrolled loop): one array
+            v, d, c = self.shared[known[0]]
+            self.shared[known[0]] = (v, d, max(c, s.extents[0].value))
+        else:
+            self.shared.append((s.buffer_var, s.dtype, s.extents[0].value))
         return self.visit(s.body)
 
 

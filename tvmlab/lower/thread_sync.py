@@ -12,7 +12,10 @@ some threads skip hangs the GPU).  This pass plans barriers accordingly:
   of a double buffer (``double_buffer_write``, from ``double_buffer()``) does
   not wait for the write of the *next* tile in the same iteration; across
   iterations it does.  A loop whose next iteration conflicts with what this
-  one did gets a barrier at the end of its body.
+  one did gets a barrier at the end of its body; so does one whose statement
+  writes, at one index expression, elements that change owner from one
+  iteration to the next (``sh[(tx + j) % 64]``): without a barrier between two
+  threads' writes of one element, the older value could land last.
 * **Where a barrier may go.**  Only where control flow is uniform across the
   block: never under an ``if`` whose condition depends on ``threadIdx``
   (directly or through a variable derived from it), never in a loop whose trip
@@ -122,20 +125,45 @@ def _same_thread(a, b):
     return a.thread in collect_vars(a.index)
 
 
+def _reshapes(index, v):
+    """Whether ``v`` occurs in ``index`` other than in sums and multiples by constants."""
+    from ..ir import expr as E
+
+    def bad(e):
+        if isinstance(e, (E.Add, E.Sub)):
+            return bad(e.a) or bad(e.b)
+        if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
+            return bad(e.a)
+        if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
+            return bad(e.b)
+        return e is not v and v in collect_vars(e)
+    return bad(index)
+
+
 def _conflict(prev, cur, loop_carry):
-    if prev.buf is not cur.buf or _same_thread(prev, cur):
+    """``loop_carry``: None, or the variable of the loop whose next iteration ``cur`` runs in."""
+    if prev.buf is not cur.buf:
         return False
-    if prev.db and not cur.write and not loop_carry:
+    # The same index is the same thread's element (the rule above); across iterations of a loop
+    # only while the loop's variable shifts it, as in ``k * 64 + tx``: in the next iteration
+    # ``(i * 3 + tx) // (6 - k)`` may be another thread's element.
+    mine = _same_thread(prev, cur)
+    reshaped = mine and loop_carry is not None and _reshapes(cur.index, loop_carry)
+    if prev.write and cur.write:
+        return reshaped               # two writes: only such a statement hands elements over
+    if mine and not reshaped:
+        return False
+    if prev.db and not cur.write and loop_carry is None:
         return False                  # reads this iteration's tile, not the next one being written
     return True
 
 
-def _needs_sync(pending, summary, loop_carry=False):
+def _needs_sync(pending, summary, loop_carry=None):
     """The first access of ``summary`` (before its own first barrier) that conflicts with ``pending``."""
     for a in summary:
         if a is SYNC:
             return None
-        against = pending["r"] if a.write else pending["w"]
+        against = pending["r"] + pending["w"] if a.write else pending["w"]
         for p in against:
             if _conflict(p, a, loop_carry):
                 return p, a
@@ -192,9 +220,10 @@ class _Planner:
     def __init__(self, shared):
         self.shared = shared
 
-    def accesses(self, s, scope, db=False):
+    def accesses(self, s, scope, db=False, stmt=None):
+        """The shared accesses of statement (or expression) ``s``; ``stmt`` names where they are."""
         c = _Collect(self.shared, scope, db)
-        c.stmt = s
+        c.stmt = stmt if stmt is not None else s
         c.visit(s)
         return c.out
 
@@ -216,16 +245,19 @@ class _Planner:
                 if len(parts) > 1:
                     return self.plan_seq(parts, scope, db, None)
                 w = f"`if ({astext(s.condition)})`"
+            cond = self.accesses(s.condition, scope, db, s)        # read before either branch
             then, a = self.plan(s.then_case, scope, db, w)
             other, b = (None, []) if s.else_case is None else self.plan(s.else_case, scope, db, w)
             # either branch may not run: a barrier inside one does not order what is around the if
-            return s.replace(then_case=then, else_case=other), [x for x in a + b if x is not SYNC]
+            return s.replace(then_case=then, else_case=other), cond + [x for x in a + b if x is not SYNC]
         if isinstance(s, For):
             w = where
             if w is None and not scope.uniform(s.extent):
                 w = (f"the loop over {s.loop_var.name}, whose trip count `{astext(s.extent)}` differs "
                      "between threads")
-            return self.plan_loop(s, scope.enter(s), db, w)
+            bounds = self.accesses(s.min, scope, db, s) + self.accesses(s.extent, scope, db, s)
+            new, summ = self.plan_loop(s, scope.enter(s), db, w)
+            return new, bounds + summ
         if isinstance(s, While):
             body, _ = self.plan(s.body, scope, db, where or f"`while ({astext(s.condition)})`")
             return s, self.accesses(s, scope, db)
@@ -253,7 +285,7 @@ class _Planner:
         body, summ = self.plan(s.body, scope, db, where)
         end = _fresh()
         _absorb(end, summ)
-        hit = _needs_sync(end, summ, loop_carry=True)
+        hit = _needs_sync(end, summ, loop_carry=s.loop_var)
         if hit:
             if where is not None:
                 raise _divergent_handoff(hit, where)

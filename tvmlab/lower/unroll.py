@@ -22,6 +22,7 @@ from ..ir.arith import simplify
 from ..ir.expr import IntImm
 from ..ir.functor import IRMutator
 from ..ir.stmt import For, seq
+from .thread_sync import DOUBLE_BUFFER_WRITE
 
 _HINTS = {"pragma_auto_unroll_max_step": "max_step", "pragma_auto_unroll_max_extent": "max_extent",
           "pragma_unroll_explicit": "explicit"}
@@ -116,8 +117,21 @@ class _Unroller(IRMutator):
 
 
 def _unroll(var, mn, extent, body):
+    if extent > 1:
+        body = _PlainWrites().visit(body)
     return seq(*[fresh_copy(body, {var: _op.add(mn, _op.const(k, var.dtype))})
                  for k in range(extent)])
+
+
+class _PlainWrites(IRMutator):
+    """A double buffer's next-tile writes marked ``double_buffer_write`` need no barrier before
+    the reads of the current tile *in the same iteration*; once the loop is unrolled the
+    iterations follow each other, so the writes become plain ones (barriers placed as needed)."""
+
+    def visit_AttrStmt(self, s):
+        if s.attr_key == DOUBLE_BUFFER_WRITE:
+            return self.visit(s.body)
+        return self.generic_visit(s)
 
 
 class _FreshCopy(IRMutator):
@@ -152,7 +166,9 @@ class _FreshCopy(IRMutator):
     def visit_Allocate(self, s):
         extents = tuple(self.visit(x) for x in s.extents)
         cond = self.visit(s.condition)
-        var = self._fresh(s.buffer_var)
+        # the copies run one after another: a shared tile stays one array for the block, as it was
+        # for the loop (a copy per iteration would multiply the block's shared memory)
+        var = s.buffer_var if str(s.scope).startswith("shared") else self._fresh(s.buffer_var)
         return s.replace(buffer_var=var, extents=extents, condition=cond, body=self.visit(s.body))
 
 

@@ -142,12 +142,19 @@ def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
             if thread is not None:
                 relax[v] = Range(_op.add(rng.min, thread.var), IntImm(rng.extent.dtype, 1))
                 continue
+        elif tag is not None and tag.startswith(("threadIdx", "blockIdx")) and bound_threads:
+            # the rule above put this thread's index into the bounds of a per-thread stage between
+            # here and the consumer: storage the threads share covers all of them
+            thread = bound_threads.get(v)
+            if thread is not None:
+                relax.setdefault(thread.var, Range(IntImm(rng.extent.dtype, 0), rng.extent))
         relax[v] = rng
     return relax
 
 
-def _eval(ana, e, relax):
-    """Interval of ``e`` with ``relax`` vars ranging; repeat while relaxed vars remain."""
+def _eval(ana, e, relax, back=None):
+    """Interval of ``e`` with ``relax`` vars ranging; repeat while relaxed vars remain.  ``back``
+    (from ``_shift_kept``) turns the offsets of shifted loops back into their variables."""
     s = ana.int_set(e, relax)
     for _ in range(4):
         from ..ir.functor import uses_var
@@ -158,7 +165,34 @@ def _eval(ana, e, relax):
         lo = ana.int_set(s.min, relax).min if lo_dep else s.min
         hi = ana.int_set(s.max, relax).max if hi_dep else s.max
         s = IntervalSet(lo, hi)
+    if back:
+        s = IntervalSet(*(x if x is NEG_INF or x is POS_INF else ana.simplify(substitute(x, back))
+                          for x in (s.min, s.max)))
     return s
+
+
+def _shift_kept(ana, dom_map, relax):
+    """Loops kept as points whose start depends on a relaxed variable, as offsets from that start.
+
+    A stage computed inside the loop ``for i in [m(vt), m(vt) + e)`` of a consumer reads
+    ``X[i]``: for one virtual thread (or thread) ``i`` is a point, but storage shared by all of
+    them must hold ``X[i - m(vt) + m(vt')]`` for every ``vt'``.  Returns ``({i: u + m}, {u: i -
+    m})`` with a fresh offset variable ``u`` per such loop (kept fixed while ``vt`` is relaxed).
+    """
+    from ..ir.expr import Var
+    from ..ir.functor import uses_var
+    shift, back = {}, {}
+    ranging = {v for v, r in relax.items() if not (isinstance(r.extent, IntImm) and r.extent.value == 1)}
+    if not ranging:
+        return shift, back
+    for iv, rng in dom_map.items():
+        v = iv.var
+        if v in relax or v in shift or not uses_var(rng.min, lambda x: x in ranging):
+            continue
+        u = Var(f"{v.name}.offset", v.dtype)
+        shift[v] = _op.add(u, rng.min)
+        back[u] = _op.sub(v, rng.min)
+    return shift, back
 
 
 def infer_bound(sch, bodies=None):
@@ -196,6 +230,7 @@ def infer_bound(sch, bodies=None):
             for q in consumers:
                 relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags, bound_threads)
                 qroot = _root_sets(ana, q, dom_map, relax)
+                shift, back = _shift_kept(ana, dom_map, relax)
                 for t, idx_list in reads[q].items():
                     if t.op is not op:
                         continue
@@ -205,7 +240,7 @@ def infer_bound(sch, bodies=None):
                         continue
                     for idx in idx_list:
                         for d, e in enumerate(idx):
-                            s = _eval(ana, substitute(e, qroot), relax)
+                            s = _eval(ana, substitute(substitute(e, qroot), shift), relax, back)
                             req[d] = s if req[d] is None else _union(ana, req[d], s)
             for d, iv in enumerate(op.axis):
                 dom_map[iv] = _clip(ana, req[d], iv.dom) if req[d] is not None else iv.dom
@@ -277,7 +312,8 @@ def _clip(ana, s, dom):
     A tile of constant size stays constant when clipping would make its size
     symbolic (``min(8, n - 8*bi)``): its loops can then be vectorised or bound
     to threads of a fixed extent, and ScheduleOps guards each root index
-    against the tensor's shape, as TVM does.
+    against the tensor's shape, as TVM does.  Such a tile is at most the
+    dimension's extent long.
     """
     dlo = dom.min
     dhi = _op.sub(_op.add(dom.min, dom.extent), 1)
@@ -292,6 +328,10 @@ def _clip(ana, s, dom):
     clipped = Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1)))
     if (raw is not None and isinstance(raw.extent, IntImm)
             and not isinstance(clipped.extent, IntImm)):
+        if isinstance(dom.extent, IntImm) and raw.extent.value > dom.extent.value:
+            # never more than the tensor holds: from the clipped start, the dimension's extent
+            # covers the clipped region (it ends inside the tensor)
+            return Range(lo, dom.extent)
         return raw
     return clipped
 

@@ -8,6 +8,8 @@ wrapped in ``ProducerRealize`` where they are computed.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
@@ -20,6 +22,7 @@ from . import extern_ops
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Fuse, Split
+from .scope import base_scope
 
 
 def schedule_ops(sch, arg_tensors=(), dom_map=None, bodies=None):
@@ -132,27 +135,36 @@ class _Builder:
         the other (serial) reduce axes, which loop inside the thread axes whatever the leaf order,
         in a "local" accumulator; a ``thread_allreduce`` combines the parts of the block (every
         thread gets the total) and one thread writes it: the one at index 0 of the reducing axis,
-        or those the store predicate picks.  Guards move onto the parts (a thread out of range
-        contributes the identity), so every thread reaches the combination."""
-        op, leaves = st.op, st.leaf_iter_vars
-        r0 = body[0]
-        comb = r0.combiner
+        or those the store predicate picks (every thread, into its own copy, for "local" storage).
+        Guards move onto the parts (a thread out of range contributes the identity), so every
+        thread reaches the combination."""
+        leaves = st.leaf_iter_vars
         bound = [iv for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None]
         if len(bound) > 1:
             raise LoweringError(f"stage {st.name}: reduce axes {', '.join(iv.var.name for iv in bound)} are all "
                                 "bound to threads; bind one reduce axis to threadIdx.* (fuse them first)")
         red_iv = bound[0]
-        thread = st.attr(red_iv).bind_thread
         normal = [k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE and iv is not red_iv]
         main = [k for k in range(len(leaves)) if k not in normal]
+        with self._inside_normal_loops(st, main, normal):
+            return self._cross_thread_nest(st, body, vmap, guards, pred, red_iv, normal, main)
+
+    def _cross_thread_nest(self, st, body, vmap, guards, pred, red_iv, normal, main):
+        op = st.op
+        r0 = body[0]
+        comb = r0.combiner
+        thread = st.attr(red_iv).bind_thread
         red_vars = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         idx = tuple(vmap.get(iv.var, iv.var) for iv in op.axis)
         src = [substitute(x, vmap) for x in r0.source]
         part_conds = [c for c, _ in guards] + [c for c in _conjuncts(substitute(r0.condition, vmap))
                                                if not (isinstance(c, IntImm) and c.value)]
         write_conds = [c for c, _ in guards if not (set(collect_vars(c)) & red_vars)]
-        write_conds += _conjuncts(pred) if pred is not None else [
-            _op.eq(red_iv.var, self.dom_map[red_iv].min)]
+        if pred is not None:
+            write_conds += _conjuncts(pred)
+        elif base_scope(storage_scope(st)) != "local":
+            # memory the block shares: one writer; a per-thread result is every thread's own
+            write_conds.append(_op.eq(red_iv.var, self.dom_map[red_iv].min))
         local = []
 
         def temp(t, suffix):
@@ -190,6 +202,28 @@ class _Builder:
                                   out, "local")
         return self._wrap_at(st, main, out, [], top=False)
 
+    @contextmanager
+    def _inside_normal_loops(self, st, main, normal):
+        """While the serial reduce loops of cross-thread reduction ``st`` are built: the stages
+        attached at a leaf that comes after one of them in the leaf order (the thread-bound reduce
+        axis, say) are computed inside the innermost such loop, as the leaf order says, although
+        the leaf's own loop now encloses them all."""
+        leaves = st.leaf_iter_vars
+        moved = []
+        for k in main:
+            before = [n for n in normal if n < k]
+            if before and self.attached.get(leaves[k]):
+                moved.append((leaves[k], leaves[max(before)]))
+        saved = {iv: list(self.attached.get(iv, [])) for pair in moved for iv in pair}
+        for src, dst in moved:
+            self.attached.setdefault(dst, []).extend(self.attached.pop(src))
+        try:
+            yield
+        finally:
+            for iv in saved:
+                self.attached.pop(iv, None)
+            self.attached.update((iv, xs) for iv, xs in saved.items() if xs)
+
     def _is_red_guard(self, cond, st):
         red = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         return any(v in red for v in collect_vars(cond))
@@ -203,13 +237,15 @@ class _Builder:
         out = []
         pos = {iv.var: k for k, iv in enumerate(st.leaf_iter_vars)}
         split_parents = [r.parent for r in st.relations if isinstance(r, Split)]
-        # The parts of a fused axis are in range whenever the fused axis is.
+        # The parts of a fused axis are in their ranges whenever the fused axis is; a tile may
+        # still run past the tensor's shape, so a tensor axis is checked against it all the same.
         fused_parts = {x for r in st.relations if isinstance(r, Fuse) for x in (r.outer, r.inner)}
-        checked = list(st.root_iter_vars) + [p for p in split_parents if p not in st.root_iter_vars]
+        checked = [iv for iv in list(st.root_iter_vars) + [p for p in split_parents
+                                                          if p not in st.root_iter_vars]
+                   if iv not in fused_parts or iv in st.op.axis]
         for iv in checked:
             v = values[iv]
             dom = self.dom_map[iv]
-            # a fused part is in its range whenever the fused axis is; the tensor's shape still bounds it
             conds = [] if v is iv.var or iv in fused_parts else [_op.lt(v, _op.add(dom.min, dom.extent))]
             if iv in st.op.axis and iv.dom is not None and iv.dom is not dom:
                 # a tile may run past the tensor's shape (see bound._clip)
@@ -260,10 +296,11 @@ class _Builder:
         for v in collect_vars(st.store_predicate):
             if v in vmap or v in shapes:
                 continue
+            inner = self._inside(v, st)
             if is_thread_tag(v.name) and v.name in threads:
                 vmap[v] = threads[v.name]
-            elif self._inside(v, st):
-                continue
+            elif inner is not None:
+                vmap[v] = inner
             elif not is_thread_tag(v.name):
                 raise LoweringError(f"stage {st.name}: its store predicate uses {v.name}, which is no longer "
                                     f"an axis of {st.name} (rfactor or cache_write gave it a new operation); "
@@ -274,15 +311,20 @@ class _Builder:
         return substitute(st.store_predicate, vmap)
 
     def _inside(self, var, st):
-        """Whether a stage computed (directly or not) inside ``st`` binds an axis to thread ``var``."""
+        """The thread variable a stage computed (directly or not) inside ``st`` binds for ``var``: the
+        same variable, or one with the same thread tag (a predicate made from another
+        ``te.thread_axis("threadIdx.x")``, as a replayed trace makes it); None if there is none."""
         for x in self.sch.stages:
             a = x
             while a is not None and a is not st:
                 a = a.attach_stage
-            if a is st and x is not st and any(t.bind_thread is not None and t.bind_thread.var is var
-                                                 for t in x.iter_var_attrs.values()):
-                return True
-        return False
+            if a is not st or x is st:
+                continue
+            for t in x.iter_var_attrs.values():
+                b = t.bind_thread
+                if b is not None and (b.var is var or is_thread_tag(var.name) and b.thread_tag == var.name):
+                    return b.var
+        return None
 
     def _init(self, st, body, values, first_red, guards, pos, pred=None):
         op = st.op

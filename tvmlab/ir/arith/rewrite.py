@@ -20,7 +20,7 @@ from functools import lru_cache
 from .. import dtype as dt
 from .. import expr as E
 from .. import op as _op
-from ..functor import substitute
+from ..functor import post_order_visit, substitute
 from . import linear as L
 from .divmod import DivModRules, _fold_float, is_index
 from .interval import IntervalSet
@@ -85,6 +85,12 @@ def _pure_index(e):
     if t in _ARITH or t in (E.FloorDiv, E.FloorMod, E.Div, E.Mod, E.Min, E.Max):
         return _pure_index(e.a) and _pure_index(e.b)
     return False
+
+
+def _reads_memory(e):
+    found = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, (E.Load, E.ProducerLoad)) else None)
+    return bool(found)
 
 
 class Simplifier(DivModRules):
@@ -466,7 +472,9 @@ class Simplifier(DivModRules):
         r = self._combine_bounds(t, a, b)
         if r is not None:
             return r
-        if self.key(b) < self.key(a):
+        # canonical order, unless an operand reads memory: ``i < n && A[i] > 0`` evaluates (C's &&)
+        # the load only where the bound holds
+        if self.key(b) < self.key(a) and not (_reads_memory(a) or _reads_memory(b)):
             a, b = b, a
         return e if a is e.a and b is e.b else t(a, b)
 
