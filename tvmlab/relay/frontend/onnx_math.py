@@ -281,5 +281,5 @@ def _layer_norm(ctx, node):
     if node.attr("stash_type", 1) != 1:
         raise FrontendError("only stash_type=1 (float32 statistics) is supported")
     bias = expr_input(ctx, node, 2) if has_input(node, 2) else None
-    out = layer_norm(ctx.relay, x, axes, scale, bias, node.attr("epsilon", 1e-5), ctx.dtype_of(x))
+    out = layer_norm(ctx.relay, x, axes, scale, bias, node.attr("epsilon", 1e-5), ctx.dtype_of(x), ctx.shape_of)
     return [out] + [None] * (len(node.outputs) - 1)

@@ -272,7 +272,7 @@ def _layer_norm(c, a):
     x = a[0]
     rank = len(c.shape(x))
     axes = list(range(rank - len(_ints(a[1])), rank))
-    return layer_norm(c.relay, x, axes, a[2], a[3], float(a[4]), c.shapes.dtype(x))
+    return layer_norm(c.relay, x, axes, a[2], a[3], float(a[4]), c.shapes.dtype(x), c.shape)
 
 
 def _floor_divide(c, a):

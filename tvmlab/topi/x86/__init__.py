@@ -10,5 +10,5 @@ from .depthwise_conv2d import schedule_depthwise_conv2d_NCHWc  # noqa: F401
 from .dense import schedule_batch_matmul, schedule_dense, schedule_matmul  # noqa: F401
 from .injective import (schedule_broadcast, schedule_concatenate, schedule_elemwise,  # noqa: F401
                         schedule_injective, schedule_injective_from_existing)
-from .reduction import (schedule_adaptive_pool, schedule_instance_norm, schedule_lrn, schedule_pool,  # noqa: F401
-                        schedule_reduce, schedule_softmax)
+from .reduction import (schedule_adaptive_pool, schedule_instance_norm, schedule_layer_norm,  # noqa: F401
+                        schedule_lrn, schedule_pool, schedule_reduce, schedule_softmax)

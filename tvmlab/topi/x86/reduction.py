@@ -159,7 +159,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     at_outer = set()
     inner_reds = [r for r in reds if r is not out.op and r not in s.outputs]
-    for op in inner_reds + shared:
+    for op in inner_reds + shared[::-1]:     # a shared stage after the readers it waits for (consumers first)
         t = op.output(0)
         ok = outer is not None and _per_row(_shape(t), oshape)
         if op in shared:     # every reader must run inside the same loop
@@ -227,3 +227,10 @@ def schedule_instance_norm(outs, target=None):
     """Instance normalisation."""
     return _schedule_group(outs, target, "schedule_instance_norm", lambda t: t == "instance_norm")
 
+
+
+@with_cpu_target
+def schedule_layer_norm(outs, target=None):
+    """Layer normalisation groups (tag ``layer_norm``): per row, the two sums (vector partial sums), then the
+    output with the element-wise ops after it, while the row is in cache."""
+    return _schedule_group(outs, target, "schedule_layer_norm", lambda t: t == "layer_norm")
