@@ -1,0 +1,60 @@
+"""ONNX's own backend test models (shipped in the onnx wheel) through from_onnx and relay.build, against
+their stored outputs (``tvmlab.bench.onnx_suite``); skipped when the installed onnx ships no test data.
+
+The PyTorch suites are opset 6 and are upgraded by onnx.version_converter while importing.  Their pass
+counts must not drop; what still fails is listed (3-D convolution and pooling, which topi does not have).
+The light CNNs are checked by ``python -m tvmlab.bench.onnx_suite --suites light`` (two minutes); one of
+them runs here.
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+pytest.importorskip("onnx")
+
+from tvmlab.bench import onnx_suite  # noqa: E402
+
+if onnx_suite.data_dir() is None:
+    pytest.skip("the installed onnx ships no backend test data", allow_module_level=True)
+
+PASSING = {"pytorch-operator": 35, "pytorch-converted": 69}
+THREE_D = {f"test_{n}" for n in ("AvgPool3d", "AvgPool3d_stride", "AvgPool3d_stride1_pad0_gpu_input", "Conv3d",
+                                  "Conv3d_dilated", "Conv3d_dilated_strided", "Conv3d_groups", "Conv3d_no_bias",
+                                  "Conv3d_stride", "Conv3d_stride_padding", "MaxPool3d", "MaxPool3d_stride",
+                                  "MaxPool3d_stride_padding")}
+
+
+@pytest.mark.parametrize("suite", sorted(PASSING))
+def test_pytorch_suites_pass(suite):
+    cases = onnx_suite.run([suite])
+    passed, total = onnx_suite.counts(cases)[suite]
+    failing = {c.name: c.reason for c in cases if c.status != "pass"}
+    assert passed >= PASSING[suite], failing
+    assert set(failing) <= THREE_D, {k: v for k, v in failing.items() if k not in THREE_D}
+
+
+@pytest.mark.parametrize("name", ["light_squeezenet"])
+def test_light_models(name):
+    (case,) = onnx_suite.run(["light"], only=name)
+    assert case.status == "pass", case.reason
+
+
+def test_old_opsets_are_upgraded_with_a_warning():
+    import glob
+    import os
+
+    import onnx
+
+    from tvmlab import relay
+    path = os.path.join(onnx_suite.data_dir(), "pytorch-operator", "test_operator_exp", "model.onnx")
+    model = onnx.load(path)
+    assert model.opset_import[0].version < relay.frontend.onnx.MIN_OPSET
+    with pytest.warns(relay.frontend.onnx.OpsetConversionWarning, match="opset 6 was converted to opset 9"):
+        relay.frontend.from_onnx(model, shape={"0": (3, 4)})
+    assert glob.glob(os.path.join(os.path.dirname(path), "test_data_set_*"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # a current model imports without one
+        from tvmlab.bench import models
+        relay.frontend.from_onnx(models.residual_block())
