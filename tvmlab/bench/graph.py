@@ -7,7 +7,12 @@ AlterOpLayout off, so the help of each pass shows as a ratio. onnxruntime
 runs with as many intra-op threads as tvmlab's parallel loops use. Every
 tvmlab build is first checked against onnxruntime's output (rtol 1e-3).
 
-    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick] [--profile] [--overhead] [--wait-policy]
+    python -m tvmlab.bench.graph [--models small_cnn,resnet50,bert,gpt2,vit] [--quick] [--repeat N]
+                                 [--fixed-threads] [--profile] [--overhead] [--wait-policy]
+
+The transformers (``bert``: BERT-base, ``gpt2``: GPT-2 small, both seq 128; ``vit``: ViT-B/16 at 224x224;
+batch 1) are checked to 1e-4 relative.  Thread counts follow OMP_NUM_THREADS (``OMP_NUM_THREADS=1`` compares
+one thread with onnxruntime on one).
 """
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ from .timing import side_by_side
 VARIANTS = (("tvmlab", ()), ("no FuseOps", ("FuseOps",)), ("no AlterOpLayout", ("AlterOpLayout",)))
 
 
+FIXED_THREADS = False       # --fixed-threads: every run on all threads (GraphModule.adaptive_threads off)
+
+
 def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
     """from_onnx + relay.build + GraphModule: the TVM tutorial's three steps; also returns build seconds."""
     import tvmlab as tvm
@@ -35,6 +43,8 @@ def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
     with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass)):
         lib = relay.build(mod, target=target, params=params)
     gmod = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    if FIXED_THREADS:
+        gmod.adaptive_threads = False
     return gmod, time.perf_counter() - t0
 
 
@@ -349,8 +359,13 @@ def main(argv=None):
     p.add_argument("--overhead", action="store_true", help="executor cost per node (native runner vs Python loop)")
     p.add_argument("--wait-policy", action="store_true",
                    help="libgomp wait policies, each in a fresh process, alone and beside another tvmlab process")
+    p.add_argument("--fixed-threads", action="store_true",
+                   help="tvmlab runs on all threads every run (no switch to one thread when runs slow down)")
+    p.add_argument("--repeat", type=int, default=1, help="run the comparison this many times; the median ratio")
     p.add_argument("--loop-child", nargs=2, metavar=("MODEL", "SECONDS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    global FIXED_THREADS
+    FIXED_THREADS = args.fixed_threads
     if args.loop_child:
         _loop_child(args.loop_child[0], float(args.loop_child[1]))
         return
@@ -372,7 +387,26 @@ def main(argv=None):
             print(f"{name} (tvmlab, each kernel alone):\n{rep.table(top=25)}\n", flush=True)
             print(f"{name} (onnxruntime):\n{format_ort_profile(*ort_profile(model, feeds))}\n", flush=True)
         return
+    if args.repeat > 1:
+        repeated(names, args.repeat, VARIANTS[:1] if args.quick else VARIANTS)
+        return
     run(names, VARIANTS[:1] if args.quick else VARIANTS)
+
+
+def repeated(names, times, variants=VARIANTS[:1], out=sys.stdout):
+    """``run`` ``times`` times (each model built once per time): every ratio, then the median per model and
+    variant (the machine is shared: one run's ratio says little)."""
+    ratios = {}
+    for k in range(times):
+        print(f"-- run {k + 1} of {times}", file=out, flush=True)
+        for r in run(names, variants, out=out):
+            ratios.setdefault((r.model, r.variant), []).append(r.ratio)
+    print(f"median of {times} runs (onnxruntime time / tvmlab time, {threads()} threads"
+          f"{', tvmlab on all threads every run' if FIXED_THREADS else ''}):", file=out)
+    for (model, variant), rs in ratios.items():
+        print(f"  {model:<12}{variant:<18}{float(np.median(rs)):.2f}x   ({', '.join(f'{x:.2f}' for x in rs)})",
+              file=out, flush=True)
+    return ratios
 
 
 if __name__ == "__main__":

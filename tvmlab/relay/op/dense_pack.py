@@ -3,10 +3,10 @@
     w_p = relay.layout_transform(w, "NK", "NK32n")          # (N / 32, K, 32), the last panel zero-padded
     y = relay.nn.contrib_dense_pack(x, w_p, weight_layout="NK32n", units=N)
 
-AlterOpLayout rewrites a ``nn.dense`` whose weight is a constant into this form when the data has more rows
-than ``topi.nn.dense.SMALL_M``: FoldConstant then packs the weight once, at compile time, where
-``topi.nn.dense`` would repack it on every call (a pass over the whole weight: with a 768 x 3072 weight the
-packing cost more than the product).  ``data`` may have leading axes (batch, tokens, hidden), so the
+AlterOpLayout rewrites a ``nn.dense`` whose weight is a constant into this form: FoldConstant then packs the
+weight once, at compile time, where ``topi.nn.dense`` would repack it on every call (a pass over the whole
+weight: with a 768 x 3072 weight the packing cost more than the product), or with few rows read it in place
+and reduce each output across vector lanes (an LSTM step's 4 x 64 x 256 product: 3x slower).  ``data`` may have leading axes (batch, tokens, hidden), so the
 element-wise tail (bias, GELU, residual add) has the product's shape and fuses into its register tiles.
 """
 from __future__ import annotations

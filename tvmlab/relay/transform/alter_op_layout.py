@@ -19,8 +19,7 @@ vectors, else the largest divisor that fits one vector.  Depthwise convolutions 
 producer's blocks as they are; grouped ones become ``contrib_conv2d_NCHWc``
 with ``groups`` when the blocks divide each group's channels, else stay NCHW.
 
-A ``nn.dense`` with a constant weight and more than ``topi.nn.dense.SMALL_M`` rows of data becomes
-``nn.contrib_dense_pack`` reading ``layout_transform(weight, "NK", "NK{b}n")`` (panels of two vectors of
+A ``nn.dense`` with a constant weight becomes ``nn.contrib_dense_pack`` reading ``layout_transform(weight, "NK", "NK{b}n")`` (panels of two vectors of
 output rows), which FoldConstant computes once: the product no longer repacks its weight on every call.
 """
 from __future__ import annotations
@@ -90,18 +89,14 @@ def _per_channel(t, out4):
 
 
 def _packs_dense(n):
-    """Whether ``nn.dense`` call ``n`` gets its constant weight packed into panels once, at compile time
-    (``nn.contrib_dense_pack``): a float weight and more rows of data than ``topi.nn.dense`` reads the weight
-    in place for."""
-    from ...topi.nn.dense import SMALL_M
+    """Whether ``nn.dense`` call ``n`` gets its constant float weight packed into panels once, at compile
+    time (``nn.contrib_dense_pack``).  With few rows too: a tile of those rows by a panel accumulates in
+    vector registers, where reading the weight in place reduces each output across vector lanes."""
     if not (isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "nn.dense"
             and isinstance(n.args[1], Constant)):
         return False
     d, w = n.args[0]._checked_type, n.args[1]._checked_type
-    rows = 1
-    for s in d.shape[:-1]:
-        rows *= int(s)
-    return w.dtype == d.dtype and "float" in w.dtype and (n.attrs.out_dtype or d.dtype) == d.dtype and rows > SMALL_M
+    return w.dtype == d.dtype and "float" in w.dtype and (n.attrs.out_dtype or d.dtype) == d.dtype
 
 
 def _same_block(fields, layout):

@@ -56,6 +56,8 @@ def _packed(s, dense, out, target):
         acc = dense
     *lead, i, j = s[out].op.axis       # leading axes (dense_pack of (..., M, K) data): a product each
     M = const_or_none(out.shape[-2])
+    if M is not None:
+        rows = min(rows, M)            # few rows (an RNN step, a batch-1 classifier): a tile of all of them
     row_block = 2 * rows if M is None else min(2 * rows, -(-M // rows) * rows)
     io, ii = s[out].split(i, factor=row_block)
     jo, ji = s[out].split(j, factor=block)
