@@ -199,3 +199,34 @@ def test_elementwise_groups_over_rows_are_vector_code():
         lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], y)), target="llvm")
     (f,) = lib.lowered.functions.values()
     assert "Ramp" in str(f)
+
+
+def test_injective_reads_of_a_products_tail_fuse_and_a_weight_is_packed_once():
+    """An RNN step: the slice of the input projection added after the recurrent product is read in the
+    product's tile; the steps share one packed copy of their constant weight."""
+    x = relay.var("x", shape=(3, 4, 16))
+    h0 = relay.var("h", shape=(4, 16))
+    w = relay.const(np.random.default_rng(3).standard_normal((16, 16)).astype(np.float32) * 0.3)
+    h = h0
+    for t in range(3):
+        xt = relay.squeeze(relay.strided_slice(x, begin=[t], end=[t + 1], axes=[0]), axis=[0])
+        h = relay.tanh(relay.add(xt, relay.nn.dense(h, w)))
+    mod = tvm.IRModule.from_expr(relay.Function([x, h0], h))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    from tvmlab.relay.expr import Call, Function, post_order
+    groups = [_ops(n.op.body) for n in post_order(lib.ir_mod["main"].body)
+              if isinstance(n, Call) and isinstance(n.op, Function)]
+    assert groups == [["strided_slice", "squeeze", "nn.contrib_dense_pack", "add", "tanh"]] * 3
+    assert len([p for p in lib.get_params().values() if len(p.shape) == 3]) == 1
+    from tvmlab.contrib import graph_executor
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    rng = np.random.default_rng(4)
+    xv, hv = rng.standard_normal((3, 4, 16)).astype(np.float32), rng.standard_normal((4, 16)).astype(np.float32)
+    m.set_input("x", xv)
+    m.set_input("h", hv)
+    m.run()
+    wv = w.value
+    for t in range(3):
+        hv = np.tanh(xv[t] + hv @ wv.T)
+    np.testing.assert_allclose(m.get_output(0).numpy(), hv, rtol=1e-5, atol=1e-5)

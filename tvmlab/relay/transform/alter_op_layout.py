@@ -173,7 +173,9 @@ def alter(func, target="llvm"):
             elif _packs_dense(n):
                 w = n.args[1]._checked_type
                 block = vector_block(w.dtype, target)
-                packed = layout_transform(new[n.args[1]], "NK", f"NK{block}n")
+                if (n.args[1], block) not in converted:      # one packed copy however many products read it
+                    converted[(n.args[1], block)] = layout_transform(new[n.args[1]], "NK", f"NK{block}n")
+                packed = converted[(n.args[1], block)]
                 new[n] = make_call("nn.contrib_dense_pack", [as_layout(n.args[0], "NCHW"), packed],
                                    weight_layout=f"NK{block}n", units=w.shape[0], out_dtype=a.out_dtype)
             elif name == "concatenate" and isinstance(n.args[0], Tuple) and _same_block(n.args[0].fields, layout) \
