@@ -9,6 +9,7 @@ fitting its dtype.
 from __future__ import annotations
 
 import os
+import tempfile
 import zlib
 
 import numpy as np
@@ -21,6 +22,10 @@ from tvmlab.ir.tensor import PlaceholderOp, Tensor
 from tvmlab.testing import poison as _poison
 from tvmlab.testing import random_data, tolerance
 
+
+# the machine figures the explorer keeps (tvmlab.bench.machine) go to a folder of this run,
+# never into the user's cache
+os.environ.setdefault("TVMLAB_CACHE_DIR", tempfile.mkdtemp(prefix="tvmlab-test-cache-"))
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _THREADS_AT_START = {k: os.environ.get(k) for k in _THREAD_VARS}
@@ -45,6 +50,21 @@ def _restore_thread_settings():
     _restore_threads()
     yield
     _restore_threads()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (or set TVMLAB_SLOW=1)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (a ResNet-50 end to end) are skipped unless asked for."""
+    if config.getoption("--run-slow") or os.environ.get("TVMLAB_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (or TVMLAB_SLOW=1)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture

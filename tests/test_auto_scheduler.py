@@ -186,6 +186,19 @@ def test_early_stopping_stops_a_search():
     assert len(policy.history) < 200
 
 
+def test_search_progress_is_a_tqdm_bar(capsys):
+    pytest.importorskip("tqdm")
+    task = auto_scheduler.SearchTask(func=as_matmul, args=(16, 16, 16, "float32"), target="llvm")
+    policy = auto_scheduler.SketchPolicy(task, auto_scheduler.RandomModel(seed=0), seed=0, verbose=1,
+                                         params={"population_size": 16, "num_generations": 1})
+    opts = auto_scheduler.TuningOptions(num_measure_trials=12, num_measures_per_round=4,
+                                        builder=FakeBuilder(), runner=FakeRunner())
+    task.tune(opts, search_policy=policy)
+    out = capsys.readouterr()
+    assert "auto_scheduler: 100%" in out.err and "12/12" in out.err and "GFLOP/s" in out.err
+    assert "[auto_scheduler]" not in out.out          # no printed line per round beside the bar
+
+
 # ---------------------------------------------------------------- real measurement and records
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):

@@ -8,6 +8,7 @@ chromium or the playwright package is missing (``make test`` installs both).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import re
@@ -56,17 +57,18 @@ def _wait_http(url, proc, timeout):
     raise TimeoutError(f"JupyterLab did not answer {url} within {timeout} s")
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on a copy of the notebooks; yields (base url, token)."""
-    work = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def running_lab(work, env=None):
+    """A JupyterLab server on a copy of the notebooks in ``work``; yields (base url, token).
+    Also used by docs/screenshots.py."""
+    work = pathlib.Path(work)
     nbdir = work / "notebooks"
     shutil.copytree(ROOT / "notebooks", nbdir)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, PYOPENGL_PLATFORM="egl", EGL_PLATFORM="surfaceless",
                JUPYTERLAB_SETTINGS_DIR=str(work / "settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(work / "runtime"))
+               JUPYTER_RUNTIME_DIR=str(work / "runtime"), **(env or {}))
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={token}",
            f"--notebook-dir={nbdir}", "--ServerApp.port_retries=0",
@@ -95,6 +97,13 @@ def lab(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of the notebooks; yields (base url, token)."""
+    with running_lab(tmp_path_factory.mktemp("lab")) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

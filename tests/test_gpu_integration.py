@@ -10,6 +10,7 @@ from tvmlab.ir.expr import Call
 from tvmlab.ir.functor import post_order_visit
 from tvmlab.ir.stmt import IfThenElse
 from tvmlab.testing import poison, random_data
+from tvmlab.testing.gpu_schedules import row_sum_rfactor
 
 RNG = np.random.default_rng(23)
 
@@ -114,30 +115,12 @@ def test_reduction_with_a_where_condition_one_thread_per_row(reducer, np_reducer
     np.testing.assert_allclose(b[2:], want[2:], rtol=1e-5)
 
 
-def _rfactor_rows(m, n, nthread, where=False):
-    A = te.placeholder((m, n), name="A")
-    k = te.reduce_axis((0, n))
-    B = te.compute((m,), lambda i: te.sum(A[i, k], axis=k, where=(i > 1) if where else None), name="B")
-    s = te.create_schedule(B.op)
-    _, kf = s[B].split(k, factor=nthread)
-    BF = s.rfactor(B, kf)
-    bx, ty = s[B].split(s[B].op.axis[0], factor=nthread)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(ty, te.thread_axis("threadIdx.y"))
-    thread_x = te.thread_axis("threadIdx.x")
-    s[B].bind(s[B].op.reduce_axis[0], thread_x)
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    s[B].set_store_predicate(thread_x.var.equal(0))
-    return s, [A, B]
-
-
 def test_rfactor_across_threads_with_where():
-    s, args = _rfactor_rows(10, 1027, 16, where=True)
+    s, args, ref = row_sum_rfactor(10, 1027, 16, rows=16, where=lambda i: i > 1)
     a = random_data((10, 1027), "float32", RNG)
     b = simulate(s, args, [a], [(10,)])
-    want = a.sum(1)
-    want[:2] = 0
-    np.testing.assert_allclose(b, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, ref(a), rtol=1e-4, atol=1e-4)
+    assert (b[:2] == 0).all()
 
 
 def test_rfactor_elementwise_consumer_picks_its_writer_by_an_inner_thread():

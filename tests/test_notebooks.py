@@ -27,6 +27,7 @@ EXPECTED = [
     "07_autotuning.ipynb",
     "08_graph_fusion.ipynb",
     "09_why_is_it_slow.ipynb",
+    "deploy.ipynb",
 ]
 CELL_TIMEOUT_S = 180
 
@@ -78,3 +79,20 @@ def test_notebook_executes(name, tmp_path, monkeypatch):
     print(f"{name}: {elapsed:.1f} s")
     if os.environ.get("TVMLAB_KEEP_NOTEBOOKS"):
         nbformat.write(nb, pathlib.Path(os.environ["TVMLAB_KEEP_NOTEBOOKS"]) / name)
+
+
+def test_notebooks_copy_into_a_folder(tmp_path, capsys):
+    """``python -m tvmlab.notebooks DIR`` copies the shipped notebooks; edits already there are kept."""
+    from tvmlab import notebooks
+    from tvmlab.notebooks.__main__ import main
+    assert notebooks.names() == EXPECTED
+    assert main([str(tmp_path / "mine")]) == 0
+    assert sorted(p.name for p in (tmp_path / "mine").glob("*.ipynb")) == EXPECTED
+    mine = tmp_path / "mine" / EXPECTED[0]
+    mine.write_text("my edits")
+    assert main([str(tmp_path / "mine")]) == 0 and mine.read_text() == "my edits"
+    assert f"{len(EXPECTED)} already there, kept" in capsys.readouterr().out
+    assert notebooks.copy(tmp_path / "mine", overwrite=True) and mine.read_text() != "my edits"
+    (tmp_path / "file").write_text("")
+    assert main([str(tmp_path / "file")]) == 1
+    assert "is not a folder" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """relay.build + the graph executor against numpy: every operator, small networks, export/load, clear errors."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -599,16 +600,33 @@ def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
         assert (m.module.runner is not None) == native
 
 
-@pytest.mark.parametrize("env, want", [({}, "1000"), ({"GOMP_SPINCOUNT": "50"}, "50"),
-                                       ({"OMP_WAIT_POLICY": "active"}, None)])
-def test_openmp_spin_is_bounded_unless_the_user_chose(env, want):
-    code = ("import os, tvmlab.runtime.llvm_jit as j; j.initialize(); "
-            "print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('OMP_WAIT_POLICY'))")
-    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+@pytest.mark.parametrize("env, want", [({}, {"GOMP_SPINCOUNT": "1000"}), ({"GOMP_SPINCOUNT": "50"}, {}),
+                                       ({"OMP_WAIT_POLICY": "active"}, {}),
+                                       ({"TVM_NUM_THREADS": "1"}, {"OMP_NUM_THREADS": "1", "GOMP_SPINCOUNT": "1000"}),
+                                       ({"TVM_NUM_THREADS": "1", "OMP_NUM_THREADS": "2"},
+                                        {"OMP_NUM_THREADS": "1", "GOMP_SPINCOUNT": "1000"})])
+def test_openmp_settings_only_where_the_user_did_not_choose(env, want):
+    """libgomp's spin is bounded unless the user chose a wait policy; TVM_NUM_THREADS wins over
+    OMP_NUM_THREADS, as in TVM; both reach libgomp only, the process environment stays the user's."""
+    code = ("import ctypes, json, os, tvmlab.runtime.llvm_jit as j; before = dict(os.environ); j.initialize(); "
+            "print(json.dumps([j.thread_settings(), dict(os.environ) == before, "
+            "ctypes.CDLL(j.initialize()).omp_get_max_threads()]))")
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "TVM_NUM_THREADS", "OMP_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out[0] == str(want)
-    assert out[1] == env.get("OMP_WAIT_POLICY", "None")
+                         check=True).stdout.strip().splitlines()[-1]
+    settings, unchanged, threads = json.loads(out)
+    assert settings == want
+    assert unchanged
+    if "TVM_NUM_THREADS" in env:
+        assert threads == int(env["TVM_NUM_THREADS"])
+
+
+def test_bad_tvm_num_threads_is_a_clear_error():
+    code = "import tvmlab.runtime.llvm_jit as j; j.initialize()"
+    res = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TVM_NUM_THREADS": "many"},
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and "TVM_NUM_THREADS must be a positive number" in res.stderr
 
 
 def test_debug_executor_gives_each_nodes_output_and_time(rng):

@@ -233,7 +233,9 @@ def test_code_panes_and_unregistered_targets():
     panes = [w.value for w in ex.code_views.children]
     assert "LLVM IR (llvm)" in panes[0] and "assembly (llvm)" in panes[1]
     registered = tvmlab.codegen.list_targets()
-    for kind, pane in zip(("cuda", "opengl"), panes[2:]):
+    # CUDA: its C, the PTX and the resources; OpenGL: the GLSL
+    assert ["CUDA C (cuda)" in panes[2], "PTX (cuda)" in panes[3], "occupancy (cuda)" in panes[4]] == [True] * 3
+    for kind, pane in zip(("cuda", "cuda", "cuda", "opengl"), panes[2:]):
         if kind not in registered:
             assert "is not registered" in pane
             with pytest.raises(TVMLabError, match="not registered"):

@@ -18,6 +18,8 @@ from . import testing  # noqa: F401
 from .ir import transform  # noqa: F401  (tvm.transform: Pass, Sequential, PassContext)
 from .ir import instrument  # noqa: F401  (tvm.instrument: PassTimingInstrument, ...)
 from .ir.function import IRModule  # noqa: F401
+from .lower.intrin_rules import register_intrin_lowering as _ril
+ir.register_intrin_lowering = _ril       # tvm.ir.register_intrin_lowering (the rules live in lower/)
 from .runtime.registry import get_global_func, list_global_func_names, register_func  # noqa: F401
 
 target = codegen.registry

@@ -134,11 +134,36 @@ class tag_scope:  # noqa: N801 - TVM's name
         return tagged
 
 
+def _intrinsic_compute(shape, fcompute, name, tag, attrs):
+    """The op of ``compute(shape, lambda i: intrin(A[i, 0:16], ...))`` (fewer index arguments
+    than dimensions, the body a tensor intrinsic on regions), else None."""
+    from .schedule.tensorize import TensorIntrinCall, tensor_compute
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if builtins.any(p.kind == p.VAR_POSITIONAL for p in params):
+        return None
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not 0 < len(names) < len(shape):
+        return None
+    axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
+                 for n, s in zip(names, shape))
+    call = fcompute(*[iv.var for iv in axis])
+    if not isinstance(call, TensorIntrinCall):
+        return None         # the usual arity error follows
+    call.outer_axes = axis
+    return tensor_compute(shape, names, call, name, tag, attrs)
+
+
 def compute(shape, fcompute, name="compute", tag="", attrs=None):
     """A tensor whose element at index ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
     if not tag and tag_scope._stack:
         tag = tag_scope._stack[-1].tag
     shape = _shape(shape, f"compute {name!r}")
+    op = _intrinsic_compute(shape, fcompute, name, tag, attrs)
+    if op is not None:
+        return _outputs(op)
     names, varargs = _param_names(fcompute, len(shape), name)
     axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
                  for n, s in zip(names, shape))

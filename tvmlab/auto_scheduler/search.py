@@ -261,8 +261,18 @@ class SketchPolicy:
         mo = measure_option(builder=options.builder, runner=options.runner)
         measure = create_measure_batch(self.task, mo)
         total, per_round = options.num_measure_trials, options.num_measures_per_round
-        t0, done, best_at = time.time(), 0, len(self.history)
+        t0, best_at = time.time(), len(self.history)
         self.stopped = False
+        progress = Progress(total) if self.verbose else None
+        try:
+            self._search_rounds(options, measure, total, per_round, t0, best_at, progress)
+        finally:
+            if progress is not None:
+                progress.close()
+        return self.best_state
+
+    def _search_rounds(self, options, measure, total, per_round, t0, best_at, progress):
+        done = 0
         while done < total and not self.stopped:
             n = min(per_round, total - done)
             states = self.evolve(n) if self.states else self.sample_initial_population(n)
@@ -285,16 +295,40 @@ class SketchPolicy:
             for cb in options.measure_callbacks:
                 cb(self, inputs, results)
             self.model.update(self.dag, self.states, self.throughputs)
-            if self.verbose:
+            if progress is not None:
                 best = self.task.flop / self.best_cost / 1e9 if self.best_cost else 0.0
                 ok = sum(1 for r in results if r.error_no == 0)
-                print(f"[auto_scheduler] trials {done}/{total}  ok {ok}/{len(results)}  "
-                      f"best {best:.2f} GFLOP/s  {done / max(time.time() - t0, 1e-9):.2f} trials/s",
-                      flush=True)
+                progress.update(len(results), done, best, ok, done / max(time.time() - t0, 1e-9))
             if options.early_stopping and len(self.history) - best_at >= options.early_stopping:
                 break
-        return self.best_state
 
     def stop(self):
         """Ask a running search to stop after the current batch (from another thread)."""
         self.stopped = True
+
+
+class Progress:
+    """The search's progress: a tqdm bar of trials with the best GFLOP/s so far (as AutoTVM's
+    ``callback.progress_bar``; a widget in a notebook), or one printed line per round where tqdm
+    is not installed."""
+
+    def __init__(self, total):
+        self.total = total
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            self.bar = tqdm(total=total, desc="auto_scheduler", unit="trial")
+
+    def update(self, n, done, best_gflops, ok, rate):
+        text = f"best {best_gflops:.2f} GFLOP/s, ok {ok}/{n} in the last round"
+        if self.bar is None:
+            print(f"[auto_scheduler] trials {done}/{self.total}  {text}  {rate:.2f} trials/s", flush=True)
+            return
+        self.bar.set_postfix_str(text, refresh=False)
+        self.bar.update(n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()

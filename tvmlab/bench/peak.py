@@ -50,11 +50,9 @@ def _kernel_ir(lanes, chains):
 
 
 def threads():
-    """Threads a parallel loop uses (OMP_NUM_THREADS, else the CPUs this process may run on)."""
-    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0]
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """Threads a parallel loop uses (TVM_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this
+    process may run on)."""
+    return llvm_jit.num_threads()
 
 
 def measure(nthreads=None, rounds=5, settle=0.1):

@@ -7,6 +7,7 @@ from .registry import Target, get_builder, list_targets, register_target  # noqa
 from .llvm_build import build_llvm  # noqa: F401  (registers "llvm")
 from .cuda_build import build_cuda  # noqa: F401  (registers "cuda"; compiling needs no GPU)
 from .glsl_build import build_opengl  # noqa: F401  (registers "opengl"; runs on EGL)
+from .opencl_build import build_opencl  # noqa: F401  (registers "opencl"; runs through pyopencl)
 
 
 def build_module(mod, target="llvm"):

@@ -103,6 +103,8 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
                    f"PTX for compute_{virt} only, which the driver compiles for the GPU when it loads it"))
     opts = [f"--gpu-architecture={'sm' if real else 'compute'}_{virt}".encode(), b"-default-device",
             b"--std=c++14"]
+    if "#include <cuda_" in src:
+        opts.append(f"--include-path={cuda_include_dir()}".encode())
     prog = check(nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -123,6 +125,31 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     return DeviceCode(ptx.rstrip(b"\x00").decode(), image, virt, note)
+
+
+def cuda_include_dir():
+    """Where cuda_fp16.h / cuda_bf16.h are: the nvidia-cuda-runtime wheel, $CUDA_HOME, /usr/local/cuda."""
+    import glob
+    import importlib.util
+    places = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations if spec is not None else []) or []:
+        places += sorted(glob.glob(os.path.join(root, "*", "include")))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            places.append(os.path.join(os.environ[env], "include"))
+    places += ["/usr/local/cuda/include"] + sorted(glob.glob("/usr/local/cuda-*/include"), reverse=True)
+    for d in places:
+        if os.path.isfile(os.path.join(d, "cuda_fp16.h")):
+            return d
+    raise BuildError("float16 / bfloat16 in CUDA C need cuda_fp16.h and cuda_bf16.h: install the "
+                     "nvidia-cuda-runtime wheel (pip install 'tvmlab[cuda]') or set CUDA_HOME")
+
+
+def with_type_headers(src):
+    """``src`` with the CUDA headers that define ``half`` and ``__nv_bfloat16`` where it uses them."""
+    heads = [h for t, h in (("half", "cuda_fp16.h"), ("__nv_bfloat16", "cuda_bf16.h")) if t in src]
+    return "".join(f"#include <{h}>\n" for h in heads) + src
 
 
 def _nvrtc_version(nvrtc):
@@ -215,10 +242,11 @@ def _ct(dtype):
 
 class CUDAModule(Module):
     """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
-    ``get_source("cubin")``: bytes, when the architecture was known)."""
+    ``get_source("cubin")``: bytes, when the architecture was known); ``get_source("resources")``
+    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel."""
 
     def __init__(self, kernels, cuda_src, code):
-        sources = {"cu": cuda_src, "ptx": code.ptx}
+        sources = {"cu": cuda_src, "ptx": code.ptx, "resources": lambda: self.resource_report()}
         if code.cubin is not None:
             sources["cubin"] = code.cubin
         super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
@@ -232,6 +260,38 @@ class CUDAModule(Module):
                                   "its PTX is in get_source('ptx')")
         return super().get_source(fmt)
 
+    def resources(self, arch=None):
+        """{kernel: KernelResources} (registers, shared memory, spills) for sm_<arch> (default: the
+        module's), from ptxas or the cubin (``tvmlab.codegen.cuda_resources``)."""
+        from .cuda_resources import resource_usage
+        arch = arch or self.arch
+        cubin = self._sources.get("cubin") if arch == self.arch else None
+        return resource_usage(self._sources["ptx"], arch, cubin)
+
+    def resource_report(self, arch=None):
+        """A text table per kernel: threads per block, registers, shared memory, spills, occupancy."""
+        from ..ir.expr import IntImm
+        from .cuda_resources import occupancy
+        arch = arch or self.arch
+        res = self.resources(arch)
+        lines = [f"resources for sm_{arch} (from {next(iter(res.values())).source if res else 'ptxas'})"]
+        for k in self.kernels:
+            r = res.get(k.name)
+            if r is None:
+                continue
+            threads = 1
+            for tag, ext in k.attrs.get("launch", {}).items():
+                if tag.startswith("threadIdx"):
+                    threads = threads * ext.value if isinstance(ext, IntImm) and threads else 0
+            spill = "?" if r.spill_stores is None else f"{r.spill_stores} B stores, {r.spill_loads} B loads"
+            lines.append(f"{k.name}: {threads or 'symbolic'} threads/block, {r.registers} registers/thread, "
+                         f"{r.shared_bytes} B shared/block, spills: {spill}")
+            if threads:
+                o = occupancy(r, threads, arch)
+                lines.append(f"  occupancy {o.occupancy:.0%}: {o.blocks} blocks ({o.warps} of {o.max_warps} "
+                             f"warps) per SM, limited by {o.limited_by}")
+        return "\n".join(lines)
+
     def image_for(self, cc):
         """("cubin", bytes) when the cubin runs on a GPU of compute capability ``cc``, else
         ("ptx", bytes) for the driver to compile: what the runtime loads."""
@@ -240,21 +300,29 @@ class CUDAModule(Module):
         return "ptx", self._sources["ptx"].encode() + b"\x00"
 
 
+def device_split(mod, target, options, ignored, ctype_of):
+    """The SplitResult of a GPU-lowered module for a target of kind ``target.kind``, with its
+    options checked against ``options`` and every kernel parameter's type against ``ctype_of``."""
+    kind = target.kind
+    unknown = [k for k in target.options if k not in options and k not in ignored]
+    if unknown:
+        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
+                         f"the {kind} target knows {', '.join('-' + k for k in options)}")
+    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
+    if split is None:
+        raise BuildError(f"build_{kind} needs a module lowered for a GPU: tvm.lower(s, args, target='{kind}') "
+                         f"or tvm.build(s, args, '{kind}')")
+    for k in split.kernels:
+        for p in k.params:
+            ctype_of(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
+    return split
+
+
 def build_cuda(mod, target="cuda"):
     """Compile a GPU-lowered IRModule for CUDA; returns the host Module (device code imported)."""
     target = Target(target)
-    unknown = [k for k in target.options if k not in _OPTIONS and k not in _IGNORED]
-    if unknown:
-        raise BuildError(f"unknown option(s) {', '.join('-' + k for k in unknown)} for target {str(target)!r}; "
-                         f"the cuda target knows {', '.join('-' + k for k in _OPTIONS)}")
-    split = getattr(mod, "device_split", None) if isinstance(mod, IRModule) else None
-    if split is None:
-        raise BuildError("build_cuda needs a module lowered for a GPU: tvm.lower(s, args, target='cuda') "
-                         "or tvm.build(s, args, 'cuda')")
-    for k in split.kernels:
-        for p in k.params:
-            ctype(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)
-    src = generate_cuda(split.kernels)
+    split = device_split(mod, target, _OPTIONS, _IGNORED, ctype)
+    src = with_type_headers(generate_cuda(split.kernels))
     arch, known = _arch(target)
     user = get_global_func("tvm_callback_cuda_compile", allow_missing=True)
     if user is not None:            # TVM's hook: the user's compiler, CUDA C -> PTX

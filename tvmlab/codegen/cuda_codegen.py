@@ -18,7 +18,8 @@ from ..ir.functor import substitute
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-           "uint64": "unsigned long long", "float32": "float", "float64": "double"}
+           "uint64": "unsigned long long", "float32": "float", "float64": "double",
+           "float16": "half", "bfloat16": "__nv_bfloat16"}   # cuda_fp16.h / cuda_bf16.h (cuda_build adds them)
 
 _FLOAT_MATH = {"exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt",
                "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
@@ -47,6 +48,7 @@ def ctype(dtype, what="value"):
 
 class CodeGenCUDA:
     """Writes one CUDA C translation unit for a list of kernels."""
+    ctype = staticmethod(ctype)    # the C type of a dtype (a C-like target overrides it)
 
     def __init__(self):
         self.lines = [PRELUDE]
@@ -78,10 +80,10 @@ class CodeGenCUDA:
         for p in func.params:
             buf = func.buffer_map.get(p)
             if buf is not None:
-                self.buf_types[p] = ctype(buf.dtype, f"buffer {buf.name}")
+                self.buf_types[p] = self.ctype(buf.dtype, f"buffer {buf.name}")
                 params.append(f"{self.buf_types[p]}* __restrict__ {self._name(p)}")
             else:
-                params.append(f"{ctype(p.dtype, p.name)} {self._name(p)}")
+                params.append(f"{self.ctype(p.dtype, p.name)} {self._name(p)}")
         threads = 1
         for tag, ext in func.attrs.get("launch", {}).items():
             if tag.startswith("threadIdx"):
@@ -128,12 +130,12 @@ class CodeGenCUDA:
         self.stmt(s.body)
 
     def s_LetStmt(self, s):
-        self.emit(f"{ctype(s.var.dtype, s.var.name)} {self._name(s.var)} = {self.expr(s.value)};")
+        self.emit(f"{self.ctype(s.var.dtype, s.var.name)} {self._name(s.var)} = {self.expr(s.value)};")
         self.stmt(s.body)
 
     def s_For(self, s):
         v = self._name(s.loop_var)
-        t = ctype(s.loop_var.dtype, s.loop_var.name)
+        t = self.ctype(s.loop_var.dtype, s.loop_var.name)
         lo = self.expr(s.min)
         hi = self.expr(s.extent) if _is_zero(s.min) else self.expr(E.Add(s.min, s.extent))
         if s.kind == "unrolled":
@@ -164,7 +166,7 @@ class CodeGenCUDA:
         self.emit("}")
 
     def s_Allocate(self, s):
-        t = ctype(s.dtype, f"buffer {s.buffer_var.name}")
+        t = self.ctype(s.dtype, f"buffer {s.buffer_var.name}")
         count = s.extents[0]
         if not isinstance(count, E.IntImm):
             raise BuildError(f"buffer {s.buffer_var.name} in {s.scope!r} memory has the symbolic size {count}; "
@@ -187,7 +189,7 @@ class CodeGenCUDA:
         fn = getattr(self, "e_" + type(e).__name__, None)
         if fn is None:
             if isinstance(e, E.Expr) and dt.lanes(e.dtype) != 1:
-                ctype(e.dtype, type(e).__name__)
+                self.ctype(e.dtype, type(e).__name__)
             raise BuildError(f"the cuda target cannot generate {type(e).__name__} expressions")
         return fn(e)
 
@@ -206,13 +208,13 @@ class CodeGenCUDA:
             return "(-9223372036854775807LL - 1)"
         text = f"{e.value}{suffix}"
         if e.dtype not in ("int32", "int64", "uint64", "uint32"):
-            return f"(({ctype(e.dtype)}){text})"
+            return f"(({self.ctype(e.dtype)}){text})"
         return f"({text})" if e.value < 0 else text
 
     def e_FloatImm(self, e):
         v = e.value
         f32 = e.dtype == "float32"
-        ctype(e.dtype)
+        self.ctype(e.dtype)
         if math.isnan(v):
             return "__int_as_float(0x7fc00000)" if f32 else "__longlong_as_double(0x7ff8000000000000LL)"
         if math.isinf(v):
@@ -222,13 +224,15 @@ class CodeGenCUDA:
         if "e" not in text and "." not in text:
             text += ".0"
         text = text + ("f" if f32 else "")
+        if e.dtype in ("float16", "bfloat16"):
+            return f"(({self.ctype(e.dtype)}){text}f)"
         return f"({text})" if v < 0 else text
 
     def e_Cast(self, e):
-        return f"(({ctype(e.dtype)}){self.expr(e.value)})"
+        return f"(({self.ctype(e.dtype)}){self.expr(e.value)})"
 
     def _bin(self, e, op):
-        ctype(e.dtype)
+        self.ctype(e.dtype)
         return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
 
     def e_Add(self, e): return self._bin(e, "+")
@@ -278,7 +282,7 @@ class CodeGenCUDA:
     def e_Load(self, e):
         if e.predicate is not None:
             raise BuildError("the cuda target does not support predicated loads")
-        ctype(e.dtype)
+        self.ctype(e.dtype)
         return f"{self._name(e.buffer_var)}[{_strip(self.expr(e.index))}]"
 
     def e_Call(self, e):

@@ -6,9 +6,11 @@ and its features, compile in-process with MCJIT, and describe each function
 (parameters, shapes, error codes) for the runtime's argument checks.
 
 Target options: ``-mcpu=<name>`` (default: the host CPU), ``-mattr=+f,-g``
-(features added to the CPU's), ``-opt-level=0..3`` (default 3).  Code built
-for a CPU other than the host can be inspected (``get_source``) but calling it
-raises DeviceError, since it may use instructions this machine lacks.
+(features added to the CPU's), ``-opt-level=0..3`` (default 3),
+``-mtriple=<triple>`` (another architecture, e.g. aarch64-linux-gnu: its CPU
+defaults to "generic").  Code built for a CPU other than the host can be
+inspected (``get_source``) and exported, but calling it raises DeviceError,
+since it may use instructions this machine lacks.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from .llvm_codegen import CodeGenLLVM, signature
 from .llvm_export import LLVMExporter
 from .registry import Target, register_target
 
-_OPTIONS = ("mcpu", "mattr", "opt-level")
+_OPTIONS = ("mcpu", "mattr", "opt-level", "mtriple")
 _IGNORED = ("keys", "system-lib", "model", "tag")
 
 
@@ -47,13 +49,27 @@ def target_config(target):
     mattr = opts.get("mattr")
     if mcpu is True or mattr is True:
         raise BuildError(f"-mcpu and -mattr need a value, e.g. -mcpu={host}")
-    if mcpu in (None, "native", host):
+    triple = target_triple(target)
+    if not llvm_jit.is_host_triple(triple):       # another architecture: its own CPU names
+        if mcpu == "native":
+            raise BuildError(f"-mcpu=native names this machine's CPU; with -mtriple={triple} name a CPU of that "
+                             "architecture (e.g. -mcpu=cortex-a72) or leave -mcpu out for a generic one")
+        cpu, features = mcpu or "generic", ""
+    elif mcpu in (None, "native", host):
         cpu, features = host, host_features
     else:
         cpu, features = mcpu, ""
     if mattr:
         features = f"{features},{mattr}" if features else mattr
-    return cpu, features, opt, llvm_jit.not_runnable(cpu, features)
+    return cpu, features, opt, llvm_jit.not_runnable(cpu, features, triple)
+
+
+def target_triple(target):
+    """The LLVM triple code for ``target`` is built for: its ``-mtriple``, else this machine's."""
+    triple = target.options.get("mtriple")
+    if triple is True:
+        raise BuildError("-mtriple needs a value, e.g. -mtriple=aarch64-linux-gnu")
+    return llvm_jit.check_triple(triple)
 
 
 def optimize(module_ref, tm, opt):
@@ -131,16 +147,19 @@ def func_spec(name, func, errors):
 
 
 # ------------------------------------------------------------------ build
-def _generate(funcs, tm):
-    cg = CodeGenLLVM(llvm.get_process_triple(), str(tm.target_data), openmp=llvm_jit.has_openmp())
+def _generate(funcs, tm, triple):
+    cg = CodeGenLLVM(triple, str(tm.target_data), openmp=llvm_jit.has_openmp())
     errors = {name: cg.add_function(name, f) for name, f in funcs.items()}
     return cg.text(), errors
 
 
 def generate(mod, target="llvm"):
     """Unoptimised LLVM assembly for ``mod`` (IRModule or PrimFunc) and each function's error codes."""
-    cpu, features, opt, _ = target_config(Target(target))
-    return _generate(functions_of(mod, "build_llvm"), llvm_jit.create_target_machine(cpu, features, opt))
+    target = Target(target)
+    cpu, features, opt, _ = target_config(target)
+    triple = target_triple(target)
+    return _generate(functions_of(mod, "build_llvm"), llvm_jit.create_target_machine(cpu, features, opt,
+                                                                                     triple=triple), triple)
 
 
 def _export_only():
@@ -155,9 +174,10 @@ def build_llvm(mod, target="llvm"):
     if target.kind != "llvm":
         raise BuildError(f"build_llvm builds for target 'llvm', got {str(target)!r}")
     cpu, features, opt, reason = target_config(target)
+    triple = target_triple(target)
     funcs = functions_of(mod, "build_llvm")
-    tm = llvm_jit.create_target_machine(cpu, features, opt)
-    text, errors = _generate(funcs, tm)
+    tm = llvm_jit.create_target_machine(cpu, features, opt, triple=triple)
+    text, errors = _generate(funcs, tm, triple)
     try:
         ref = llvm.parse_assembly(text)
         ref.verify()
@@ -180,11 +200,11 @@ def build_llvm(mod, target="llvm"):
 
     def asm():
         r = llvm.parse_assembly(opt_text)
-        return llvm_jit.create_target_machine(cpu, features, opt).emit_assembly(r)
+        return llvm_jit.create_target_machine(cpu, features, opt, triple=triple).emit_assembly(r)
 
     sources = {"ll": opt_text, "ll-unopt": text, "asm": asm}
     entry = next(iter(funcs))
-    exporter = LLVMExporter(opt_text, cpu, features, opt, [f.spec for f in functions.values()], entry)
+    exporter = LLVMExporter(opt_text, cpu, features, opt, [f.spec for f in functions.values()], entry, triple)
     return Module("llvm", functions, entry, sources, aliases={"": "ll", "llvm": "ll", "s": "asm"},
                   exporter=exporter)
 

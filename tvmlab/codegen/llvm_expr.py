@@ -326,7 +326,7 @@ class ExprMixin:
     def _e_Load(self, e):
         ptr = self.buffer_ptr(e.buffer_var)
         elem = dt.element_of(e.dtype)
-        buf_elem = self.buf_elem.get(e.buffer_var, elem)
+        buf_elem = access_elem(self.buf_elem.get(e.buffer_var, elem), elem)
         n = dt.lanes(e.dtype)
         mty = memory_type(e.dtype)
         bl = self.b
@@ -385,3 +385,11 @@ class ExprMixin:
 
 def _is_one(x):
     return isinstance(x, E.IntImm) and x.value == 1
+
+
+def access_elem(buf_elem, elem):
+    """The element type an access indexes by: the buffer's, unless the access reads a type of
+    another size (memory StorageRewrite shares between types), whose index counts its own elements."""
+    if buf_elem != elem and dt.bits(buf_elem) != dt.bits(elem) and not (dt.is_bool(buf_elem) or dt.is_bool(elem)):
+        return elem
+    return buf_elem

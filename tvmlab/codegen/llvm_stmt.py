@@ -19,7 +19,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.printer import astext
 from . import llvm_ir as L
-from .llvm_expr import _is_one
+from .llvm_expr import _is_one, access_elem
 from .llvm_types import memory_type
 
 STACK_LIMIT = 64 * 1024
@@ -237,7 +237,7 @@ class StmtMixin:
         ptr = self.buffer_ptr(s.buffer_var)
         vdt = s.value.dtype
         elem = dt.element_of(vdt)
-        buf_elem = self.buf_elem.get(s.buffer_var, elem)
+        buf_elem = access_elem(self.buf_elem.get(s.buffer_var, elem), elem)
         n = dt.lanes(vdt)
         bl = self.b
         v = self.to_memory(vdt, self.expr(s.value))

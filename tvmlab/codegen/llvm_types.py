@@ -28,6 +28,8 @@ def value_type(dtype):
         t = f"i{bits}"
     elif kind == "float":
         t = _FLOATS[bits]
+    elif kind == "bfloat":
+        t = "i16"           # bfloat16 is storage: its bits (lower.bf16_legalize computes in float32)
     elif kind == "handle":
         t = "ptr"
     else:  # pragma: no cover - dt.parse rejects anything else

@@ -17,7 +17,7 @@ import llvmlite.binding as llvm
 
 from ..ir import dtype as dt
 from ..runtime import llvm_jit
-from .llvm_build import target_config
+from .llvm_build import target_config, target_triple
 from .registry import Target
 
 _PROBE = """
@@ -32,7 +32,8 @@ define void @probe(ptr noalias %a, ptr noalias %b) {
 
 # register name patterns in the probe's assembly -> (bits, registers of that kind)
 _KINDS = ((re.compile(r"%zmm\d"), 512, 32), (re.compile(r"%ymm\d"), 256, 16), (re.compile(r"%xmm\d"), 128, 16),
-          (re.compile(r"\bv\d+\.4s\b|\bq\d+\b"), 128, 32))
+          (re.compile(r"\bv\d+\.4s\b"), 128, 32),      # AArch64 NEON: v0-v31
+          (re.compile(r"\bq\d+\b"), 128, 16))            # 32-bit ARM NEON: q0-q15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +51,8 @@ class VectorRegisters:
 
 
 @functools.lru_cache(maxsize=None)
-def _probe(cpu, features):
-    tm = llvm_jit.create_target_machine(cpu, features, 2)
+def _probe(cpu, features, triple):
+    tm = llvm_jit.create_target_machine(cpu, features, 2, triple=triple)
     asm = tm.emit_assembly(llvm.parse_assembly(_PROBE))
     for pattern, bits, count in _KINDS:
         if pattern.search(asm):
@@ -61,5 +62,6 @@ def _probe(cpu, features):
 
 def vector_registers(target="llvm"):
     """The ``VectorRegisters`` code built for ``target`` (an llvm target string or Target) uses."""
-    cpu, features, _, _ = target_config(Target(target))
-    return _probe(cpu, features)
+    target = Target(target)
+    cpu, features, _, _ = target_config(target)
+    return _probe(cpu, features, target_triple(target))

@@ -54,14 +54,16 @@ class GraphExecutorFactoryModule:
     def get_executor_config(self):
         return self.graph_json
 
-    def export_library(self, file_name):
+    def export_library(self, file_name, fcompile=None, cc=None, options=None):
         """Write ``file_name`` (the compiled groups, a shared library) with the graph and the parameters
-        beside it (``file_name + ".graph.json"``, ``+ ".params.npz"``); ``tvm.runtime.load_module`` loads all three."""
+        beside it (``file_name + ".graph.json"``, ``+ ".params.npz"``); ``tvm.runtime.load_module`` loads all three.
+        ``cc`` / ``fcompile`` / ``options`` as for ``Module.export_library``.  (One file with a C API:
+        build with ``executor=relay.backend.Executor("aot")``.)"""
         file_name = os.fspath(file_name)
         if self.lib is None:
             raise RuntimeArgError("export_library: this model has no compiled function (its graph only copies "
                                   "inputs to outputs)")
-        self.lib.export_library(file_name)
+        self.lib.export_library(file_name, fcompile=fcompile, cc=cc, options=options)
         with open(file_name + GRAPH_SUFFIX, "w") as f:
             f.write(self.graph_json)
         np.savez(file_name + PARAMS_SUFFIX, **self.params)
@@ -118,7 +120,7 @@ class GroupLibrary:
         """Every group's device code (``fmt`` as for one module: "" / "cuda" for CUDA C, "ptx")."""
         return "\n".join(m.get_source(fmt) for m in self.imported_modules)
 
-    def export_library(self, file_name):
+    def export_library(self, file_name, fcompile=None, cc=None, options=None):
         raise RuntimeArgError(f"export_library: a model built for {self.type_key} cannot be written out "
                               "(only target 'llvm' builds can); run it in this process")
 
@@ -325,8 +327,10 @@ class GraphModule:
 
     def __init__(self, module):
         if not isinstance(module, GraphExecutor):
+            hint = (" (an ahead-of-time model: use tvm.runtime.executor.AotModule(lib['default'](dev)))"
+                    if type(module).__name__ == "AotExecutor" else "")
             raise RuntimeArgError(f"GraphModule needs lib['default'](dev) (a graph executor), got "
-                                  f"{type(module).__name__}")
+                                  f"{type(module).__name__}{hint}")
         self.module = module
 
     def set_input(self, key=None, value=None, **params):

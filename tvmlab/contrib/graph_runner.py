@@ -8,6 +8,8 @@ most of a small model's run.  ``compile_runner`` writes those calls, with their
 arguments as constants, into one LLVM function; ``run()`` is then a single
 ctypes call.  The first kernel that fails stops the run and its index and error
 code come back, so the error is raised exactly as a direct call would raise it.
+The ahead-of-time executor (``aot_executor``) writes its entry function with
+the same ``runner_ir``, its arguments offsets into a workspace and constants.
 """
 from __future__ import annotations
 
@@ -37,30 +39,48 @@ def _llvm_args(fn, cargs):
 SERIAL_BYTES = 1 << 16     # a kernel touching less than this runs on one thread (no team to wake and join)
 
 
-def runner_ir(calls, serial=()):
-    """LLVM IR of ``i64 @graph_run()`` for ``calls`` = [(kernel address, [(type, value)])]: 0 when every call
-    returns 0, else ``(index + 1) << 32 | code`` of the first that fails.  Calls whose index is in ``serial``
+def runner_ir(calls, serial=(), name="graph_run", bases=()):
+    """LLVM IR of ``i64 @<name>(ptr %<base>, ...)`` for ``calls`` = [(kernel, [(type, value)])]: 0 when every
+    call returns 0, else ``(index + 1) << 32 | code`` of the first that fails.  Calls whose index is in ``serial``
     run with OpenMP's thread count set to one (set on entering a stretch of them, restored on leaving it or
-    on failing inside it)."""
+    on failing inside it).
+
+    A kernel is its address (an int: code in this process) or its symbol (a str, declared here and linked
+    with its definition later, as in an ahead-of-time library).  A "ptr" value is an address or ``(base,
+    offset)``: ``offset`` bytes into the pointer argument ``base`` (one of ``bases``)."""
     lines = []
     if serial:
         lines += ["declare i32 @omp_get_max_threads()", "declare void @omp_set_num_threads(i32)"]
-    lines += ["define i64 @graph_run() {", "entry:"]
+    declared = set()
+    for kernel, args in calls:
+        if isinstance(kernel, str) and kernel not in declared:
+            declared.add(kernel)
+            lines.append(f'declare i32 @"{kernel}"({", ".join(ty for ty, _ in args)})')
+    params = ", ".join(f"ptr noalias %{b}" for b in bases)
+    lines += [f'define i64 @"{name}"({params}) {{', "entry:"]
     if serial:
         lines.append("  %nthreads = call i32 @omp_get_max_threads()")
     restore = "  call void @omp_set_num_threads(i32 %nthreads)"
-    for k, (addr, args) in enumerate(calls):
+    for k, (kernel, args) in enumerate(calls):
         if k in serial and k - 1 not in serial:
             lines.append("  call void @omp_set_num_threads(i32 1)")
         vals = []
         for j, (ty, v) in enumerate(args):
-            if ty == "ptr":
+            if ty == "ptr" and isinstance(v, tuple):
+                base, offset = v
+                lines.append(f"  %a{k}_{j} = getelementptr inbounds i8, ptr %{base}, i64 {offset}")
+                vals.append(f"ptr %a{k}_{j}")
+            elif ty == "ptr":
                 lines.append(f"  %a{k}_{j} = inttoptr i64 {v} to ptr")
                 vals.append(f"ptr %a{k}_{j}")
             else:
                 vals.append(f"{ty} {v}")
-        lines += [f"  %f{k} = inttoptr i64 {addr} to ptr",
-                  f"  %r{k} = call i32 %f{k}({', '.join(vals)})"]
+        if isinstance(kernel, str):
+            callee = f'@"{kernel}"'
+        else:
+            lines.append(f"  %f{k} = inttoptr i64 {kernel} to ptr")
+            callee = f"%f{k}"
+        lines.append(f"  %r{k} = call i32 {callee}({', '.join(vals)})")
         leaving = k in serial and k + 1 not in serial
         if leaving:
             lines.append(restore)
@@ -194,8 +214,10 @@ class GraphRunner:
 
 def small_calls(arg_lists, limit=SERIAL_BYTES):
     """Indices of the calls whose arguments together hold fewer than ``limit`` bytes: waking and joining a
-    second thread costs about what such a kernel does (a softmax over 10 classes, a pool to 1x1)."""
-    return [k for k, args in enumerate(arg_lists) if sum(a._arr.nbytes for a in args) < limit]
+    second thread costs about what such a kernel does (a softmax over 10 classes, a pool to 1x1).
+    An argument is an NDArray or its size in bytes."""
+    return [k for k, args in enumerate(arg_lists)
+            if sum(a if isinstance(a, int) else a._arr.nbytes for a in args) < limit]
 
 
 def make_runner(funcs, arg_lists, serial=None):

@@ -77,6 +77,30 @@ def _buffer_args(args, binds):
     return out
 
 
+def get_binds(args, compact=False, binds=None):
+    """TVM's helper: ``(binds, arg_list)`` with a Buffer for every tensor argument.
+
+    ``binds`` gives some tensors their own buffers (``tvm.tir.decl_buffer``);
+    ``arg_list`` has each tensor's buffer in its place (scalar vars stay).
+    ``compact`` is accepted for TVM's signature (tvmlab's buffers are always dense).
+    """
+    if not isinstance(args, (list, tuple)):
+        raise LoweringError(f"get_binds: args must be a list of tensors, got {args!r}")
+    out = dict(_user_binds(binds, args))
+    arg_list = []
+    for a in args:
+        if isinstance(a, Tensor):
+            if a not in out:
+                out[a] = Buffer(a.name, a.shape, a.dtype)
+            arg_list.append(out[a])
+        elif isinstance(a, (Var, Buffer)):
+            arg_list.append(a)
+        else:
+            raise LoweringError(f"get_binds: an argument must be a tensor, buffer or scalar var, "
+                                f"got {type(a).__name__}")
+    return out, arg_list
+
+
 def make_function(sch, args, name, user_binds=None):
     """AST2 as a PrimFunc plus the buffers of its tensor arguments (``user_binds`` gives some their own)."""
     from ..schedule.bound import canonical_tensor, effective_bodies, infer_bound
@@ -242,7 +266,7 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     """
     from ..codegen.registry import Target, get_builder
     if target is None:
-        target = "llvm"
+        target = Target.current() or "llvm"      # ``with tvm.target.Target("opencl"): tvm.build(s, args)``
     if target_host is not None:
         host = target_host if isinstance(target_host, Target) else Target(target_host)
         if "cpu" not in host.keys:

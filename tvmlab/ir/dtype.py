@@ -7,9 +7,10 @@ from functools import lru_cache
 
 from ..errors import DSLError
 
-_KINDS = ("int", "uint", "float", "bool", "handle")
+_KINDS = ("int", "uint", "float", "bfloat", "bool", "handle")
 SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-             "uint64", "float16", "float32", "float64")
+             "uint64", "bfloat16", "float16", "float32", "float64")
+BF16_MAX = 3.3895313892515355e38     # largest finite bfloat16
 
 
 @lru_cache(maxsize=None)
@@ -31,6 +32,10 @@ def parse(dtype):
         return ("bool", 1, lanes)
     if base == "handle":
         return ("handle", 64, lanes)
+    if base == "bfloat16":
+        return ("bfloat", 16, lanes)
+    if base in ("float", "int", "uint"):       # TVM's short names: float32, int32, uint32
+        return (base, 32, lanes)
     for kind in ("uint", "int", "float"):
         if base.startswith(kind) and base[len(kind):].isdigit():
             bits = int(base[len(kind):])
@@ -82,7 +87,12 @@ def with_lanes(dtype, n):
 
 
 def is_float(dtype):
-    return parse(dtype)[0] == "float"
+    """IEEE floats and bfloat16."""
+    return parse(dtype)[0] in ("float", "bfloat")
+
+
+def is_bfloat16(dtype):
+    return parse(dtype)[0] == "bfloat"
 
 
 def is_int(dtype):
@@ -113,7 +123,10 @@ def itemsize(dtype):
 
 
 def to_numpy(dtype):
+    """The numpy dtype holding ``dtype``'s elements: bfloat16 is kept as its bits (uint16)."""
     import numpy as np
+    if is_bfloat16(dtype):
+        return np.dtype("uint16")
     return np.dtype(element_of(dtype))
 
 
@@ -123,6 +136,8 @@ def min_value(dtype):
     k, b, _ = parse(dtype)
     if k == "bool":
         return False
+    if k == "bfloat":
+        return -BF16_MAX
     if k == "float":
         return float(np.finfo(to_numpy(dtype)).min)
     return int(np.iinfo(to_numpy(dtype)).min)
@@ -133,6 +148,8 @@ def max_value(dtype):
     k, b, _ = parse(dtype)
     if k == "bool":
         return True
+    if k == "bfloat":
+        return BF16_MAX
     if k == "float":
         return float(np.finfo(to_numpy(dtype)).max)
     return int(np.iinfo(to_numpy(dtype)).max)

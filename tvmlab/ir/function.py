@@ -122,11 +122,13 @@ class PrimFunc:
         self.body = body
         self.attrs = dict(attrs or {})
 
-    def with_attr(self, key, value):
-        """A copy with attribute ``key`` set (``"global_symbol"`` also renames it)."""
-        out = PrimFunc(self.name, self.params, self.buffer_map, self.body, self.attrs | {key: value})
-        if key == "global_symbol":
-            out.name = value
+    def with_attr(self, key, value=None):
+        """A copy with attribute ``key`` set (``"global_symbol"`` also renames it); ``key`` may be
+        a dict of several attributes."""
+        items = dict(key) if isinstance(key, dict) else {key: value}
+        out = PrimFunc(self.name, self.params, self.buffer_map, self.body, self.attrs | items)
+        if "global_symbol" in items:
+            out.name = items["global_symbol"]
         return out
 
     def with_body(self, body, **attrs):
@@ -167,11 +169,30 @@ class PrimFunc:
         return mimebundle(self)
 
 
+class GlobalVar:
+    """TVM's name of a module-level function: ``IRModule({GlobalVar("main"): f})`` keys by its name."""
+    __slots__ = ("name_hint",)
+
+    def __init__(self, name_hint):
+        if not isinstance(name_hint, str):
+            raise TypeError(f"GlobalVar takes a name, got {type(name_hint).__name__}")
+        self.name_hint = name_hint
+
+    def __eq__(self, other):
+        return isinstance(other, GlobalVar) and other.name_hint == self.name_hint
+
+    def __hash__(self):
+        return hash(("GlobalVar", self.name_hint))
+
+    def __repr__(self):
+        return f"GlobalVar({self.name_hint!r})"
+
+
 class IRModule:
     """Named PrimFuncs (usually one) plus, when kept, the IR after every lowering step."""
 
     def __init__(self, functions=None, history=None):
-        self.functions = dict(functions or {})
+        self.functions = {getattr(k, "name_hint", k): v for k, v in dict(functions or {}).items()}
         self.history = dict(history or {})
 
     @classmethod
@@ -195,6 +216,10 @@ class IRModule:
 
     def __iter__(self):
         return iter(self.functions.values())
+
+    def _move(self):
+        """TVM hands a module over without copying it; here the module itself."""
+        return self
 
     def get_global_vars(self):
         return list(self.functions)

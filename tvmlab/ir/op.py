@@ -34,7 +34,7 @@ def const(value, dtype=None):
     kind, _, lanes = dt.parse(dtype)
     if lanes != 1:
         return E.Broadcast(const(value, dt.element_of(dtype)), lanes)
-    if kind == "float":
+    if kind in ("float", "bfloat"):
         return E.FloatImm(dtype, float(value))
     if kind == "bool":
         return E.IntImm("bool", int(bool(value)))
@@ -74,7 +74,7 @@ def _literal_as(value, dtype):
     """A Python literal converted to meet ``dtype`` (TVM's rule for constants)."""
     kind = dt.kind(dtype)
     ln = dt.lanes(dtype)
-    if kind == "float" or (kind in ("int", "uint") and isinstance(value, numbers.Integral)):
+    if kind in ("float", "bfloat") or (kind in ("int", "uint") and isinstance(value, numbers.Integral)):
         c = const(value, dt.element_of(dtype))
     elif kind == "bool" and isinstance(value, (bool, numbers.Integral)):
         c = const(value, "int32" if not isinstance(value, bool) else "bool")
@@ -108,10 +108,10 @@ def match_types(a, b):
         return match_types(a, b)
     if ka == kb:
         target = ta if ba >= bb else tb
-    elif ka == "float" or kb == "float":
-        target = ta if ka == "float" else tb
-        if ka == "float" and kb == "float":
-            target = ta if ba >= bb else tb
+    elif ka in ("float", "bfloat") or kb in ("float", "bfloat"):
+        target = ta if ka in ("float", "bfloat") else tb
+        if ka in ("float", "bfloat") and kb in ("float", "bfloat"):
+            target = ta if ka == "float" else tb          # bfloat16 meets an IEEE float: the IEEE one
     elif "bool" in (ka, kb):
         target = tb if ka == "bool" else ta
     else:  # int vs uint: the wider, signed on a tie
@@ -135,7 +135,7 @@ def cast(dtype, value):
     if isinstance(value, (E.IntImm, E.FloatImm)):
         v = value.value
         k = dt.kind(dtype)
-        if k == "float":
+        if k in ("float", "bfloat"):
             return E.FloatImm(dtype, float(v))
         if k == "bool":
             return E.IntImm("bool", int(bool(v)))

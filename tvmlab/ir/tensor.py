@@ -186,7 +186,7 @@ class Tensor(ExprOp):
         if not isinstance(indices, tuple):
             indices = (indices,)
         if builtins_any(isinstance(x, slice) for x in indices):
-            raise DSLError(f"slicing tensor {self.name} is not supported; index every dimension")
+            return TensorRegion(self, indices)    # A[i, 0:16]: an argument of a tensor intrinsic
         if len(indices) < self.ndim:
             return TensorSlice(self, indices)     # A[i][j], as in TVM
         return self(*indices)
@@ -248,6 +248,34 @@ class Tensor(ExprOp):
         """Rich display in a notebook (drawn by tvmlab.widgets.repr)."""
         from ..widgets.repr import mimebundle
         return mimebundle(self)
+
+
+class TensorRegion:
+    """``A[i, 0:16]``: a region of a tensor (points and ranges), the argument form a tensor
+    intrinsic takes in ``te.compute(shape, lambda i: intrin(A[i, 0:16], ...))``."""
+    __slots__ = ("tensor", "items")
+
+    def __init__(self, tensor, indices):
+        from . import op as _op
+        if len(indices) != tensor.ndim:
+            raise DSLError(f"region of tensor {tensor.name}: {len(indices)} of its {tensor.ndim} "
+                           "dimensions given; give an index or a range for each")
+        items = []
+        for k, x in enumerate(indices):
+            if isinstance(x, slice):
+                if x.step not in (None, 1):
+                    raise DSLError(f"region of tensor {tensor.name}: dimension {k} has step {x.step}; "
+                                   "only unit steps are supported")
+                lo = _op.convert(0 if x.start is None else x.start)
+                hi = _op.convert(tensor.shape[k] if x.stop is None else x.stop)
+                items.append((lo, _op.sub(hi, lo)))
+            else:
+                items.append(_op.convert(x))
+        self.tensor, self.items = tensor, tuple(items)
+
+    def __repr__(self):
+        parts = [f"{x[0]}:{x[0]}+{x[1]}" if isinstance(x, tuple) else str(x) for x in self.items]
+        return f"{self.tensor.name}[{', '.join(parts)}]"
 
 
 class TensorSlice(ExprOp):

@@ -47,8 +47,17 @@ def register_intrin_rule(target, op_name, f=None, level=10, override=False):
     return register(f) if f is not None else register
 
 
+def register_intrin_lowering(op_name, target="default", f=None, level=10):
+    """TVM's ``tvm.ir.register_intrin_lowering``: a rule for ``op_name`` ("tir.exp") on target kind
+    ``target``; target "default" serves every target that has no rule of its own."""
+    return register_intrin_rule(target, op_name, f, level=level, override=True)
+
+
 def rules_for(kind):
-    return {name: fn for (k, name), (_, fn) in _RULES.items() if k == kind}
+    """{op: rule} for target kind ``kind``: its own rules over the "default" ones."""
+    out = {name: fn for (k, name), (_, fn) in _RULES.items() if k == "default"}
+    out.update({name: fn for (k, name), (_, fn) in _RULES.items() if k == kind})
+    return out
 
 
 def apply_intrin_rules(stmt, kind):

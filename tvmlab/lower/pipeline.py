@@ -18,6 +18,11 @@ from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
 from .inject_virtual_thread import inject_virtual_thread
+from .hoist_if import hoist_if_then_else
+from .storage_rewrite import storage_rewrite, strip_scope_tags
+from .narrow_datatype import narrow_datatype
+from .bf16_legalize import bf16_legalize
+from .bound_checker import instrument_bound_checkers
 from .lower_thread_allreduce import lower_thread_allreduce
 from .redundant_stores import guard_redundant_stores
 from .split_host_device import split_host_device
@@ -52,6 +57,25 @@ def _unroll(stmt, ctx):
     return unroll(stmt, **ctx.config.get("unroll", {}))
 
 
+def _hoist_if(stmt, ctx):
+    """Loop-invariant ifs out of their loops; across thread scopes with ``hoist_block_scope``."""
+    return hoist_if_then_else(stmt, ctx.config.get("hoist_block_scope", False))
+
+
+def _storage_rewrite(stmt, ctx):
+    """Memory reuse; with config ``disable_storage_rewrite`` only the scope tags go."""
+    if ctx.config.get("disable_storage_rewrite"):
+        return strip_scope_tags(stmt)
+    return storage_rewrite(stmt)
+
+
+def _bound_checkers(stmt, ctx):
+    """With config ``instrument_bound_checkers``, an assertion before every buffer access."""
+    if not ctx.config.get("instrument_bound_checkers"):
+        return stmt
+    return instrument_bound_checkers(stmt, {b.data: b for b in ctx.binds.values()})
+
+
 def _vectorize(stmt, ctx):
     """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
     if ctx.config.get("disable_vectorize"):
@@ -59,14 +83,25 @@ def _vectorize(stmt, ctx):
     return vectorize(stmt)
 
 
+def _bf16_legalize(stmt, ctx):
+    """bfloat16 arithmetic in float32; bfloat16 values as uint16 bits unless the target has the
+    type (CUDA's __nv_bfloat16)."""
+    return bf16_legalize(stmt, lower=ctx.config.get("target_kind") != "cuda")
+
+
 PIPELINE = [
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
+    ("bf16_legalize", _bf16_legalize),
+    ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
     ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
     ("vectorize", _vectorize),
+    ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+    ("hoist_if_then_else", _hoist_if),
+    ("instrument_bound_checkers", lambda stmt, ctx: _bound_checkers(stmt, ctx)),
 ]
 
 PASSES = tuple(name for name, _ in PIPELINE)
@@ -112,7 +147,7 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
 
 # TVM's tir.add_lower_pass phases: 0 runs on AST2, 1 after flattening, 2 after
 # vectorize/unroll, 3 at the end.
-PHASE_AFTER = {1: "storage_flatten", 2: "unroll", 3: "remove_no_op"}
+PHASE_AFTER = {1: "narrow_datatype", 2: "unroll", 3: "hoist_if_then_else"}
 
 
 # ------------------------------------------------------------------ GPU targets
@@ -127,14 +162,18 @@ DEVICE_PASSES = [
 
 GPU_PIPELINE = [
     ("storage_flatten", PIPELINE[0][1]),
+    PIPELINE[1],
+    PIPELINE[2],
     DEVICE_PASSES[0],
     # GPU kernels have no vector types here: a vectorized loop (TVM's float4
     # copies into shared memory) runs as a loop in each thread.
     ("vectorize", lambda stmt, ctx: serialize_vectorized(stmt)),
+    ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     DEVICE_PASSES[1],
     ("simplify", _simplify),
     ("remove_no_op", lambda stmt, ctx: remove_no_op(stmt)),
+    ("hoist_if_then_else", _hoist_if),
     DEVICE_PASSES[2],
 ]
 
@@ -156,7 +195,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     "AST2" and each pass to the whole function after it, then
     "split_host_device" to the host function.
     """
-    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}) | {"target_kind": target_kind})
     ctx.config.setdefault("warp_size", 32 if target_kind == "cuda" else None)   # shuffles: CUDA only
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func

@@ -76,8 +76,8 @@ class _Flattener(IRMutator):
         t = s.producer
         if t in self.bound:
             return self.visit(s.body)   # bound argument: its buffer is the storage
-        from ..schedule.scope import base_scope
-        scope = base_scope(s.storage_scope) or "global"     # a tag ("shared:foo") is dropped here
+        # a tag ("global:acc") stays until storage_rewrite packs the tagged memory and drops it
+        scope = s.storage_scope or "global"
         extents = tuple(_op.convert(r.extent) for r in s.bounds)
         mins = tuple(_op.convert(r.min) for r in s.bounds)
         data = Var(t.name, "handle")

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 from ..ir import function as _function
-from . import analysis, op, transform  # noqa: F401
+from ..ir.function import GlobalVar  # noqa: F401  (TVM exports it from relay too)
+from . import analysis, backend, op, transform  # noqa: F401
 from . import frontend  # noqa: F401  (from_onnx, from_pytorch)
 from .build_module import build, create_executor, optimize  # noqa: F401
 from .base import RelayError, TypeInferenceError  # noqa: F401

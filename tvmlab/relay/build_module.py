@@ -249,11 +249,15 @@ class GraphCodegen:
 
 
 def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="default", executor=None, runtime=None):
-    """Compile a relay module for ``target``; returns a factory: ``lib["default"](dev)``, ``get_graph_json()``,
-    ``get_params()``, ``export_library(path)``."""
+    """Compile a relay module for ``target``; returns a factory: ``lib["default"](dev)``, ``get_params()``,
+    ``export_library(path)``, and ``get_graph_json()`` for the graph executor.  ``executor=
+    relay.backend.Executor("aot")``: one entry function runs the whole model (``contrib.aot_executor``)."""
     from ..codegen.registry import Target
     from ..contrib.graph_executor import GraphExecutorFactoryModule
     from ..driver import build as tir_build
+    from .backend import executor_of, runtime_of
+    ex = executor_of(executor)
+    runtime_of(runtime)
     if isinstance(target, dict):
         if len(target) != 1:
             raise RelayError(f"relay.build compiles for one target, got {list(target)}")
@@ -262,6 +266,9 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
     tgt = target if isinstance(target, Target) else Target(str(target))
     if tgt.kind not in ("llvm", "cuda"):
         raise RelayError(f"relay.build compiles graphs for targets 'llvm' (the CPU) and 'cuda'; got {str(tgt)!r}")
+    if ex.name == "aot" and tgt.kind != "llvm":
+        raise RelayError(f"the ahead-of-time executor compiles for CPU targets ('llvm ...'), got {str(tgt)!r}; "
+                         "use the graph executor for it")
     opt_mod, _ = optimize(ir_mod, tgt, params)
     cg = GraphCodegen(tgt)
     graph_json = cg.run(opt_mod["main"])
@@ -270,7 +277,14 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
     else:       # one module per group (a CUDA module holds one host function)
         lib = GroupLibrary(tgt.kind, cg.funcs)
         cg.funcs = {}
-    factory = GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name=mod_name)
+    if ex.name == "aot":
+        from ..contrib.aot_executor import AOTExecutorFactoryModule, plan_aot
+        from ..runtime import llvm_jit
+        plan = plan_aot(graph_json, cg.params, lib, mod_name, ex.options.get("workspace-byte-alignment", 64),
+                        openmp=llvm_jit.has_openmp())
+        factory = AOTExecutorFactoryModule(plan, lib, cg.params, graph_json=graph_json)
+    else:
+        factory = GraphExecutorFactoryModule(graph_json, lib, cg.params, mod_name=mod_name)
     factory.ir_mod = opt_mod
     factory.lowered = IRModule(dict(cg.funcs))
     factory.memory_plan = cg.plan_stats
@@ -279,19 +293,21 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
 
 class GraphExecutor:
     """What ``relay.create_executor("graph", mod, dev, target)`` returns: ``evaluate()`` gives a function that
-    builds ``mod`` once and runs it on positional (or named) inputs."""
+    builds ``mod`` once and runs it on positional (or named) inputs (``kind="aot"``: with the AOT executor)."""
 
-    def __init__(self, mod, device, target, params=None):
-        self.mod, self.device, self.target, self.params = mod, device, target, params
+    def __init__(self, mod, device, target, params=None, kind="graph"):
+        self.mod, self.device, self.target, self.params, self.kind = mod, device, target, params, kind
 
     def evaluate(self, expr=None, binds=None):
         from ..contrib.graph_executor import GraphModule
         from ..runtime import ndarray as nd
+        from ..runtime.executor import AotModule
         mod = self.mod if expr is None else IRModule.from_expr(expr)
         if mod is None:
             raise RelayError("create_executor(...).evaluate() needs a module or an expression")
-        lib = build(mod, self.target, params=self.params)
-        m = GraphModule(lib["default"](self.device))
+        aot = self.kind == "aot"
+        lib = build(mod, self.target, params=self.params, executor="aot" if aot else None)
+        m = (AotModule if aot else GraphModule)(lib["default"](self.device))
         names = [p.name_hint for p in _main(mod).params if not self.params or p.name_hint not in self.params]
 
         def run(*args, **kwargs):
@@ -309,8 +325,9 @@ class GraphExecutor:
 
 def create_executor(kind="graph", mod=None, device=None, target="llvm", params=None):
     """``relay.create_executor("graph", mod, tvm.cpu(0), "llvm").evaluate()(x, y)`` -> the output(s).
-    "debug" and "vm" use the graph executor too (the answers are the same; there is no VM)."""
+    "aot" runs the ahead-of-time executor; "debug" and "vm" use the graph executor too (the answers are the
+    same; there is no VM)."""
     from ..runtime import cpu
-    if kind not in ("graph", "debug", "vm"):
-        raise RelayError(f"create_executor: kind must be 'graph', 'debug' or 'vm', got {kind!r}")
-    return GraphExecutor(mod, device if device is not None else cpu(0), target, params)
+    if kind not in ("graph", "debug", "vm", "aot"):
+        raise RelayError(f"create_executor: kind must be 'graph', 'aot', 'debug' or 'vm', got {kind!r}")
+    return GraphExecutor(mod, device if device is not None else cpu(0), target, params, kind)

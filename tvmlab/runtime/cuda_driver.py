@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from ..errors import DeviceError
+from ..ir import dtype as dt
 from .device import Device, register_device_type
 from .ndarray import DeviceNDArray, _dtype_of, register_allocator
 
@@ -261,12 +262,12 @@ class CUDANDArray(DeviceNDArray):
     def __init__(self, shape, dtype, device):
         b = require(device)
         self._shape, self._dtype, self._device = tuple(shape), dtype, device
-        nbytes = int(np.prod(self._shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        nbytes = int(np.prod(self._shape, dtype=np.int64)) * dt.to_numpy(dtype).itemsize
         self._mem = b.alloc(nbytes)
         self._ptr = b.ptr(self._mem)
 
     def _read(self):
-        out = np.empty(self._shape, dtype=self._dtype)
+        out = np.empty(self._shape, dtype=dt.to_numpy(self._dtype))
         if out.size:
             require(self._device).dtoh(out, self._mem)
         return out

@@ -128,7 +128,8 @@ register_device_type("cpu", aliases=("llvm",), exist=lambda device_id: True)
 register_device_type("cuda", aliases=("gpu", "nvptx"))
 register_device_type("opengl", aliases=("gl", "glsl"))
 # Devices of TVM's other backends: known names whose devices never exist here
-# (tvmlab has no codegen for them), so ``tvm.device("opencl", 0).exist`` is False.
+# (tvmlab has no codegen for them), so ``tvm.device("vulkan", 0).exist`` is False.
+# "opencl" becomes real when runtime.opencl_driver registers its probe.
 register_device_type("opencl", aliases=("cl",))
 register_device_type("vulkan")
 register_device_type("metal")

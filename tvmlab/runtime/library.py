@@ -3,7 +3,9 @@
 The library's ``__tvmlab_metadata()`` returns JSON describing each function
 (see ``tvmlab.codegen.llvm_export``); the loaded functions check their
 arguments against it before any native call, and refuse to run code built for
-CPU features this machine lacks.
+CPU features this machine lacks.  A library for another architecture is
+refused before it is opened; an ahead-of-time model's library (its metadata
+has an "aot" plan) loads as its factory.
 """
 from __future__ import annotations
 
@@ -17,6 +19,31 @@ from .module import FuncSpec, Function, Module
 
 METADATA_SYMBOL = "__tvmlab_metadata"
 FORMAT_VERSION = 1
+_MACHINES = {3: "x86", 62: "x86_64", 40: "arm", 183: "aarch64", 243: "riscv", 8: "mips", 20: "ppc", 21: "ppc64",
+             22: "s390x"}
+
+
+def elf_machine(path):
+    """The ELF ``e_machine`` of file ``path`` (62 for x86_64, 183 for aarch64), or None if it is no ELF file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+
+
+def _check_machine(path):
+    mine, theirs = elf_machine("/proc/self/exe"), elf_machine(path)
+    if mine is not None and theirs is not None and mine != theirs:
+        name = lambda m: _MACHINES.get(m, f"ELF machine {m}")  # noqa: E731
+        raise RuntimeArgError(f"load_module: {path!r} holds code for {name(theirs)}, but this machine is "
+                              f"{name(mine)}; run it where the CPU is {name(theirs)} (from C, with its header; "
+                              f"or under qemu-{name(theirs)})")
+
+
 def load_module(path, fmt=""):
     """Load a shared library made by ``export_library`` (or ``contrib.cc.create_shared`` of saved objects)."""
     path = os.fspath(path)
@@ -25,6 +52,7 @@ def load_module(path, fmt=""):
     if path.endswith((".o", ".obj")) or fmt in ("o", "obj"):
         raise RuntimeArgError(f"load_module: {path!r} is an object file; link it first with "
                               "tvmlab.contrib.cc.create_shared(out_so, [object]) and load the .so")
+    _check_machine(path)
     llvm_jit.initialize()          # libgomp in the process, for parallel loops
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
@@ -44,13 +72,18 @@ def load_module(path, fmt=""):
     if meta.get("version") != FORMAT_VERSION:
         raise RuntimeArgError(f"load_module: {path!r} has metadata version {meta.get('version')!r}; this tvmlab "
                               f"reads version {FORMAT_VERSION} (export it again)")
-    reason = llvm_jit.not_runnable(meta["cpu"], meta["features"])
+    reason = llvm_jit.not_runnable(meta["cpu"], meta["features"], meta.get("triple"))
     functions = {}
     for f in meta["functions"]:
         spec = FuncSpec.from_json(f)
         address = ctypes.cast(getattr(lib, spec.name), ctypes.c_void_p).value
         functions[spec.name] = Function(spec, address, lib, reason)
     module = Module("llvm", functions, meta["entry"], {}, path=path)
+    if "aot" in meta:                               # a whole model, compiled ahead of time
+        if reason:
+            raise RuntimeArgError(f"load_module: {path!r}: {reason}")
+        from ..contrib.aot_executor import load_aot
+        return load_aot(module, meta["aot"], lib)
     if os.path.isfile(path + ".graph.json"):     # a whole model: graph and params beside the library
         from ..contrib.graph_executor import load_factory
         return load_factory(module, path)

@@ -348,6 +348,26 @@ class Function(ArgBinder):
         return self._bind(args)[0]
 
 
+def compiler_choice(fcompile=None, cc=None, options=None):
+    """``(compiler name or None, [options])`` from export_library's ``fcompile`` / ``cc`` / ``options``."""
+    if fcompile is not None:
+        if cc is not None:
+            raise RuntimeArgError("export_library: give the compiler as fcompile= or as cc=, not both")
+        if isinstance(fcompile, str):
+            cc = fcompile
+        elif isinstance(getattr(fcompile, "cc", None), str):
+            cc, options = fcompile.cc, list(getattr(fcompile, "options", ())) + list(options or ())
+        else:
+            raise RuntimeArgError(f"export_library: fcompile must be a compiler name or "
+                                  f"tvmlab.contrib.cc.cross_compiler(name), got {fcompile!r}")
+    if cc is not None and not isinstance(cc, str):
+        raise RuntimeArgError(f"export_library: cc must be a compiler name such as 'aarch64-linux-gnu-gcc', "
+                              f"got {cc!r}")
+    if isinstance(options, str):
+        options = options.split()
+    return cc, list(options or ())
+
+
 def _shape_text(dims):
     """A shape spec as Python prints tuples: (16,), (n, 4)."""
     return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
@@ -402,10 +422,14 @@ class Module:
         fmt = fmt or os.path.splitext(os.fspath(file_name))[1].lstrip(".")
         self._exporter.save(os.fspath(file_name), fmt)
 
-    def export_library(self, file_name):
-        """Write a shared library that ``tvmlab.runtime.load_module`` loads in any process."""
+    def export_library(self, file_name, fcompile=None, cc=None, options=None):
+        """Write a shared library that ``tvmlab.runtime.load_module`` loads in any process.  ``cc`` (or
+        ``fcompile``: a compiler name or ``contrib.cc.cross_compiler(...)``) names the C compiler that links
+        it (for code built with ``-mtriple``, that architecture's; default ``<triple>-gcc``); ``options`` are
+        extra linker arguments."""
         self._export_check("export_library")
-        self._exporter.export_library(os.fspath(file_name))
+        cc, options = compiler_choice(fcompile, cc, options)
+        self._exporter.export_library(os.fspath(file_name), cc=cc, options=options)
 
     @property
     def function_names(self):

@@ -66,11 +66,11 @@ class NDArray:
     """An array on a device; on the CPU a 64-byte aligned, C-contiguous buffer."""
     __slots__ = ("_arr", "_device", "_ptr", "_dtype", "__weakref__")
 
-    def __init__(self, arr, device):
+    def __init__(self, arr, device, dtype=None):
         self._arr = arr
         self._device = device
         self._ptr = arr.ctypes.data
-        self._dtype = arr.dtype.name
+        self._dtype = dtype or arr.dtype.name    # "bfloat16" arrays hold uint16 bits
 
     # ------------------------------------------------------------ properties
     @property
@@ -132,6 +132,8 @@ class NDArray:
             except (TypeError, ValueError) as e:
                 raise RuntimeArgError(
                     f"copyfrom: cannot convert {type(source).__name__} to {self.dtype}: {e}") from None
+        if getattr(src.dtype, "name", None) == "bfloat16" and dt.is_bfloat16(self.dtype):
+            src = src.view(np.uint16)
         if src.dtype != np.dtype(dt.to_numpy(self.dtype)):
             raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, source is {src.dtype.name}")
         if src.shape != tuple(self.shape):
@@ -200,18 +202,26 @@ def array(arr, device=None, dtype=None):
     device = cpu(0) if device is None else device
     if not isinstance(device, Device):
         raise RuntimeArgError(f"device must be a Device such as tvmlab.cpu(0), got {device!r}")
+    name = None if dtype is None else _dtype_of(dtype)
     if isinstance(arr, NDArray):
+        name = name or arr.dtype
         arr = arr._arr
+    src = np.asarray(arr) if isinstance(arr, np.ndarray) else arr
+    if getattr(getattr(src, "dtype", None), "name", None) == "bfloat16":     # ml_dtypes' bfloat16
+        src, name = src.view(np.uint16), "bfloat16"
     try:
-        src = np.asarray(arr, dtype=None if dtype is None else dt.to_numpy(_dtype_of(dtype)))
+        src = np.asarray(src, dtype=None if name is None else dt.to_numpy(name))
     except (TypeError, ValueError) as e:
         raise RuntimeArgError(f"cannot make an NDArray from {type(arr).__name__}: {e}") from None
-    np_dtype = np.dtype(_dtype_of(src.dtype))
+    name = name or _dtype_of(src.dtype)
+    np_dtype = np.dtype(dt.to_numpy(name))
     if device.device_type != "cpu":
-        return _other_device(device)[0](src.astype(np_dtype, copy=False), device)
+        out = _other_device(device)[0](src.astype(np_dtype, copy=False), device)
+        out._dtype = name
+        return out
     out = _aligned_empty(src.shape, np_dtype)
     out[...] = src
-    return NDArray(out, device)
+    return NDArray(out, device, name)
 
 
 def empty(shape, dtype="float32", device=None):
@@ -222,7 +232,7 @@ def empty(shape, dtype="float32", device=None):
     shape, name = _shape_of(shape), _dtype_of(dtype)
     if device.device_type != "cpu":
         return _other_device(device)[1](shape, name, device)
-    return NDArray(_aligned_empty(shape, np.dtype(name)), device)
+    return NDArray(_aligned_empty(shape, np.dtype(dt.to_numpy(name))), device, name)
 
 
 def _other_device(device):

@@ -111,7 +111,7 @@ def _attach_threads(stage):
     return out
 
 
-def _relax_map(dom_map, keep, scope, bound_tags):
+def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
     """Intervals for loop variables outside ``keep`` (each over its own range).
 
     A kept loop of extent 1 is its single value (its min, which may hold
@@ -122,13 +122,25 @@ def _relax_map(dom_map, keep, scope, bound_tags):
     """
     from .scope import base_scope
     relax = {}
-    rank = _SCOPE_RANK.get(base_scope(scope), 0)
+    base = base_scope(scope)
+    rank = _SCOPE_RANK.get(base, 0)
+
+    def shared_by(tag):
+        # "warp" memory is shared by the lanes of a warp (threadIdx.x), as in TVM
+        return rank <= _thread_rank(tag) or (base == "warp" and tag == "threadIdx.x")
     for iv, rng in dom_map.items():
         v = iv.var
+        tag = bound_tags.get(v)
         if v in keep:
-            tag = bound_tags.get(v)
             one = isinstance(rng.extent, IntImm) and rng.extent.value == 1
-            if not one and (tag is None or rank > _thread_rank(tag)):
+            if not one and (tag is None or not shared_by(tag)):
+                continue
+        elif tag is not None and tag.startswith(("threadIdx", "blockIdx")) and not shared_by(tag):
+            # a thread's own iteration of a consumer loop below the attach point: the one value
+            # of that thread's index (the thread variable is defined everywhere in the kernel)
+            thread = bound_threads.get(v) if bound_threads else None
+            if thread is not None:
+                relax[v] = Range(_op.add(rng.min, thread.var), IntImm(rng.extent.dtype, 1))
                 continue
         relax[v] = rng
     return relax
@@ -178,9 +190,11 @@ def infer_bound(sch, bodies=None):
             keep = scope_vars(st)
             bound_tags = {iv.var: a.bind_thread.thread_tag for q in order
                           for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
+            bound_threads = {iv.var: a.bind_thread for q in order
+                             for iv, a in q.iter_var_attrs.items() if a.bind_thread is not None}
             req = [None] * len(op.axis)
             for q in consumers:
-                relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags)
+                relax = _relax_map(dom_map, keep, storage_scope(st), bound_tags, bound_threads)
                 qroot = _root_sets(ana, q, dom_map, relax)
                 for t, idx_list in reads[q].items():
                     if t.op is not op:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from ..ir.tensor import ComputeOp, Operation, Tensor
+from ..ir.functor import substitute
+from ..ir.tensor import ComputeOp, IterVar, Operation, Range, Tensor
 from .rewrite import canonical_tensor, copy_axis, rebase_reduce, reads, replace_tensor
 from .stage import Stage
 
@@ -82,6 +83,10 @@ def cache_write(sch, tensor, scope):
     # ``s[CC].reorder(k, ...)`` with the ``k`` of te.reduce_axis works.
     axis_map = {iv: copy_axis(iv) for iv in op.axis}
     vmap = {iv.var: c.var for iv, c in axis_map.items()}
+    for r in op.reduce_axis:          # a reduction whose range depends on a data axis reads the new one
+        dom = Range(substitute(r.dom.min, vmap), substitute(r.dom.extent, vmap))
+        if dom.min is not r.dom.min or dom.extent is not r.dom.extent:
+            axis_map[r] = IterVar(dom, r.var, r.iter_type, r.thread_tag)
     body = [rebase_reduce(b, vmap, axis_map) for b in op.body]
     cache_op = ComputeOp(sch.fresh_name(f"{op.name}.{scope}"), op.tag, op.attrs,
                          [axis_map[iv] for iv in op.axis], body)

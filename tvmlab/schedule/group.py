@@ -6,8 +6,10 @@ too with ``include_inputs``).  ``g.compute_at(s[C], axis)`` then computes the
 whole group inside that loop of ``C``: every member computed at the group's
 root is attached there (a member attached inside another member stays where
 it is); ``g.compute_root()`` puts them back at the root.  A stage belongs to
-one group; a group made of the members of another is nested in it
-(``g2.group is g1``).
+one group, its innermost; groups nest: a new group that covers a whole
+existing group takes it as a child (``g1.group is g2``), and a new group
+inside an existing one is its child.  A group's root is where its parent
+group is computed.
 """
 from __future__ import annotations
 
@@ -18,9 +20,10 @@ from ..ir.tensor import Operation, Tensor
 class Group:
     """A set of stages scheduled together (TVM's group stage)."""
 
-    def __init__(self, schedule, members, outputs, inputs, include_inputs, parent):
+    def __init__(self, schedule, members, outputs, inputs, include_inputs, parent, children=()):
         self.schedule = schedule
-        self.members = members
+        self.members = members              # every stage inside, child groups' included
+        self.children = list(children)      # stages and groups directly inside
         self.outputs, self.inputs, self.include_inputs = outputs, inputs, include_inputs
         self.group = parent
         self.attach_type = "root"
@@ -29,7 +32,8 @@ class Group:
 
     @property
     def num_child_stages(self):
-        return len(self.members)
+        """Stages and groups directly inside (TVM's count: a child group is one)."""
+        return len(self.children)
 
     @property
     def index(self):
@@ -38,10 +42,25 @@ class Group:
     def __repr__(self):
         return f"group({', '.join(st.name for st in self.members)})"
 
+    def _root_point(self):
+        """(stage, axis) where this group's root is: its parent's attach point, or (None, None)."""
+        g = self.group
+        while g is not None:
+            if g.attach_type == "scope":
+                return g.attach_stage, g.attach_ivar
+            g = g.group
+        return None, None
+
     def _at_group_root(self):
-        return [st for st in self.members
-                if st.attach_type == "root" or (st.attach_type == "scope" and st.attach_stage is
-                                                self.attach_stage and st.attach_ivar is self.attach_ivar)]
+        """Members computed where the group is (at its root, or at its current attach point)."""
+        points = {self._root_point()}
+        if self.attach_type == "scope":
+            points.add((self.attach_stage, self.attach_ivar))
+
+        def at(st):
+            here = (None, None) if st.attach_type == "root" else (st.attach_stage, st.attach_ivar)
+            return st.attach_type in ("root", "scope") and here in points
+        return [st for st in self.members if at(st)]
 
     def compute_at(self, parent, scope):
         """Compute every member at the group's root inside loop ``scope`` of stage ``parent``."""
@@ -82,10 +101,44 @@ class Group:
         """Compute the group's members at the root again."""
         sch = self.schedule
         with sch._transaction():
+            stage, ivar = self._root_point()
             for st in self._at_group_root():
-                st.attach_type, st.attach_stage, st.attach_ivar = "root", None, None
+                st.attach_type, st.attach_stage, st.attach_ivar = ("root", None, None) if stage is None \
+                    else ("scope", stage, ivar)
             self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
             sch.trace._add("group_compute_root", None, {"group": self.index})
+
+
+def _chain(st):
+    """The groups around stage ``st``, innermost first."""
+    out, g = [], st.group
+    while g is not None:
+        out.append(g)
+        g = g.group
+    return out
+
+
+def _nesting(members):
+    """(parent group, direct children) of a new group of ``members``.
+
+    The parent is the innermost existing group holding every member; below it, each member
+    joins through its outermost group there, which must lie wholly inside the new group.
+    """
+    chains = [_chain(st) for st in members]
+    common = set(chains[0])
+    for c in chains[1:]:
+        common &= set(c)
+    parent = next((g for g in chains[0] if g in common), None)
+    children, mset = [], set(members)
+    for st, chain in zip(members, chains):
+        below = chain[:chain.index(parent)] if parent is not None else chain
+        child = below[-1] if below else st
+        if isinstance(child, Group) and not set(child.members) <= mset:
+            raise ScheduleError(f"create_group: {child!r} holds {st.name} and stages outside the new "
+                                "group; a group nests only whole")
+        if child not in children:
+            children.append(child)
+    return parent, children
 
 
 def _ops(x, what):
@@ -126,15 +179,14 @@ def create_group(sch, outputs, inputs, include_inputs=False):
     members = [st for st in sch.stages if st in members]
     if not members:
         raise ScheduleError("create_group: the group would be empty")
-    parents = {st.group for st in members}
-    if len(parents) > 1:
-        raise ScheduleError("create_group: the stages belong to different groups: "
-                            f"{sorted({repr(g) for g in parents if g is not None})}")
+    parent, children = _nesting(members)
     with sch._transaction():
-        g = Group(sch, members, outs, ins, include_inputs, parents.pop())
+        g = Group(sch, members, outs, ins, include_inputs, parent, children)
         sch.groups.append(g)
-        for st in members:
-            st.group = g
+        for c in children:            # a stage or a child group: its parent is now g
+            c.group = g
+        if parent is not None:
+            parent.children = [c for c in parent.children if c not in children] + [g]
         sch.trace._add("create_group", None, {"outputs": [o.output(0) for o in outs],
                                               "inputs": [o.output(0) for o in ins],
                                               "include_inputs": bool(include_inputs)})

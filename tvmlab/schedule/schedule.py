@@ -28,8 +28,10 @@ def _as_ops(ops):
     return out
 
 
-def post_order(ops):
-    """All operations reachable from ``ops``, producers first."""
+def post_order(ops, reads=None):
+    """All operations reachable from ``ops``, producers first (``reads(op)``: the tensors an
+    operation reads; its ``input_tensors`` by default)."""
+    reads = reads or (lambda o: o.input_tensors)
     order, seen = [], set()
 
     def visit(op):
@@ -44,7 +46,7 @@ def post_order(ops):
             if id(o) in seen:
                 continue
             stack.append((o, True))
-            for t in reversed(o.input_tensors):
+            for t in reversed(reads(o)):
                 if id(t.op) not in seen:
                     stack.append((t.op, False))
     for op in ops:
@@ -69,6 +71,13 @@ class Schedule:
         self.trace = Trace(self)
         self._depth = 0
         self.groups = []        # create_group's Groups
+        from .tensorize import AUTO_TENSORIZE, auto_tensorize
+        if any(st.op in AUTO_TENSORIZE for st in self.stages):
+            self._depth = 1         # primitives applied here are part of the definition, not the trace
+            try:
+                auto_tensorize(self)
+            finally:
+                self._depth = 0
 
     # ------------------------------------------------------------ lookup
     def __getitem__(self, key):

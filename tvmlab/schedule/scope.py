@@ -1,4 +1,4 @@
-"""Storage scopes with tags: "shared:foo", "global.tag", "local.acc".
+"""Storage scopes with tags: "shared:foo", "global.tag", "local.acc", "local_TB2".
 
 A tag names a memory for the user (TVM uses tags for accelerator buffers);
 storage behaves as its base scope: bound inference relaxes by the base's
@@ -17,7 +17,7 @@ def split_scope(scope):
     if scope in ("",) + BASES:
         return scope, ""
     for b in BASES:
-        if scope.startswith(b) and len(scope) > len(b) + 1 and scope[len(b)] in ":.":
+        if scope.startswith(b) and len(scope) > len(b) + 1 and scope[len(b)] in ":._":
             return b, scope[len(b):]
     return None
 
@@ -31,4 +31,4 @@ def check_scope(prim, scope):
     from ..errors import ScheduleError
     if split_scope(scope) is None:
         raise ScheduleError(f"{prim}: unknown storage scope {scope!r}; expected one of {BASES}, "
-                            "optionally with a tag (\"shared:tile\", \"global.acc\")")
+                            "optionally with a tag (\"shared:tile\", \"global.acc\", \"local_buf\")")

@@ -44,6 +44,115 @@ class TensorIntrin:
     def __repr__(self):
         return f"TensorIntrin({self.name!r}, op={self.op.name})"
 
+    def __call__(self, *regions, reduce_axis=None, scalar_inputs=None):
+        """``intrin(A[i, 0:16], B[i, 0:16])`` inside ``te.compute``: the intrinsic applied to regions."""
+        if scalar_inputs:
+            raise DSLError(f"tensor intrinsic {self.name}: scalar_inputs are not supported")
+        from ..ir.tensor import TensorRegion
+        if len(regions) != len(self.inputs):
+            raise DSLError(f"tensor intrinsic {self.name} takes {len(self.inputs)} regions "
+                           f"({', '.join(t.name for t in self.inputs)}), got {len(regions)}")
+        for r in regions:
+            if not isinstance(r, TensorRegion):
+                raise DSLError(f"tensor intrinsic {self.name}: arguments are tensor regions such as "
+                               f"A[i, 0:16], got {r!r}")
+        axes = [] if reduce_axis is None else (list(reduce_axis) if isinstance(reduce_axis, (list, tuple))
+                                               else [reduce_axis])
+        return TensorIntrinCall(self, regions, axes)
+
+
+class TensorIntrinCall:
+    """What ``intrin(regions...)`` returns: ``te.compute`` makes it a tensorized stage."""
+    __slots__ = ("intrin", "regions", "reduce_axis", "outer_axes")
+
+    def __init__(self, intrin, regions, reduce_axis):
+        self.intrin, self.regions, self.reduce_axis = intrin, tuple(regions), tuple(reduce_axis)
+
+
+# ops made by te.compute from an intrinsic call -> (intrin, outer axes, user reduce axes); the
+# schedule tensorizes them where it is created
+AUTO_TENSORIZE = weakref.WeakKeyDictionary()
+
+
+def tensor_compute(shape, outer_names, call, name, tag, attrs):
+    """The ComputeOp of ``te.compute(shape, lambda *outer: intrin(regions...))``: the intrinsic's
+    own compute spread over the outer axes, with its inputs read from the regions."""
+    intrin = call.intrin
+    z = intrin.op
+    nouter = len(outer_names)
+    inner_shape = [iv.dom.extent for iv in z.axis]
+    if len(shape) != nouter + len(inner_shape):
+        raise DSLError(f"compute {name!r}: {nouter} outer axes and the {len(inner_shape)} axes of "
+                       f"intrinsic {intrin.name} make {nouter + len(inner_shape)} dimensions, the shape "
+                       f"has {len(shape)}")
+    return _tensor_compute(shape, outer_names, call, name, tag, attrs, z, nouter)
+
+
+def _tensor_compute(shape, outer_names, call, name, tag, attrs, z, nouter):
+    from ..ir.expr import Var as _Var
+    from ..ir.arith import Analyzer
+    ana = Analyzer()
+    intrin = call.intrin
+    outer = call.outer_axes
+    inner = []
+    for k, (iv, ext) in enumerate(zip(z.axis, shape[nouter:])):
+        if not ana.can_prove_equal(iv.dom.extent, ext):
+            raise DSLError(f"compute {name!r}: dimension {nouter + k} is {ext} but intrinsic "
+                           f"{intrin.name} computes {iv.dom.extent}")
+        inner.append(IterVar(Range(_op.const(0, ext.dtype), ext), _Var(f"{iv.var.name}.c", ext.dtype),
+                             IterVar.DATA_PAR))
+    vmap = {iv.var: niv.var for iv, niv in zip(z.axis, inner)}
+    body = z.body[0]
+    red_map = {}
+    if isinstance(body, Reduce):
+        for iv in body.axis:
+            red_map[iv] = IterVar(iv.dom, _Var(f"{iv.var.name}.c", iv.var.dtype), IterVar.REDUCE)
+            vmap[iv.var] = red_map[iv].var
+    elif call.reduce_axis:
+        raise DSLError(f"compute {name!r}: reduce_axis given, but intrinsic {intrin.name} does not reduce")
+    region_of = dict(zip(intrin.inputs, call.regions))
+
+    class Rewrite(IRMutator):
+        def visit_ProducerLoad(self, ld):
+            idx = [self.visit(i) for i in ld.indices]
+            r = region_of.get(ld.producer)
+            if r is None:
+                return ld.replace(indices=tuple(idx))
+            ranges = [x for x in r.items if isinstance(x, tuple)]
+            if len(ranges) != len(idx):
+                raise DSLError(f"compute {name!r}: region {r!r} has {len(ranges)} ranges but intrinsic "
+                               f"input {ld.producer.name} has {len(idx)} dimensions")
+            it = iter(idx)
+            full = [_op.add(x[0], next(it)) if isinstance(x, tuple) else x for x in r.items]
+            return r.tensor(*full)
+
+        def visit_Var(self, v):
+            return vmap.get(v, v)
+
+    new_body = Rewrite().visit(body.source[body.value_index] if isinstance(body, Reduce) else body)
+    if isinstance(body, Reduce):
+        axes = tuple(call.reduce_axis) + tuple(red_map[iv] for iv in body.axis)
+        cond = Rewrite().visit(body.condition) if body.condition is not None else None
+        new_body = Reduce(body.combiner, (new_body,), axes, cond if cond is not None else _op.const(True),
+                          0, body.init)
+    op = ComputeOp(name, tag, attrs, tuple(outer) + tuple(inner), [new_body])
+    AUTO_TENSORIZE[op] = (intrin, nouter, len(call.reduce_axis))
+    return op
+
+
+def auto_tensorize(sch):
+    """Tensorize the stages ``te.compute`` made from tensor intrinsic calls (not recorded in the trace:
+    the compute itself asks for it)."""
+    for st in sch.stages:
+        info = AUTO_TENSORIZE.get(st.op)
+        if info is None:
+            continue
+        intrin, nouter, nred = info
+        axis, red = list(st.op.axis), list(st.op.reduce_axis)
+        order = axis[:nouter] + red[:nred] + axis[nouter:] + red[nred:]
+        st.reorder(*order)
+        st.tensorize(axis[nouter], intrin)
+
 
 def lookup(name):
     """The most recent intrinsic declared under ``name`` (used to replay traces)."""

@@ -65,8 +65,55 @@ def _requires(target, what):
 
 
 requires_cuda = _requires("cuda", "a CUDA GPU")
-requires_gpu = requires_cuda
 requires_opengl = _requires("opengl", "an OpenGL (EGL) context")
+requires_opencl = _requires("opencl", "an OpenCL device")
+
+GPU_TARGETS = ("cuda", "opencl")
+
+
+def requires_gpu(fn):
+    """Skip unless some GPU-style target (CUDA, or OpenCL, e.g. pocl on the CPU) runs here."""
+    import pytest
+    return pytest.mark.skipif(not any(device_enabled(t) for t in GPU_TARGETS),
+                              reason="needs a GPU-style device: neither tvmlab.device('cuda', 0) "
+                                     "nor tvmlab.device('opencl', 0) exists on this machine")(fn)
+
+
+def requires_tensorcore(fn):
+    """Skip unless a CUDA GPU with tensor cores (compute capability 7.0 or newer) is present."""
+    import pytest
+    from ..runtime.device import device
+    ok = device_enabled("cuda") and int(str(device("cuda", 0).compute_version).split(".")[0]) >= 7
+    return pytest.mark.skipif(not ok, reason="needs a CUDA GPU with tensor cores")(fn)
+
+
+def skip_if_wheel_test(fn):
+    """TVM skips some tests in its wheel builds; tvmlab has none, so this marks nothing."""
+    return fn
+
+
+def parametrize_targets(*targets):
+    """Run a ``test(target, dev)`` once per target (skipped where the target cannot run here)."""
+    import pytest
+
+    def mark(fn):
+        from ..runtime.device import device
+        params = [pytest.param(t, device(t.split()[0], 0), id=t,
+                               marks=pytest.mark.skipif(not device_enabled(t),
+                                                        reason=f"{t} cannot run here"))
+                  for t in targets]
+        return pytest.mark.parametrize("target,dev", params)(fn)
+    if len(targets) == 1 and callable(targets[0]):
+        fn, targets = targets[0], ("llvm",) + GPU_TARGETS
+        return mark(fn)
+    return mark
+
+
+def main():
+    """Run the calling test file under pytest (TVM's ``tvm.testing.main()``)."""
+    import sys
+    import pytest
+    sys.exit(pytest.main([sys.argv[0]] + sys.argv[1:]))
 
 
 def requires_llvm(fn):

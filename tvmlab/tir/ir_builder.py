@@ -139,8 +139,9 @@ class IRBuilder:
         return v
 
     # ------------------------------------------------------------ control flow
-    def for_range(self, begin, end, name="i", dtype="int32", kind="serial"):
-        """``with ib.for_range(0, n) as i:`` a loop of ``kind`` (serial, parallel, vectorize, unroll)."""
+    def for_range(self, begin, end, name="i", dtype=None, kind="serial"):
+        """``with ib.for_range(0, n) as i:`` a loop of ``kind`` (serial, parallel, vectorize, unroll);
+        the loop variable is int64 when ``begin`` or ``end`` is, else int32 (or ``dtype``)."""
         if kind not in _KINDS:
             raise DSLError(f"for_range: unknown kind {kind!r}; expected serial, parallel, vectorize or unroll")
         if name == "i":
@@ -150,6 +151,8 @@ class IRBuilder:
         for what, e in (("begin", begin), ("end", end)):
             if not dt.is_int(e.dtype):
                 raise DSLError(f"for_range {name}: {what} must be an integer, got {e} ({e.dtype})")
+        if dtype is None:
+            dtype = "int64" if "int64" in (begin.dtype, end.dtype) else "int32"
         loop_var = Var(name, dt.canonical(dtype))
         begin, end = _op.cast(loop_var.dtype, begin), _op.cast(loop_var.dtype, end)
         extent = end if _is_zero(begin) else _op.sub(end, begin)

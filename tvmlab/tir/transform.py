@@ -29,11 +29,12 @@ _UNROLL_KEYS = {"auto_max_step": "auto_max_step", "auto_max_depth": "auto_max_de
 # TVM's "tir.*" config keys: those above are honoured; these are accepted with no
 # effect (tvmlab has no such option, or always does what it asks); others are refused.
 ACCEPTED_KEYS = ("tir.noalias", "tir.disable_assert", "tir.debug_keep_trivial_loop",
-                 "tir.detect_global_barrier", "tir.instrument_bound_checkers", "tir.HoistIfThenElse",
+                 "tir.detect_global_barrier",
                  "tir.InjectDoubleBuffer", "tir.Simplify", "tir.RemoveNoOp", "tir.disable_cse_tir",
                  "tir.enable_debug", "tir.is_entry_func", "tir.use_async_copy",
-                 "tir.enable_equiv_terms_in_cse_tir", "tir.disable_storage_rewrite")
-HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition")
+                 "tir.enable_equiv_terms_in_cse_tir")
+HONOURED_KEYS = ("tir.disable_vectorize", "tir.UnrollLoop", "tir.add_lower_pass", "tir.LoopPartition",
+                 "tir.HoistIfThenElse", "tir.disable_storage_rewrite", "tir.instrument_bound_checkers")
 
 
 def pipeline_config(ctx):
@@ -69,6 +70,16 @@ def pipeline_config(ctx):
         if bad:
             raise LoweringError(f"config tir.UnrollLoop: unknown keys {bad}; known: {sorted(_UNROLL_KEYS)}")
         out["unroll"] = {_UNROLL_KEYS[k]: v for k, v in unroll.items()}
+    if cfg.get("tir.instrument_bound_checkers"):
+        out["instrument_bound_checkers"] = True
+    if cfg.get("tir.disable_storage_rewrite"):
+        out["disable_storage_rewrite"] = True
+    hoist = cfg.get("tir.HoistIfThenElse")
+    if hoist is not None:
+        if not isinstance(hoist, dict) or set(hoist) - {"support_block_scope_hosting"}:
+            raise LoweringError(f"config tir.HoistIfThenElse takes {{'support_block_scope_hosting': bool}}, "
+                                f"got {hoist!r}")
+        out["hoist_block_scope"] = bool(hoist.get("support_block_scope_hosting", False))
     extra = cfg.get("tir.add_lower_pass")
     if extra:
         phases = {}
@@ -200,6 +211,107 @@ def RemoveNoOp():  # noqa: N802
     return _make("tir.RemoveNoOp", "remove_no_op", RemoveNoOp.__doc__)
 
 
+def HoistIfThenElse():  # noqa: N802
+    """An if whose condition a loop does not change moves above that loop (the loop nest is
+    copied into each branch); with config ``tir.HoistIfThenElse``
+    ``{"support_block_scope_hosting": True}`` also above thread scopes."""
+    return _make("tir.HoistIfThenElse", "hoist_if_then_else", HoistIfThenElse.__doc__)
+
+
+def Apply(ftransform):  # noqa: N802
+    """A pass running ``ftransform(func) -> PrimFunc`` on every function of a module."""
+    if not callable(ftransform):
+        raise LoweringError(f"Apply takes a function PrimFunc -> PrimFunc, got {ftransform!r}")
+    return PrimFuncPass(lambda func, mod, ctx: ftransform(func), PassInfo(0, "tir.Apply"))
+
+
+def InjectCopyIntrin(pragma_key, fintrin):  # noqa: N802
+    """Loop nests marked ``pragma(axis, pragma_key)`` that copy (with or without padding) become
+    ``fintrin(src, dst, pad_before, pad_after, pad_value)``'s statement."""
+    if not callable(fintrin):
+        raise LoweringError(f"InjectCopyIntrin: the copy intrinsic must be callable, got {fintrin!r}")
+
+    def run(func, mod, ctx):
+        from ..lower.inject_copy import inject_copy_intrin
+        return func.with_body(inject_copy_intrin(func.body, pragma_key, fintrin))
+    return PrimFuncPass(run, PassInfo(0, "tir.InjectCopyIntrin"))
+
+
+def NarrowDataType(target_bits=32):  # noqa: N802
+    """Index variables and index arithmetic in ``target_bits`` integers where their bounds fit
+    (64-bit loops over small extents become 32-bit); nothing is widened."""
+    if target_bits not in (8, 16, 32, 64):
+        raise LoweringError(f"NarrowDataType: target_bits must be 8, 16, 32 or 64, got {target_bits!r}")
+
+    def run(func, mod, ctx):
+        from ..lower.narrow_datatype import narrow_datatype
+        return func.with_body(narrow_datatype(func.body, target_bits))
+    return PrimFuncPass(run, PassInfo(0, "tir.NarrowDataType"))
+
+
+def _bf16_pass(name, step):
+    def run(func, mod, ctx):
+        from ..lower import bf16_legalize as B
+        return func.with_body(getattr(B, step)(func.body))
+    return PrimFuncPass(run, PassInfo(0, name))
+
+
+def BF16Promote():  # noqa: N802
+    """bfloat16 operations computed in float32 between casts."""
+    return _bf16_pass("tir.BF16Promote", "bf16_promote")
+
+
+def BF16CastElimination():  # noqa: N802
+    """``float32(bfloat16(x))`` of a float32 ``x`` is ``x``: a chain rounds to bfloat16 once."""
+    return _bf16_pass("tir.BF16CastElimination", "bf16_cast_elimination")
+
+
+def BF16TypeLowering():  # noqa: N802
+    """bfloat16 values as their uint16 bits, conversions as shifts and round-to-nearest-even."""
+    return _bf16_pass("tir.BF16TypeLowering", "bf16_lower")
+
+
+def BF16Legalize():  # noqa: N802
+    """BF16Promote, BF16CastElimination and BF16TypeLowering (what tvm.lower runs for CPU targets)."""
+    return _bf16_pass("tir.BF16Legalize", "bf16_legalize")
+
+
+def InstrumentBoundCheckers():  # noqa: N802
+    """An assertion before every access of an argument or allocated buffer that its index is
+    inside the buffer (tvm.lower adds it under config ``tir.instrument_bound_checkers``)."""
+    def run(func, mod, ctx):
+        from ..lower.bound_checker import instrument_bound_checkers
+        bufs = func.attrs.get(BINDS_ATTR)
+        bmap = {b.data: b for b in bufs.values()} if bufs else dict(func.buffer_map)
+        return func.with_body(instrument_bound_checkers(func.body, bmap))
+    return PrimFuncPass(run, PassInfo(0, "tir.InstrumentBoundCheckers"))
+
+
+def LowerIntrin():  # noqa: N802
+    """Intrinsic calls lowered by the rules of the function's target (attr "target"), and integer
+    floor division / modulo as C's truncating ``/`` and ``%`` with the sign fixed."""
+    def run(func, mod, ctx):
+        from ..lower.lower_intrin import lower_intrin
+        target = func.attrs.get("target")
+        if target is None:
+            raise LoweringError(f"LowerIntrin: function {func.name} has no \"target\" attribute; "
+                                "add one with func.with_attr(\"target\", tvm.target.Target(\"llvm\"))")
+        kind = getattr(target, "kind", None) or str(target).split()[0]
+        return func.with_body(lower_intrin(func.body, str(kind)))
+    return PrimFuncPass(run, PassInfo(0, "tir.LowerIntrin"))
+
+
+def StorageRewrite():  # noqa: N802
+    """Allocations whose lifetimes do not overlap share memory (in place where a statement reads
+    one buffer for the last time while writing another of the same size); allocations of a
+    tagged scope are packed into one; allocations move to their attach point (function body,
+    thread scope, parallel loop)."""
+    def run(func, mod, ctx):
+        from ..lower.storage_rewrite import storage_rewrite
+        return func.with_body(storage_rewrite(func.body))
+    return PrimFuncPass(run, PassInfo(0, "tir.StorageRewrite"))
+
+
 def InjectVirtualThread():  # noqa: N802
     """Loops bound to ``vthread`` are interleaved: each statement is repeated per virtual thread
     and allocations get one copy per virtual thread (CPU and GPU targets)."""
@@ -241,11 +353,36 @@ def SplitHostDevice(target_kind="cuda"):  # noqa: N802
     return module_pass(run, opt_level=0, name="tir.SplitHostDevice")
 
 
+# TensorIR passes: TVM's tvm.lower runs them on every function, and on TE functions (no blocks,
+# no match_buffer, no init blocks) they change nothing.  tvmlab's functions have no blocks, so
+# these return the function as it is; they exist so that pass lists written for TVM run.
+def _block_pass(name, what):
+    def make():
+        return PrimFuncPass(lambda func, mod, ctx: func, PassInfo(0, f"tir.{name}"))
+    make.__name__ = name
+    make.__doc__ = (f"TensorIR's {what}: tvmlab's functions have no blocks, so the function comes back "
+                    "unchanged (as TVM's does for a TE function).")
+    return make
+
+
+CompactBufferAllocation = _block_pass("CompactBufferAllocation", "buffer region compaction")
+ConvertBlocksToOpaque = _block_pass("ConvertBlocksToOpaque", "block-to-opaque conversion")
+FlattenBuffer = _block_pass("FlattenBuffer", "flattening of block buffers")
+PlanAndUpdateBufferAllocationLocation = _block_pass("PlanAndUpdateBufferAllocationLocation",
+                                                    "allocation placement of block buffers")
+LowerCrossThreadReduction = _block_pass("LowerCrossThreadReduction", "cross-thread reduction of blocks")
+LowerInitBlock = _block_pass("LowerInitBlock", "lowering of reduction init blocks")
+LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer regions")
+
+
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
-_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64),
+_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
+                 "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "unroll": UnrollLoop, "simplify": Simplify,
-                 "remove_no_op": RemoveNoOp}
+                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
+                 "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse,
+                 "instrument_bound_checkers": lambda: _make("tir.InstrumentBoundCheckers",
+                                                            "instrument_bound_checkers", "bound checks")}
 
 
 def lower_sequence(simple_mode=False, ctx=None):
@@ -274,5 +411,10 @@ def lower_sequence(simple_mode=False, ctx=None):
 
 
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
-           "UnrollLoop", "Simplify", "RemoveNoOp", "InjectVirtualThread", "LowerThreadAllreduce",
+           "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
+           "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
+           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers",
+           "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer",
+           "PlanAndUpdateBufferAllocationLocation", "LowerCrossThreadReduction", "LowerInitBlock",
+           "LowerMatchBuffer", "InjectVirtualThread", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
+from ..ir import expr as E
 from ..ir import op as _op
 from . import tag
 from .utils import OperatorError, check_tensor, shape_str
@@ -50,7 +51,9 @@ def clip(x, a_min, a_max):
 
 
 def cast(x, dtype):
-    """``x`` converted to ``dtype``."""
+    """``x`` converted to ``dtype`` (a tensor, or an expression as in TVM's topi.cast)."""
+    if isinstance(x, (E.Expr, int, float)) and not isinstance(x, bool):
+        return _op.cast(dt.canonical(dtype), x)
     check_tensor("cast", x, "x")
     dtype = dt.canonical(dtype)
     return te.compute(x.shape, lambda *i: _op.cast(dtype, x(*i)), name="T_cast", tag=tag.ELEMWISE)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import base64
 import html
+import textwrap
 
 import numpy as np
 
 from .bench import figure, figure_png, plotting
-from .colors import KIND_COLORS
+from .colors import KIND_COLORS, TABLE
 
 WHO_TITLES = {"parallel": "parallel task", "blockIdx": "CUDA block", "threadIdx": "CUDA thread",
               "vthread": "virtual thread", "vectorized": "vector lane", "unrolled": "unrolled copy"}
@@ -97,7 +98,7 @@ def cache_html(report):
             f'loop {html.escape(str(report["loop"]))}</b> ({report["line_bytes"]}-byte lines; '
             f'predicted misses of fully associative LRU caches of {report["l1_lines"]} (L1) and '
             f'{report["l2_lines"]} (L2) lines)'
-            '<table style="font-size:12px"><tr><th>buffer</th><th>accesses</th><th>lines</th>'
+            + TABLE + '<tr><th>buffer</th><th>accesses</th><th>lines</th>'
             '<th>lines / iteration</th><th>median reuse distance</th><th>L1 misses</th>'
             '<th>L2 misses</th><th>reuse distance histogram (lines: count)</th></tr>'
             + "".join(rows) + "</table></div>")
@@ -105,12 +106,13 @@ def cache_html(report):
 
 @plotting
 def roofline_png(points, peak_gflops=None, bandwidth_gbs=None, title="roofline", width=6.5,
-                 height=3.6):
+                 height=3.6, note=None):
     """Log-log: GFLOP/s against flops/byte; each point a step (or a schedule), roofs as lines.
 
-    ``points``: RooflinePoint-like objects (label, intensity, gflops) or dicts with those keys.
+    ``points``: RooflinePoint-like objects (label, intensity, gflops) or dicts with those keys;
+    ``note``: when and how the roofs were found, written under the plot.
     """
-    fig = figure(width, height)
+    fig = figure(width, height + (0.35 if note else 0))
     ax = fig.subplots()
     pts = []
     for p in points:
@@ -145,6 +147,10 @@ def roofline_png(points, peak_gflops=None, bandwidth_gbs=None, title="roofline",
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title, fontsize=9)
+    if note:          # under the axis label, inside the layout
+        ax.annotate(textwrap.fill(note, 110), xy=(0, 0), xycoords="axes fraction", xytext=(-30, -38),
+                    textcoords="offset points", va="top", ha="left", fontsize=6.5, color="#495057",
+                    annotation_clip=False)
     return figure_png(fig)
 
 

@@ -31,18 +31,39 @@ REPEAT = 3
 SETTLE_S = 0.2           # after timing numpy: OpenBLAS's threads spin ~0.1 s and would slow the kernel's timing
 
 
-def machine_peak_gflops(rounds=5):
+def machine_roofs(measure=True, remeasure=False):
+    """This machine's roofs (``tvmlab.bench.machine.Roofs``: FMA peak, memory bandwidth, when and
+    how measured), kept per machine in the user's cache folder; None when unknown."""
+    from ..bench import machine
+    try:
+        return machine.remeasure() if remeasure else machine.roofs(measure=measure)
+    except Exception:           # a host LLVM cannot target, a bad variable: no roof, never an error
+        return None
+
+
+def machine_peak_gflops(rounds=5, measure=True):
     """(float32 peak GFLOP/s of this CPU, how it was found) or (None, why unknown).
 
-    The FMA peak ``make bench`` uses (``tvmlab.bench.peak``): measured once per
-    process, since the nominal clock says little about a boosting or shared CPU.
+    The same kind of FMA peak ``make bench`` measures (``tvmlab.bench.peak``), measured once per
+    machine and kept (``tvmlab.bench.machine``), since the nominal clock says little about a
+    boosting or shared CPU.
     """
-    from ..bench.peak import peak_gflops
+    from ..bench.machine import _env_figure
     try:
-        peak, how = peak_gflops(rounds=rounds)
-    except Exception as e:      # a host LLVM cannot target: no line on the plot, never an error
-        return None, f"peak unknown: {type(e).__name__}: {e}"
-    return peak, f"peak {peak:.0f} GFLOP/s ({how})"
+        env = _env_figure("TVMLAB_PEAK_GFLOPS")
+    except TVMLabError as e:
+        return None, f"peak unknown: {e}"
+    if env is not None:                 # given: nothing to measure
+        return env, f"peak {env:.0f} GFLOP/s (TVMLAB_PEAK_GFLOPS)"
+    return peak_of(machine_roofs(measure=measure))
+
+
+def peak_of(r):
+    """(GFLOP/s or None, note) of Roofs ``r``: the figure, how and when it was found."""
+    if r is None or not r.peak_gflops:
+        return None, "peak unknown" + (f": {r.peak_method}" if r is not None else "")
+    when = f", measured {r.measured_at}" if r.measured_at and r.peak_method != "TVMLAB_PEAK_GFLOPS" else ""
+    return r.peak_gflops, f"peak {r.peak_gflops:.0f} GFLOP/s ({r.peak_method}{when})"
 
 
 def _timeit(fn, min_ms=MIN_REPEAT_MS, repeat=REPEAT):
@@ -188,6 +209,26 @@ class BenchmarkerBase:
         self.current = None      # what the worker is doing, for the progress line
         self.peak = None         # (GFLOP/s or None, note): the CPU's, measured by the worker when its
         #                          queue is first empty (never on the caller's thread; OpenGL has no CPU roof)
+        self.bandwidth = None    # (GB/s or None, note): the memory roof, found with the peak
+        self.roofs = None        # both, with their date and method (tvmlab.bench.machine.Roofs)
+
+    def _take_roofs(self, r):
+        """Keep ``r`` (a Roofs or None) as peak, bandwidth and roofs."""
+        self.roofs = r
+        self.peak = peak_of(r)
+        self.bandwidth = (None, "bandwidth unknown") if r is None else (r.bandwidth_gbs, r.bandwidth_method)
+
+    def remeasure(self):
+        """Measure the machine's roofs again (on a thread; the views redraw when done)."""
+        def run():
+            self.current = "the machine's FMA peak and memory bandwidth"
+            self._notify()
+            self._take_roofs(machine_roofs(remeasure=True))
+            self.current = None
+            self._notify()
+        t = threading.Thread(target=run, name="tvmlab-roofs", daemon=True)
+        t.start()
+        return t
 
     def _notify(self):
         if self.on_update is not None:
@@ -254,7 +295,7 @@ class Benchmarker(BenchmarkerBase):
                 # the FMA peak (both cores busy for about a second) once nothing else waits
                 self.current = "the machine's FMA peak"
                 self._notify()
-                self.peak = machine_peak_gflops(rounds=3)
+                self._take_roofs(machine_roofs())
                 self.current = None
                 self._notify()
                 continue

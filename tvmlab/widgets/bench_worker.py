@@ -8,8 +8,9 @@ builds, checks against numpy and times, then sends the record back.  A newer
 step cancels older work: queued steps are dropped and a worker busy with an
 older step is killed (and restarted for the next one), so a user moving
 quickly through the trace never waits for measurements of states already
-left behind.  When its queue is empty the worker measures the FMA peak and the
-memory bandwidth once (the roofline's roofs), never while a kernel is timed.
+left behind.  When its queue is empty the worker finds the FMA peak and the
+memory bandwidth (the roofline's roofs: kept per machine by ``tvmlab.bench.machine``, measured
+when nothing is kept or when asked again), never while a kernel is timed.
 
 Messages are pickles on the worker's stdin/stdout (its own prints go to
 stderr, so they cannot corrupt the stream).
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 
+from ..bench.machine import Roofs
 from .bench import _LIVE, BenchmarkerBase, failed_record
 
 IDLE_EXIT_S = 120        # a worker with nothing to do for this long exits; the next step restarts it
@@ -33,7 +35,7 @@ class ProcessBenchmarker(BenchmarkerBase):
 
     def __init__(self, workload, on_update=None):
         super().__init__(workload, on_update)
-        self.bandwidth = None      # (GB/s or None, how): measured by the worker with the peak
+        self._remeasure = False    # the next idle moment measures the roofs again
         self.cancelled = 0         # steps dropped or interrupted because a newer one arrived
         self.restarts = 0
         self._queue = []           # [(key, label, steps, target)]
@@ -76,6 +78,16 @@ class ProcessBenchmarker(BenchmarkerBase):
     @property
     def pending(self):
         return len(self._queue) + (self._job is not None)
+
+    def remeasure(self):
+        """Measure the machine's roofs again in the worker, once nothing else is queued."""
+        with self._cv:
+            self._remeasure = True
+            self._cv.notify_all()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._feed, name="tvmlab-benchmark-feeder",
+                                            daemon=True)
+            self._thread.start()
 
     def wait(self, timeout=300):
         deadline = time.monotonic() + timeout
@@ -154,7 +166,7 @@ class ProcessBenchmarker(BenchmarkerBase):
         while True:
             with self._cv:
                 while not self._queue and not self._closing:
-                    if self.peak is None:
+                    if self.peak is None or self._remeasure:
                         break
                     self._cv.wait(0.5)
                     if self._proc is not None and time.monotonic() - idle_since > IDLE_EXIT_S:
@@ -164,14 +176,14 @@ class ProcessBenchmarker(BenchmarkerBase):
                     return
                 job = self._queue.pop(0) if self._queue else None
                 self._job = job
-            if job is None:                       # idle: the FMA peak, once
-                self.current = "the machine's FMA peak"
+            if job is None:                       # idle: the roofs, once (kept per machine)
+                again, self._remeasure = self._remeasure, False
+                self.current = "the machine's FMA peak and memory bandwidth"
                 self._notify()
-                ans = self._ask(("peak",))
+                ans = self._ask(("remeasure",) if again else ("peak",))
                 self.current = None
                 if ans is not None:
-                    self.peak = ans[1]
-                    self.bandwidth = ans[2] if len(ans) > 2 else None
+                    self._take_roofs(None if ans[1] is None else Roofs(**ans[1]))
                 self._notify()
                 continue
             key, label, steps, target = job
@@ -212,22 +224,13 @@ def _measure_steps(ops, args, steps, target, workload):
         return failed_record(target, f"{type(e).__name__}: {e}")
 
 
-def _bandwidth():
-    """(GB/s, how) of this machine's memory, or (None, why not): the roofline's memory roof."""
-    from ..analysis.roofline import memory_bandwidth
-    try:
-        return memory_bandwidth(rounds=3)
-    except Exception as e:
-        return None, f"bandwidth unknown: {type(e).__name__}: {e}"
-
-
 def main():
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # a notebook interrupt is for the kernel; EOF ends us
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)                      # stray prints go to stderr, never into the pickle stream
     inp = sys.stdin.buffer
-    from .bench import Workload, machine_peak_gflops
+    from .bench import Workload, machine_roofs
     try:
         _, ops, args, env = pickle.load(inp)
     except EOFError:
@@ -241,8 +244,9 @@ def main():
         if msg[0] == "job":
             _, key, steps, target = msg
             ans = ("record", key, target, _measure_steps(ops, args, steps, target, workload))
-        elif msg[0] == "peak":
-            ans = ("peak", machine_peak_gflops(rounds=3), _bandwidth())
+        elif msg[0] in ("peak", "remeasure"):
+            r = machine_roofs(remeasure=msg[0] == "remeasure")
+            ans = ("peak", None if r is None else r.as_dict())
         else:
             ans = ("error", f"unknown message {msg[0]!r}")
         pickle.dump(ans, out)

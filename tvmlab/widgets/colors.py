@@ -18,6 +18,14 @@ KIND_COLORS = {
 KIND_WORDS = {"serial": "range", "parallel": "T.parallel", "vectorized": "T.vectorized",
               "unrolled": "T.unroll", "thread_binding": "T.thread_binding"}
 
+# Every table the widgets draw: columns apart, headers left-aligned over their column.  A <style>
+# before each table, since a widget's HTML gets no notebook table styles (a notebook output that
+# drops the <style> keeps JupyterLab's own).
+TABLE = ('<style>.tvmlab-table{border-collapse:collapse;font-size:12px;margin:4px 0}'
+         '.tvmlab-table th,.tvmlab-table td{padding:2px 14px 2px 4px;text-align:left;vertical-align:top}'
+         '.tvmlab-table th{border-bottom:1px solid #ced4da;font-weight:600;white-space:nowrap}'
+         '.tvmlab-table tr:nth-child(even) td{background:#f8f9fa}</style><table class="tvmlab-table">')
+
 ADDED = "#d3f9d8"      # a line or node that is new since the previous step
 REMOVED = "#ffe3e3"    # a line that the step removed
 CHANGED_EDGE = "#e8590c"   # outline of a graph node that is new since the previous step

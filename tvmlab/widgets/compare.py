@@ -14,6 +14,7 @@ import html
 
 from ..errors import ScheduleError, TVMLabError
 from .bench import Workload, figure, figure_png, machine_peak_gflops, measure, plotting
+from .colors import TABLE
 from .diff import diff_html, diff_stats
 from .session import Session, target_kind
 
@@ -163,7 +164,7 @@ class Comparison:
             for lab, t in zip(self.labels, (ta, tb)))
         return (f'<div class="tvmlab-compare" style="font-size:12px"><div>{head}</div>'
                 f'<div style="display:flex;gap:8px">{traces}</div>'
-                f'<table style="font-size:12px"><tr><th>side</th><th>target</th><th>check</th>'
+                f'{TABLE}<tr><th>side</th><th>target</th><th>check</th>'
                 f'<th>ms</th><th>GFLOP/s</th><th></th></tr>{rows}</table>{plot}'
                 f'<div>AST3: +{sa} −{sb} lines</div>{self.ast3_diff()}{self.code_diff()}</div>')
 

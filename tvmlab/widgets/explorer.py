@@ -38,6 +38,13 @@ from .explorer_trace import TraceControls
 from .explorer_views import PANELS, TAB_TITLES, StageViews
 from .session import LEVELS, Session
 
+# The tab bar sizes each tab to its title (ipywidgets squeezes a fixed width per tab, which cut
+# "Iteration space" short); the header carries it to the page.
+EXPLORER_CSS = ("<style>.tvmlab-tabs > .lm-TabBar .lm-TabBar-tab, .tvmlab-tabs > .p-TabBar .p-TabBar-tab"
+                "{flex:0 0 auto !important;max-width:none !important}"
+                ".tvmlab-tabs .lm-TabBar-tabLabel, .tvmlab-tabs .p-TabBar-tabLabel"
+                "{overflow:visible;text-overflow:clip}</style>")
+
 
 class Explorer(TraceControls, StageViews, AnalysisPanels, BenchmarkPanel, W.VBox):
     """An interactive explorer of one schedule of ``args``.
@@ -172,7 +179,7 @@ class Explorer(TraceControls, StageViews, AnalysisPanels, BenchmarkPanel, W.VBox
     # ================================================================ widgets
     def _build_widgets(self):
         names = ", ".join(a.name for a in self._session.args)
-        self._header = W.HTML(f'<div style="font-size:14px"><b>tvmlab explorer</b> — '
+        self._header = W.HTML(f'{EXPLORER_CSS}<div style="font-size:14px"><b>tvmlab explorer</b> — '
                               f'{html.escape(names)} on {html.escape(", ".join(self.targets))}'
                               f'</div>{legend_html()}')
         self._status = W.HTML()
@@ -186,6 +193,7 @@ class Explorer(TraceControls, StageViews, AnalysisPanels, BenchmarkPanel, W.VBox
                                              roof_page, ab_page, self.tune_view])
         for k, t in enumerate(TAB_TITLES):
             self._tabs.set_title(k, t)
+        self._tabs.add_class("tvmlab-tabs")
         self._tabs.selected_index = 1
         self._tabs.observe(self._on_tab, names="selected_index")
 

@@ -10,7 +10,7 @@ import html
 import ipywidgets as W
 
 from ..errors import TVMLabError
-from .bench_worker import ProcessBenchmarker
+from .colors import TABLE
 from .explorer_trace import click_handler
 from .session import steps_key
 
@@ -31,18 +31,27 @@ class AnalysisPanels:
                                  layout=W.Layout(width="220px"))
         self.iter_kind = W.Dropdown(description="writer", layout=W.Layout(width="220px"))
         self.iter_loop = W.Dropdown(description="lines per", layout=W.Layout(width="220px"))
-        self.iter_button = W.Button(description="draw", icon="th")
+        self.iter_button = W.Button(description="draw", icon="th",
+                                    layout=W.Layout(width="auto", flex="0 0 auto"))
         self.iter_view = W.HTML()
         self.iter_button.on_click(lambda _: self._draw_panel("Iteration space", force=True))
         for w in (self.iter_kind, self.iter_loop):
             w.observe(lambda ch: None if self._updating else self._draw_panel(
                 "Iteration space", force=True), names="value")
         iter_page = W.VBox([W.HBox([self.iter_sizes, self.iter_kind, self.iter_loop,
-                                    self.iter_button]), self.iter_view])
+                                    self.iter_button], layout=W.Layout(flex_flow="row wrap")),
+                            self.iter_view])
         self.roofline_view = W.HTML()
-        roof_page = W.VBox([self.roofline_view])
-        self.pin_button = W.Button(description="pin this step", icon="thumb-tack")
-        self.compare_button = W.Button(description="compare with pinned", icon="columns")
+        self.remeasure_button = W.Button(description="re-measure the roofs", icon="tachometer",
+                                         tooltip="measure this machine's FMA peak and memory bandwidth "
+                                                 "again (a few seconds, every core busy)",
+                                         layout=W.Layout(width="auto", align_self="flex-start"))
+        self.remeasure_button.on_click(click_handler(lambda: self.remeasure_roofs()))
+        roof_page = W.VBox([self.roofline_view, self.remeasure_button])
+        self.pin_button = W.Button(description="pin this step", icon="thumb-tack",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
+        self.compare_button = W.Button(description="compare with pinned", icon="columns",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
         self.pin_label = W.Label("nothing pinned")
         self.compare_view = W.HTML()
         self.pin_button.on_click(lambda _: self.pin())
@@ -96,6 +105,27 @@ class AnalysisPanels:
         self.last_iteration_space = {"trace": tr, "kind": kind, "loop": rep["loop"], "cache": rep, "gpu": gpu}
         return self.last_iteration_space
 
+    def remeasure_roofs(self):
+        """Measure this machine's FMA peak and memory bandwidth again and keep them (the figures
+        the roofline and the benchmark plot draw; ``tvmlab.bench.machine``); the views redraw."""
+        if self._bench is None:
+            from .bench import machine_roofs
+            self._roofs = machine_roofs(remeasure=True)
+            self._panel_of.pop("Roofline", None)
+            self.roofline()
+        else:
+            self._bench.remeasure()
+        return self
+
+    def _machine_roofs(self):
+        """The roofs to draw: the benchmarker's (found by its worker), else the kept ones."""
+        if self._bench is not None:
+            return self._bench.roofs
+        if getattr(self, "_roofs", None) is None:
+            from .bench import machine_roofs
+            self._roofs = machine_roofs(measure=False)      # never measured on the notebook's thread
+        return self._roofs
+
     def _gpu_check(self, sch, sizes, parts):
         """A schedule that binds GPU threads is also run on the thread-level simulator: its races and
         divergent barriers show below the maps (``parts`` gets the HTML); returns the ScheduleCheck."""
@@ -114,7 +144,7 @@ class AnalysisPanels:
 
     def roofline(self, bandwidth=True):
         """One point per benchmarked step: {"label", "intensity", "gflops", "series", ...}."""
-        from ..analysis.roofline import kernel_counts, memory_bandwidth
+        from ..analysis.roofline import kernel_counts
         from .analysis_views import png_img, roofline_png
         pts = []
         env = self._bench.workload.env if self._bench is not None else {}
@@ -135,31 +165,28 @@ class AnalysisPanels:
                         "bytes": c.bytes, "intensity": c.intensity,
                         "bytes_by_buffer": dict(c.bytes_by_buffer),
                         "gflops": c.flops / (rec["time_ms"] * 1e-3) / 1e9})
-        peak = (self._bench.peak or (None, ""))[0] if self._bench is not None else None
-        bw = None
-        if bandwidth:
-            if isinstance(self._bench, ProcessBenchmarker):
-                bw = (self._bench.bandwidth or (None, ""))[0]     # measured by the worker
-            else:
-                try:
-                    bw = memory_bandwidth()[0]
-                except Exception:      # no memory roof drawn, never an error
-                    bw = None
+        r = self._machine_roofs()
+        peak = r.peak_gflops if r is not None else None
+        bw = r.bandwidth_gbs if r is not None and bandwidth else None
         self._roof = (peak, bw)
+        note = (f"roofs {'measured ' + r.measured_at if r.measured_at else 'given'} on this machine: "
+                f"FMA {r.peak_method}; memory {r.bandwidth_method}") if r is not None else \
+            "roofs not measured yet"
         if pts:
-            img = png_img(roofline_png(pts, peak, bw, title="each step of the trace"), "roofline")
+            img = png_img(roofline_png(pts, peak, bw, title="each step of the trace", note=note),
+                          "roofline")
             rows = "".join(f"<tr><td>{p['label']}</td><td>{html.escape(p['series'])}</td>"
                            f"<td>{p['flops']:.3g}</td><td>{p['bytes']:.3g}</td>"
                            f"<td style='font-size:11px'>{html.escape(_per_buffer(p))}</td>"
                            f"<td>{p['intensity']:.2f}</td><td>{p['gflops']:.2f}</td></tr>"
                            for p in pts)
-            roofs = (f"roofs: FMA peak {peak:.0f} GFLOP/s" if peak else "FMA peak not measured yet") \
-                + (f", memory {bw:.1f} GB/s" if bw else ", memory bandwidth not measured yet")
+            roofs = r.note() if r is not None else ("roofs not measured yet (the benchmark worker "
+                                                    "measures them when idle; or re-measure)")
             self.roofline_view.value = (
                 f'<div class="tvmlab-roofline">{img}<div style="font-size:11px;color:#868e96">'
                 f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
                 f'sizes {html.escape(self._bench.workload.size_text() or "fixed")}</div>'
-                '<table style="font-size:12px"><tr><th>step</th><th>target</th><th>flops</th>'
+                + TABLE + '<tr><th>step</th><th>target</th><th>flops</th>'
                 '<th>bytes</th><th>distinct bytes per buffer</th><th>flops/byte</th>'
                 f'<th>GFLOP/s</th></tr>{rows}</table></div>')
         else:

@@ -13,6 +13,7 @@ import ipywidgets as W
 from ..errors import TVMLabError
 from .bench import Benchmarker, Workload, plot_png
 from .bench_worker import ProcessBenchmarker
+from .colors import TABLE
 from .session import steps_key, target_kind
 
 
@@ -26,7 +27,8 @@ class BenchmarkPanel:
         self.bench_plot = W.Image(format="png")
         self.bench_table = W.HTML()
         self.live_benchmark = W.Checkbox(description="live benchmark of every step", value=True)
-        self.measure_button = W.Button(description="measure this step", icon="clock-o")
+        self.measure_button = W.Button(description="measure this step", icon="clock-o",
+                                   layout=W.Layout(width="auto", flex="0 0 auto"))
         self.live_benchmark.observe(self._on_live, names="value")
         self.measure_button.on_click(self._on_measure)
         bench_page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),
@@ -162,6 +164,6 @@ def _records_html(recs, how):
         f"<td>{f(r.get('numpy_ms'), '.3f')}</td><td>{html.escape(r.get('message') or '')}</td></tr>"
         for r in recs)
     return (f'<div style="font-size:11px;color:#868e96">{html.escape(how)}</div>'
-            '<table style="font-size:12px"><tr><th>step</th><th>last primitive</th><th>target</th>'
+            + TABLE + '<tr><th>step</th><th>last primitive</th><th>target</th>'
             '<th>check</th><th>ms</th><th>GFLOP/s</th><th>numpy ms</th><th></th></tr>'
             f"{rows}</table>")

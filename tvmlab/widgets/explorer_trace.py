@@ -13,7 +13,7 @@ import ipywidgets as W
 
 from ..errors import TVMLabError
 from . import choices as C
-from .colors import KIND_COLORS
+from .colors import KIND_COLORS, TABLE
 from .explorer_views import flex
 
 
@@ -80,18 +80,19 @@ class TraceControls:
         self._controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
                                      self._form, self.apply_button], layout=flex())
         self.trace_view = W.HTML()
-        self.undo_button = W.Button(description="undo", icon="undo")
-        self.redo_button = W.Button(description="redo", icon="repeat")
-        self.reset_button = W.Button(description="reset", icon="refresh")
-        self.copy_button = W.Button(description="copy as code", icon="clipboard")
+        fit = dict(layout=W.Layout(width="auto", flex="0 0 auto"))   # as wide as its label, never cut
+        self.undo_button = W.Button(description="undo", icon="undo", **fit)
+        self.redo_button = W.Button(description="redo", icon="repeat", **fit)
+        self.reset_button = W.Button(description="reset", icon="refresh", **fit)
+        self.copy_button = W.Button(description="copy as code", icon="clipboard", **fit)
         self.code_box = W.Textarea(layout=W.Layout(width="100%", height="140px", display="none"))
         for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
                       (self.reset_button, self.reset)):
             b.on_click(click_handler(fn))
         self.copy_button.on_click(self._on_copy)
         self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
-            [self.undo_button, self.redo_button, self.reset_button, self.copy_button]),
-            self.code_box], layout=flex())
+            [self.undo_button, self.redo_button, self.reset_button, self.copy_button],
+            layout=W.Layout(flex_flow="row wrap")), self.code_box], layout=flex())
 
     def _show_error(self, e):
         self.error = str(e)
@@ -125,7 +126,7 @@ class TraceControls:
                 where += f", {stg.scope}"
             rows.append(f"<tr><td><b>{html.escape(key)}</b></td><td>{''.join(chips)}</td>"
                         f"<td style='color:#868e96'>{html.escape(where)}</td></tr>")
-        self.stages_view.value = ('<table style="font-size:12px"><tr><th>stage</th>'
+        self.stages_view.value = (TABLE + '<tr><th>stage</th>'
                                   '<th>leaf axes (outer → inner)</th><th>computed</th></tr>'
                                   + "".join(rows) + "</table>")
         keys = [sch.stage_key(x) for x in sch.stages]

@@ -116,9 +116,14 @@ class StageViews:
         panes = []
         for t in self.targets:
             kind = target_kind(t)
-            fmts = [("LLVM IR", "ll", "llvm"), ("assembly", "asm", "asm")] if kind == "llvm" else \
-                [(_SOURCE_TITLES.get(kind, (f"{kind} source", "c"))[0], None,
-                  _SOURCE_TITLES.get(kind, ("", "c"))[1])]
+            if kind == "llvm":
+                fmts = [("LLVM IR", "ll", "llvm"), ("assembly", "asm", "asm")]
+            elif kind == "cuda":     # beside the CUDA C: the PTX, and what the kernels cost the SM
+                fmts = [("CUDA C", None, "cuda"), ("PTX", "ptx", "text"), ("registers, shared memory, occupancy",
+                                                                        "resources", "text")]
+            else:
+                fmts = [(_SOURCE_TITLES.get(kind, (f"{kind} source", "c"))[0], None,
+                         _SOURCE_TITLES.get(kind, ("", "c"))[1])]
             for title, fmt, lang in fmts:
                 label = f"{title} ({t})"
                 try:

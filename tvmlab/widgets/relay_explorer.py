@@ -15,6 +15,7 @@ import html
 import ipywidgets as W
 
 from ..errors import TVMLabError
+from .colors import TABLE
 from .relay_view import RelayView, legend_html, to_html
 
 _BOX = "overflow:auto;max-height:560px;border:1px solid #dee2e6;background:white;padding:2px"
@@ -94,7 +95,7 @@ class RelayExplorer(W.VBox):
                        f'<td><div style="background:#ffa94d;height:10px;width:{300 * ms / total:.0f}px"></div>'
                        f"</td><td>{html.escape(str(shape))}</td></tr>" for n, ms, shape in rows)
         self._profile.value = (f"<p>{len(rows)} kernel calls, {total:.2f} ms in all (each timed alone)</p>"
-                               f"<table><tr><th>kernel</th><th>ms</th><th>share</th><th>output</th></tr>"
+                               f"{TABLE}<tr><th>kernel</th><th>ms</th><th>share</th><th>output</th></tr>"
                                f"{body}</table>")
         self.last_profile = rows
         return rows
@@ -129,7 +130,7 @@ def _changes_html(before, after, before_name):
     if before_name is None:
         rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{v}</td></tr>"
                        for k, v in sorted(after.items()))
-        return f"<table><tr><th>operator</th><th>count</th></tr>{rows}</table>"
+        return f"{TABLE}<tr><th>operator</th><th>count</th></tr>{rows}</table>"
     rows = []
     for k in sorted(set(before) | set(after)):
         a, b = before.get(k, 0), after.get(k, 0)
@@ -139,5 +140,5 @@ def _changes_html(before, after, before_name):
                         f'<td style="color:{colour}">{b - a:+d}</td></tr>')
     if not rows:
         return f"<p>same operators as after <code>{html.escape(before_name)}</code></p>"
-    return (f"<p>operator counts against <code>{html.escape(before_name)}</code></p><table><tr>"
+    return (f"<p>operator counts against <code>{html.escape(before_name)}</code></p>{TABLE}<tr>"
             f"<th>operator</th><th>before</th><th>after</th><th></th></tr>{''.join(rows)}</table>")

@@ -11,7 +11,7 @@ import html
 
 from ..ir.printer import astext
 from .code import highlight
-from .colors import KIND_COLORS, legend_html
+from .colors import KIND_COLORS, TABLE, legend_html
 from .diff import diff_html
 
 BOX = "font-size:12px;border-left:3px solid #4dabf7;padding-left:6px"
@@ -45,7 +45,7 @@ def tensor_html(t):
         idx = ", ".join(iv.var.name for iv in op.axis)
         expr = highlight(f"{t.name}[{idx}] = {astext(op.body[t.value_index])}", "python")
         expr += _svg(ast1_graph([op]), "AST1 dataflow graph")
-    return (f'<div style="{BOX}"><b>Tensor</b> (AST1)<table style="font-size:12px">{body}</table>'
+    return (f'<div style="{BOX}"><b>Tensor</b> (AST1){TABLE}{body}</table>'
             f"{expr}</div>")
 
 
@@ -68,7 +68,7 @@ def schedule_html(s):
     code = highlight(s.trace.as_python("s"), "python") if len(s.trace) else \
         "<div><i>no primitives applied: the default schedule</i></div>"
     return (f'<div style="{BOX}"><b>Schedule</b> — {len(s.stages)} stages{legend_html()}'
-            '<table style="font-size:12px"><tr><th>stage</th><th>leaf axes</th><th>computed</th>'
+            + TABLE + '<tr><th>stage</th><th>leaf axes</th><th>computed</th>'
             f'</tr>{"".join(rows)}</table><div style="font-size:12px"><b>trace as Python</b></div>'
             f'{code}{_svg(ast1_graph(s), "AST1 dataflow graph")}</div>')
 

@@ -216,9 +216,14 @@ class State:
         return m
 
     def source(self, target, fmt=None):
+        """The code of ``target``: LLVM IR (or ``fmt="asm"``) for llvm; for a GPU target the device
+        module's (CUDA C, ``"ptx"``, ``"resources"``; GLSL), not the host function that launches it."""
         m = self.module(target)
+        kind = target_kind(target)
         if fmt is None:
-            fmt = "ll" if target_kind(target) == "llvm" else ""
+            fmt = "ll" if kind == "llvm" else ""
+        if kind != "llvm" and getattr(m, "imported_modules", None):
+            return m.imported_modules[0].get_source(fmt)
         return m.get_source(fmt)
 
 

@@ -127,7 +127,13 @@ def _hi_add(x, y):
 
 
 def _neg(x):
-    return POS_INF if x is NEG_INF else NEG_INF if x is POS_INF else _op.neg(x)
+    if x is NEG_INF:
+        return POS_INF
+    if x is POS_INF:
+        return NEG_INF
+    if isinstance(x, E.IntImm) and dt.is_int(x.dtype) and x.value == dt.min_value(x.dtype):
+        return POS_INF        # -(int16 min) does not fit int16: unbounded above
+    return _op.neg(x)
 
 
 class IntervalEval(NodeMemo):

@@ -12,6 +12,9 @@ node name and the supported list, and nothing half-built is returned.
 """
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
 
 from ...runtime import ndarray as nd
@@ -27,6 +30,37 @@ def _onnx():
     except ImportError as e:   # pragma: no cover - onnx is in the 'graph' extra
         raise FrontendError("from_onnx needs the onnx package (pip install 'tvmlab[graph]')") from e
     return onnx
+
+
+class ModelCheckWarning(UserWarning):
+    """What ``onnx.checker`` found wrong with a model being imported (the import goes on, as TVM's)."""
+
+
+def load_model(path):
+    """The ``ModelProto`` in the file at ``path`` (external tensor data beside it is read too);
+    a file that is missing or is not an ONNX model is a FrontendError naming it."""
+    onnx = _onnx()
+    name = os.fsdecode(path)
+    if not os.path.isfile(name):
+        raise FrontendError(f"no ONNX model file at {name!r}")
+    try:
+        model = onnx.load(name)
+    except Exception as e:      # protobuf's DecodeError for bytes that are not a model, and the like
+        raise FrontendError(f"{name!r} is not an ONNX model: {type(e).__name__}: {e}") from None
+    if not model.HasField("graph") and not model.ir_version:
+        raise FrontendError(f"{name!r} is not an ONNX model: it holds no graph and no IR version"
+                            + (" (the file is empty)" if os.path.getsize(name) == 0 else ""))
+    return model
+
+
+def check_model(model):
+    """Run ``onnx.checker`` on ``model`` and turn what it finds into a ModelCheckWarning, as TVM's
+    importer does: many exported models break a rule the importer does not need."""
+    onnx = _onnx()
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:      # onnx.checker.ValidationError, or a checker that cannot run
+        warnings.warn(f"onnx.checker: {str(e).strip()}", ModelCheckWarning, stacklevel=3)
 
 
 def np_dtype(elem_type):
@@ -283,9 +317,10 @@ def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=Fals
     """
     onnx = _onnx()
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-        model = onnx.load(model)
+        model = load_model(model)
     if not isinstance(model, onnx.ModelProto):
         raise FrontendError(f"from_onnx expects an onnx.ModelProto or a path, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(shape or {}, dict):
         raise FrontendError(f"shape= must map input names to shapes, got {type(shape).__name__}")
     if not isinstance(dtype, (str, dict)):

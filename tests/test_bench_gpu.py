@@ -1,0 +1,23 @@
+"""python -m tvmlab.bench.gpu: every row builds and is checked on the simulator; without a GPU it says so."""
+import io
+
+import pytest
+
+import tvmlab as tvm
+from tvmlab.bench import gpu
+
+
+def test_every_row_runs_on_the_simulator():
+    out = io.StringIO()
+    assert gpu.main(["--simulate"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert len(lines) == sum(len(v) for v in gpu.ROWS.values())
+    assert all("simulated: matches numpy" in line for line in lines)
+    assert [line.split()[1] for line in lines if line.startswith("matmul")] == ["32^3", "64^3", "128^3"]
+
+
+@pytest.mark.skipif(tvm.cuda(0).exist, reason="checks the behaviour without a GPU")
+def test_without_a_gpu_it_says_so_and_exits_0():
+    out = io.StringIO()
+    assert gpu.main(["--rows", "add"], out=out) == 0
+    assert "no CUDA GPU here" in out.getvalue() and "--simulate" in out.getvalue()

@@ -1,0 +1,164 @@
+"""TE behaviours TVM's own tests exercise: rfactor of a reduction with init=, tir.popcount, the
+schedule graph helpers."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_of_a_reduction_with_init_adds_the_init_once(rng, factor_axis):
+    n = 37
+    A = te.placeholder((n, n), name="A")
+    C = te.placeholder((n, n), name="C")
+    I = te.placeholder((n, n), name="I")
+    k = te.reduce_axis((0, n))
+    B = te.compute((n, n), lambda i, j: te.sum(A[i, k] * C[k, j], axis=k, init=I[i, j]), name="B")
+    s = te.create_schedule(B.op)
+    kf, ki = s[B].split(k, nparts=4)                 # 4 does not divide 37
+    BF = s.rfactor(B, kf, factor_axis)
+    s[BF].parallel(BF.op.axis[0])
+    f = tvm.build(s, [A, C, I, B], "llvm")
+    a, c, ii = (rng.standard_normal((n, n)).astype("float32") for _ in range(3))
+    b = tvm.nd.array(np.full((n, n), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(c), tvm.nd.array(ii), b)
+    np.testing.assert_allclose(b.numpy(), ii + a @ c, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint8"])
+def test_popcount(rng, dtype):
+    n = te.var("n")
+    A = te.placeholder((n,), dtype, name="A")
+    B = te.compute((n,), lambda i: tvm.tir.popcount(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=8)
+    s[B].vectorize(xi)
+    f = tvm.build(s, [A, B], "llvm")
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 29, dtype=dtype, endpoint=True)
+    b = tvm.nd.array(np.zeros(29, dtype))
+    f(tvm.nd.array(a), b)
+    want = [bin(int(x) & ((1 << (8 * a.itemsize)) - 1)).count("1") for x in a]
+    np.testing.assert_array_equal(b.numpy(), want)
+    with pytest.raises(tvm.TVMLabError):
+        tvm.tir.popcount(tvm.tir.const(1.0))
+
+
+def test_read_graph_post_order_and_scan_body():
+    m, l = te.var("m"), te.var("l")
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j], name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 3, name="A2")
+    g = tvm.te.schedule.CreateReadGraph([A2.op])
+    assert g[A2.op] == [A1] and g[A1.op] == [A]
+    assert tvm.te.schedule.PostDFSOrder([A2.op], g) == [A.op, A1.op, A2.op]
+    x = te.placeholder((m, l), name="x")
+    state = te.placeholder((m, l), name="state")
+    init = te.compute((1, l), lambda _, i: x[0, i], name="init")
+    up1 = te.compute((m, l), lambda t, i: state[t - 1, i] + 1, name="up1")
+    update = te.compute((m, l), lambda t, i: up1[t, i] + x[t, i], name="update")
+    scan = te.scan(init, update, state)
+    assert set(tvm.te.schedule.ScanGetBody(scan.op)) == {scan.op, update.op, up1.op}
+    with pytest.raises(tvm.TVMLabError):
+        tvm.te.schedule.ScanGetBody(A2.op)
+
+
+def test_cache_write_of_a_reduction_whose_range_depends_on_the_output_axis(rng):
+    X = te.placeholder((10,), name="x")
+
+    def prefix(n):                       # y[n] = sum of x[0:n], clipped below at n by the combiner
+        rv = te.reduce_axis((0, n))
+        init = lambda dtype: tvm.tir.Select(n > 1, tvm.tir.const(0, dtype), n.astype(dtype))  # noqa: E731
+        red = te.comm_reducer(lambda a, b: tvm.te.max(a + b, n.astype("float32")), init, name="red")
+        return red(X[rv], axis=rv)
+    Y = te.compute(X.shape, prefix, name="y")
+    s = te.create_schedule([Y.op])
+    s.cache_write(Y, "local")
+    f = tvm.build(s, [X, Y])
+    x = rng.standard_normal(10).astype("float32")
+    y = tvm.nd.array(np.full(10, np.nan, "float32"))
+    f(tvm.nd.array(x), y)
+    want = []
+    for n in range(10):
+        acc = 0.0 if n > 1 else float(n)
+        for r in range(n):
+            acc = max(acc + float(x[r]), float(n))
+        want.append(acc)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+
+
+def test_bounds_of_local_and_warp_stages_inside_thread_loops(rng):
+    m = te.var("m")
+    A = te.placeholder((m,), name="A")
+    A1 = te.compute((m,), lambda i: A[i] * 2.0, name="A1")
+    A2 = te.compute((m,), lambda i: A1[i] + 2.0, name="A2")
+    A3 = te.compute((m,), lambda i: A2[i] + 3.0, name="A3")
+    s = te.create_schedule(A3.op)
+    s[A2].set_scope("shared")
+    s[A1].set_scope("local")
+    tx = te.thread_axis("threadIdx.x")
+    bx, t = s[A3].split(A3.op.axis[0], factor=32)
+    s[A3].bind(bx, te.thread_axis("blockIdx.x"))
+    s[A3].bind(t, tx)
+    s[A2].compute_at(s[A3], t)
+    _, xi = s[A2].split(A2.op.axis[0], nparts=1)
+    s[A2].bind(xi, tx)
+    s[A1].compute_at(s[A3], t)
+    bounds = tvm.te.schedule.InferBound(s.normalize())
+    assert bounds[A1.op.axis[0]].extent.value == 1          # each thread its own element
+    assert bounds[A2.op.axis[0]].extent.value == 32         # shared by the block's threads
+    if tvm.opencl(0).exist:                                   # and the kernel computes the right thing
+        f = tvm.build(s, [A, A3], "opencl")
+        a = rng.standard_normal(77).astype("float32")
+        out = tvm.nd.array(np.full(77, np.nan, "float32"), tvm.opencl(0))
+        f(tvm.nd.array(a, tvm.opencl(0)), out)
+        np.testing.assert_allclose(out.numpy(), a * 2.0 + 5.0, rtol=1e-6)
+
+    B = te.placeholder((m, 8), name="B")
+    B1 = te.compute((m, 8), lambda i, j: B[i, j], name="B1")
+    B2 = te.compute((m, 8), lambda i, j: B1[i, j] + 3, name="B2")
+    s = te.create_schedule(B2.op)
+    s[B1].set_scope("warp")
+    xo, xi = s[B2].split(B2.op.axis[0], 32)
+    xi0, xi1 = s[B2].split(xi, factor=16)
+    s[B2].bind(xi1, tx)
+    s[B2].bind(xi0, te.thread_axis("threadIdx.y"))
+    s[B1].compute_at(s[B2], B2.op.axis[1])
+    _, wi = s[B1].split(s[B1].op.axis[0], factor=16)
+    s[B1].bind(wi, tx)
+    assert tvm.te.schedule.InferBound(s)[B1.op.axis[0]].extent.value == 16   # a warp's lanes share it
+
+
+def test_nested_groups_compute_at_inside_each_other(rng):
+    m, n = te.var("m"), te.var("n")
+    x = te.compute((m, n), lambda i, j: tvm.tir.const(1, "float32") * i + j, name="x")
+    x1 = te.compute(x.shape, lambda *i: x(*i) + 1, name="x1")
+    x2 = te.compute(x.shape, lambda *i: x1(*i) + 2, name="x2")
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x1, inputs=x)                         # {x1}
+    g2 = s.create_group(outputs=x1, inputs=x, include_inputs=True)    # {x, g1}: g1 nests in g2
+    assert s[x].group is g2 and s[x1].group is g1 and g1.group is g2
+    assert g2.num_child_stages == 2 and g1.num_child_stages == 1
+
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x, inputs=x, include_inputs=True)
+    g2 = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    assert s[x].group is g1 and s[x1].group is g2 and g1.group is g2
+    g2.compute_at(s[x2], x2.op.axis[0])
+    g1.compute_at(s[x1], s[x1].op.axis[1])
+    bounds = tvm.te.schedule.InferBound(s.normalize())
+    assert bounds[x.op.axis[0]].extent.value == 1 and bounds[x.op.axis[1]].extent.value == 1
+    assert bounds[x1.op.axis[0]].extent.value == 1
+    f = tvm.build(s, [x2, m, n], "llvm")
+    out = tvm.nd.array(np.full((4, 5), np.nan, "float32"))
+    f(out, 4, 5)
+    i, j = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
+    np.testing.assert_allclose(out.numpy(), i + j + 3.0)
+    g2.compute_root()                                                 # g1 stays inside x1
+    assert s[x1].attach_type == "root" and s[x].attach_stage is s[x1]
+
+    s = te.create_schedule(x2.op)
+    s.create_group(outputs=x1, inputs=x, include_inputs=True)         # {x, x1}
+    with pytest.raises(tvm.TVMLabError, match="nests only whole"):
+        s.create_group(outputs=x2, inputs=x)                          # {x1, x2} would split {x, x1}
