@@ -3,8 +3,7 @@ their stored outputs (``tvmlab.bench.onnx_suite``); skipped when the installed o
 
 The PyTorch suites are opset 6 and are upgraded by onnx.version_converter while importing.  Their pass
 counts must not drop; what still fails is listed (3-D convolution and pooling, which topi does not have).
-The light CNNs are checked by ``python -m tvmlab.bench.onnx_suite --suites light`` (two minutes); one of
-them runs here.
+The light CNNs (two minutes) run with the slow tests (``--run-slow``); one of them always runs.
 """
 from __future__ import annotations
 
@@ -39,6 +38,12 @@ def test_pytorch_suites_pass(suite):
 def test_light_models(name):
     (case,) = onnx_suite.run(["light"], only=name)
     assert case.status == "pass", case.reason
+
+
+@pytest.mark.slow
+def test_light_suite_passes():
+    cases = onnx_suite.run(["light"])
+    assert onnx_suite.counts(cases)["light"] == (9, 9), [(c.name, c.reason) for c in cases if c.status != "pass"]
 
 
 def test_old_opsets_are_upgraded_with_a_warning():
