@@ -230,3 +230,23 @@ def test_injective_reads_of_a_products_tail_fuse_and_a_weight_is_packed_once():
     for t in range(3):
         hv = np.tanh(xv[t] + hv @ wv.T)
     np.testing.assert_allclose(m.get_output(0).numpy(), hv, rtol=1e-5, atol=1e-5)
+
+
+def test_causal_bool_mask_of_odd_width_in_the_scores_kernel():
+    """A bool mask read as 9-lane vectors at byte offsets 9, 18, ... (a bool is one byte: claiming more
+    alignment than the address has crashed the process)."""
+    q, k = relay.var("q", shape=(2, 3, 9, 8)), relay.var("k", shape=(2, 3, 8, 9))
+    keep = np.tri(9, 9, dtype=bool)
+    s = relay.where(relay.const(keep), relay.nn.batch_matmul(q, k, transpose_b=False), relay.const(np.float32(-1e4)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([q, k], s)), target="llvm")
+    assert len(lib.lowered.functions) == 1
+    from tvmlab.contrib import graph_executor
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    rng = np.random.default_rng(5)
+    qv, kv = rng.standard_normal((2, 3, 9, 8)).astype(np.float32), rng.standard_normal((2, 3, 8, 9)).astype(np.float32)
+    m.set_input("q", qv)
+    m.set_input("k", kv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.where(keep, qv @ kv, np.float32(-1e4)), rtol=1e-5,
+                               atol=1e-5)

@@ -16,6 +16,7 @@ from .common import (FrontendError, OpNotImplemented, ShapeCache, gelu, layer_no
                      prod, relay_module)
 from .pytorch_more import MORE
 from .pytorch_rnn import RNN_CONVERTERS
+from .pytorch_transformer import TRANSFORMER
 
 
 def _torch():
@@ -322,6 +323,7 @@ CONVERTERS = {
 }
 CONVERTERS.update(MORE)        # comparisons, where, argmax, cumsum, einsum, interpolation ... (pytorch_more)
 CONVERTERS.update(RNN_CONVERTERS)      # nn.LSTM / nn.GRU / nn.RNN (pytorch_rnn)
+CONVERTERS.update(TRANSFORMER)         # embedding, masked_fill, tril, baddbmm, sdpa ... (pytorch_transformer)
 _IN_PLACE = ("relu", "relu6", "silu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
              "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
              "squeeze")
