@@ -213,3 +213,20 @@ def test_second_cache_of_a_tensor_gets_its_own_name_and_replays():
     ns = {"te": te, "A": A, "B": B, "s": te.create_schedule(B.op)}
     exec(s.trace.as_python(header=False), ns)
     assert str(tvmlab.lower(ns["s"], [A, B])) == str(tvmlab.lower(s, [A, B]))
+
+
+def test_binding_an_axis_again_to_the_same_thread_kind_replaces_it():
+    """TVM's tests bind once per target they build for; another kind of thread is still an error."""
+    import pytest
+    from tvmlab.errors import ScheduleError
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=8)
+    for _ in range(2):
+        s[B].bind(bx, te.thread_axis("blockIdx.x"))
+        s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    assert s[B].attr(tx).bind_thread.thread_tag == "threadIdx.x"
+    with pytest.raises(ScheduleError, match="already bound to threadIdx.x"):
+        s[B].bind(tx, te.thread_axis("threadIdx.y"))
+    tvmlab.lower(s, [A, B], target="cuda")

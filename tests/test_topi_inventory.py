@@ -24,7 +24,7 @@ def blocked_ref(x, k, ic, oc, stride, padding, dilation):
     xn = ref.layout_transform_python(x, f"NCHW{ic}c", "NCHW")
     ofo, icb, kh, kw, _, _ = k.shape
     kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(ofo * oc, icb * ic, kh, kw)
-    out = ref.conv2d_nchw_python(xn, kn, stride, padding, dilation)
+    out = ref.conv2d_nchw_python(xn, kn, stride, padding, dilation=dilation)
     return ref.layout_transform_python(out, "NCHW", f"NCHW{oc}c")
 
 

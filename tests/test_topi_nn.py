@@ -226,7 +226,7 @@ def test_conv2d_nchw(case, check_build):
     else:
         out = topi.nn.group_conv2d_nchw(X, W, stride, padding, dilation, groups)
     s = x86.schedule_conv2d_nchw([out])
-    check_build(s, [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups),
+    check_build(s, [X, W, out], lambda x, k: ref.conv2d_nchw_python(x, k, stride, padding, groups, dilation),
                 rtol=1e-4, atol=1e-4)
 
 
@@ -245,7 +245,7 @@ def test_conv2d_random_configurations(seed, check_build):
                              0.2)
     check_build(x86.schedule_group_conv2d_nchw([out]), [X, W, b, out],
                 lambda x, k, bb: (lambda y: np.where(y > 0, y, 0.2 * y))(
-                    ref.conv2d_nchw_python(x, k, stride, padding, dilation, groups) + bb[None, :, None, None]),
+                    ref.conv2d_nchw_python(x, k, stride, padding, groups, dilation) + bb[None, :, None, None]),
                 rtol=1e-4, atol=1e-4)
 
 
@@ -484,9 +484,9 @@ def test_softmax(shape, axis, check_build):
 def test_lrn_instance_norm(check_build):
     X = ph((2, 7, 4, 5), "X")
     out = topi.nn.lrn(X, 3, 1, 0.001, 0.75, 1.0)
-    check_build(x86.schedule_lrn([out]), [X, out], lambda x: ref.lrn_python(x, 3, 1, 0.001, 0.75, 1.0), rtol=1e-5)
+    check_build(x86.schedule_lrn([out]), [X, out], lambda x: ref.lrn_python(x, 3, 1, 1.0, 0.001, 0.75), rtol=1e-5)
     out4 = topi.nn.lrn(X, 4, 1, 0.5, 0.5, 2.0)
-    check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 0.5, 0.5, 2.0), rtol=1e-5)
+    check_build(x86.schedule_lrn([out4]), [X, out4], lambda x: ref.lrn_python(x, 4, 1, 2.0, 0.5, 0.5), rtol=1e-5)
     g, b = ph((7,), "g"), ph((7,), "b")
     for shape in ((2, 7, 4, 5), (1, 7, 9, 10)):          # the second: sums as vectors of partial sums
         Y = ph(shape, "Y")
@@ -613,7 +613,13 @@ def test_cuda_schedules_compile_and_run_where_a_gpu_is():
     with pytest.raises(ScheduleError, match="CUDA schedule"):
         topi.cuda.schedule_injective([conv], target="llvm")
     with pytest.raises(ScheduleError, match="is a scalar"):
-        topi.cuda.schedule_reduce(topi.sum(A))
+        topi.cuda.schedule_injective(topi.sum(A))
+    total = topi.sum(A)          # a reduction to one value: the threads of a block share it
+    f = tvmlab.build(topi.cuda.schedule_reduce(total), [A, total], "cuda")
+    a = np.random.default_rng(0).uniform(-1, 1, [int(d) for d in A.shape]).astype(A.dtype)
+    got = np.full((), np.nan, "float32")
+    tvmlab.testing.simulate(f, a, got)
+    np.testing.assert_allclose(got, a.sum(dtype="float64"), rtol=1e-4)
 
 
 def test_topi_tutorial_program(check_build):

@@ -982,8 +982,9 @@ def test_testing_helpers():
     @tvm.testing.requires_cuda
     def needs_gpu():
         pass
-    (mark,) = needs_gpu.pytestmark
-    assert mark.name == "skipif" and mark.args == (not tvm.cuda(0).exist,)
+    skip = [m for m in needs_gpu.pytestmark if m.name == "skipif"]
+    assert skip and skip[0].args == (not tvm.cuda(0).exist,)
+    assert {"cuda", "gpu"} <= {m.name for m in needs_gpu.pytestmark}     # markers to select GPU tests by
     assert tvm.testing.requires_llvm(needs_gpu) is needs_gpu
 
 

@@ -9,7 +9,7 @@
     with autotvm.apply_history_best("matmul.log"):
         s, args = matmul(512, 512, 512, "float32")
 """
-from . import callback, measure, record, space, task, tuner  # noqa: F401
+from . import callback, measure, record, space, task, tophub, tuner  # noqa: F401
 from .measure import (DaskRunner, LocalBuilder, LocalRunner, MeasureInput, MeasureResult,  # noqa: F401
                       measure_option)
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity  # noqa: F401

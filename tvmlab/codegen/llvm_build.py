@@ -20,6 +20,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.printer import astext
 from ..runtime import llvm_jit
+from ..runtime.library import function_symbol
 from ..runtime.module import DimExpr, FuncSpec, Function, Module, ParamSpec, _dim_fn
 from .common import functions_of, written_buffers
 from .llvm_codegen import CodeGenLLVM, signature
@@ -195,7 +196,7 @@ def build_llvm(mod, target="llvm"):
     engine = None if reason else llvm_jit.JitEngine(ref, cpu, features, opt)
     functions = {}
     for name, f in funcs.items():
-        address = engine.address(name) if engine else 0
+        address = engine.address(function_symbol(name)) if engine else 0
         functions[name] = Function(func_spec(name, f, errors[name]), address, engine, reason)
 
     def asm():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir.expr import IntImm, Var
+from ..runtime.library import MANGLE_PREFIX, function_symbol
 from . import llvm_ir as L
 from .llvm_expr import ExprMixin
 from .llvm_intrin import IntrinMixin
@@ -20,19 +21,16 @@ from .llvm_types import abi_type, value_type
 
 _PTR_ATTRS = "noalias nocapture nofree noundef align 64"
 
-# Symbols the generated code may call (libm, libc, OpenMP): a function of that name would capture the calls.
-_LIBM = ("exp exp2 exp10 expm1 log log2 log10 log1p sqrt cbrt sin cos tan sinh cosh tanh asin acos atan "
-         "asinh acosh atanh atan2 hypot erf erfc pow fmod floor ceil round roundeven trunc nearbyint rint "
-         "fabs copysign nextafter ldexp frexp sincos fmin fmax fma").split()
-RESERVED = frozenset(_LIBM + [n + "f" for n in _LIBM] + "memcpy memmove memset bzero malloc calloc realloc "
-                     "free aligned_alloc posix_memalign abort exit".split())
+# Functions named as a C library function the code may call get another symbol (runtime.library's
+# function_symbol); these prefixes stay reserved for OpenMP, LLVM and tvmlab itself.
+RESERVED_PREFIXES = ("GOMP_", "omp_", "llvm.", "__", MANGLE_PREFIX)
 
 
 def check_symbol(name):
     """Raise BuildError unless ``name`` can name a generated function."""
     if not isinstance(name, str) or not name.isascii() or not name.replace(".", "_").isidentifier():
         raise BuildError(f"function name {name!r} is not a valid symbol name (letters, digits, '_' and '.')")
-    if name in RESERVED or name.startswith(("GOMP_", "omp_", "llvm.", "__")):
+    if name.startswith(RESERVED_PREFIXES):
         raise BuildError(f"function name {name!r} clashes with a library function the generated code may "
                          "call; choose another name")
 
@@ -121,7 +119,7 @@ class CodeGenLLVM(ExprMixin, IntrinMixin, StmtMixin, ParallelMixin):
                 params.append(("ptr", attrs, buf.name if buf is not None else p.name))
             else:
                 params.append((abi_type(p.dtype), "noundef", p.name))
-        fn = self.module.add_function(L.Function(name, "i32", params))
+        fn = self.module.add_function(L.Function(function_symbol(name), "i32", params))
         self.enter_function(fn)
         for p, arg in zip(sig, fn.args):
             self.st.vars[p] = self._param_value(p, arg)

@@ -95,7 +95,7 @@ class Target:
                 raise BuildError(f"option -{key} in target {target!r} has no value")
             options[key] = value if eq else True
         self.kind = TargetKind(kind)
-        self.keys = _BUILDERS[kind][1]
+        self.keys = _keys(kind, options)
         self.options = options
         self.host = None if host is None else Target(host)
 
@@ -103,6 +103,17 @@ class Target:
     def attrs(self):
         """The options, under TVM's name."""
         return self.options
+
+    @property
+    def thread_warp_size(self):
+        """Threads that run in lock step: 32 on CUDA, 1 elsewhere (``-thread_warp_size=`` overrides)."""
+        return int(self.options.get("thread_warp_size", 32 if self.kind == "cuda" else 1))
+
+    @property
+    def max_num_threads(self):
+        """Most threads in one block (``-max_num_threads=`` overrides): 1024 on CUDA, 256 on other GPUs."""
+        default = 1024 if self.kind == "cuda" else 256 if "gpu" in self.keys else 1
+        return int(self.options.get("max_num_threads", default))
 
     @staticmethod
     def list_kinds():
@@ -143,6 +154,38 @@ class Target:
         if not allow_none:
             raise BuildError("no current target: use `with tvm.target.Target('llvm'):`")
         return None
+
+
+def _keys(kind, options):
+    """The generic keys of a target, most specific first, as TVM orders them: ``-keys=a,b`` given,
+    then the ``-device=`` name, then the kind's registered keys ("llvm -device=arm_cpu": arm_cpu, cpu)."""
+    keys = [k for k in str(options.get("keys", "")).split(",") if k and options.get("keys") is not True]
+    device = options.get("device")
+    if isinstance(device, str) and device not in keys:
+        keys.append(device)
+    return tuple(keys + [k for k in _BUILDERS[kind][1] if k not in keys])
+
+
+def cuda(model="unknown", arch=None, options=None):
+    """A CUDA target (TVM's ``tvm.target.cuda()``): ``cuda(arch="sm_80")`` is ``Target("cuda -arch=sm_80")``;
+    ``options`` is a list of further "-key=value" words."""
+    words = ["cuda"]
+    if model and model != "unknown":
+        words.append(f"-model={model}")
+    if arch:
+        words.append(f"-arch={arch}")
+    words += list(options or [])
+    return Target(" ".join(words))
+
+
+def create(target):
+    """``Target(target)`` under the name TVM used before 0.8 (``tvm.target.create``)."""
+    return Target(target)
+
+
+def current_target(allow_none=True):
+    """The innermost ``with Target(...)`` of this thread (TVM's ``Target.current``)."""
+    return Target.current(allow_none)
 
 
 def build_module(mod, target):

@@ -200,7 +200,9 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
     "storage_flatten", ...), which the explorer shows.  With a GPU
     ``target`` ("cuda", ...) the module holds the host function ``name`` and
     its kernels (see ``tvmlab.lower.pipeline.lower_for_device``), and
-    ``result.device_split`` the split itself.  The current PassContext's
+    ``result.device_split`` the split itself; without ``target``, the
+    enclosing ``with tvm.target.Target(...)`` is used when it is a GPU target
+    (a CPU one changes nothing).  The current PassContext's
     config applies (see ``config_from_context``).  An IRModule from
     ``schedule_to_module`` is lowered; an already lowered one is returned.
     """
@@ -215,6 +217,10 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
         raise LoweringError("lower needs the argument tensors, e.g. tvm.lower(s, [A, B, C])")
     if isinstance(binds, bool):     # lower(s, args, name, True): simple_mode given by position
         binds, simple_mode = None, binds
+    if target is None:      # inside ``with Target("cuda"):`` a schedule is lowered for that GPU target
+        from ..codegen.registry import Target
+        cur = Target.current()
+        target = cur if cur is not None and uses_device_lowering(cur) else None
     from ..lower.pipeline import run_passes
     func, binds_map = make_function(sch, list(args), name, binds)
     if target is not None:
@@ -258,6 +264,8 @@ def _for_device(mod, tgt):
 
 def build(sch, args=None, target=None, target_host=None, name="default_function", binds=None):
     """Compile a schedule (or a lowered IRModule) for ``target``; returns a runtime Module.
+
+    Without ``target``, the enclosing ``with tvm.target.Target(...)`` is used, else "llvm".
 
     As in TVM, ``target_host`` (the target of the code that launches GPU
     kernels) may be given by position: ``build(s, args, "cuda", "llvm",

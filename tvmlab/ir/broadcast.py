@@ -72,3 +72,13 @@ def binary(opname, a, b):
     body = _op.convert(fn(va, vb))
     tag = "broadcast" if ta and tb else "elemwise"     # TVM's topi tags for tensor-tensor / tensor-scalar
     return ComputeOp(name, tag, None, axis, (body,)).output(0)
+
+
+def cast(t, dtype):
+    """Tensor ``t`` converted to ``dtype`` element-wise (TVM's ``Tensor.astype``)."""
+    from . import dtype as dt
+    dtype = dt.canonical(dtype)
+    axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), Var(f"ax{k}", s.dtype), IterVar.DATA_PAR)
+                 for k, s in enumerate(t.shape))
+    body = _op.cast(dtype, t(*[iv.var for iv in axis]))
+    return ComputeOp("T_cast", "elemwise", None, axis, (body,)).output(0)

@@ -219,6 +219,14 @@ class Tensor(ExprOp):
             raise DSLError(f"tensor {self.name} of shape {self.shape} used as a scalar; index it")
         return self()
 
+    def astype(self, dtype):
+        """The tensor converted to ``dtype`` element-wise (TVM's ``Tensor.astype``, topi's ``cast``);
+        a 0-d tensor gives a scalar expression."""
+        if self.ndim == 0:
+            return ExprOp.astype(self, dtype)
+        from .broadcast import cast
+        return cast(self, dtype)
+
     def __bool__(self):
         return True
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.arith import POS_INF, Analyzer, IntervalSet
-from ..ir.expr import GE, GT, LE, LT, And, Call, IntImm, Var
-from ..ir.functor import IRMutator, IRVisitor, collect_vars, substitute
-from ..ir.stmt import For, IfThenElse, seq
+from ..ir.expr import GE, GT, LE, LT, And, Call, IntImm, Load, Var
+from ..ir.functor import IRMutator, IRVisitor, collect_vars, post_order_visit, substitute
+from ..ir.stmt import THREAD_ALLREDUCE, Allocate, AttrStmt, For, IfThenElse, Store, seq
 from ..ir.tensor import IterVar, Range
 from .unroll import fresh_copy
 
@@ -176,10 +176,18 @@ class _Partitioner(IRMutator):
         super().__init__()
         self.nonneg = tuple(nonneg)
         self.scope = []   # (Var, Range) of the loops around the current node
+        self.threads = set()   # thread indices seen: inside a GPU kernel
+        self.shared = set()    # "shared" buffers allocated around
+
+    def visit_Allocate(self, s):
+        if str(s.scope).startswith("shared"):
+            self.shared.add(s.buffer_var)
+        return self.generic_visit(s)
 
     def visit_AttrStmt(self, s):
         if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
             self.scope.append((s.node.var, Range(_op.const(0, s.node.var.dtype), s.value)))
+            self.threads.add(s.node.var)
             try:
                 return self.generic_visit(s)
             finally:
@@ -187,7 +195,7 @@ class _Partitioner(IRMutator):
         return self.generic_visit(s)
 
     def visit_For(self, s):
-        if s.kind in ("serial", "parallel"):
+        if s.kind in ("serial", "parallel") and not (self.threads and _cooperates(s.body, self.shared)):
             parts = self._partition(s)
             if parts is not None:
                 return parts
@@ -289,6 +297,22 @@ class _Partitioner(IRMutator):
         finally:
             self.scope.pop()
         return For(nv, start, extent, s.kind, body, s.annotations)
+
+
+def _cooperates(body, shared=()):
+    """Whether threads work together in ``body`` (a cross-thread reduction, a barrier, shared memory):
+    cutting its loop at points that differ between threads would make some threads skip the
+    others' barriers, so such a loop in a GPU kernel is left whole."""
+    found = []
+
+    def visit(n):
+        if (isinstance(n, AttrStmt) and n.attr_key == THREAD_ALLREDUCE) or (
+                isinstance(n, Call) and n.op in ("tvm_storage_sync", "tvm_warp_shuffle", "tvm_warp_shuffle_down")) \
+                or (isinstance(n, Allocate) and str(n.scope).startswith("shared")) \
+                or (isinstance(n, (Load, Store)) and n.buffer_var in shared):
+            found.append(n)
+    post_order_visit(body, visit)
+    return bool(found)
 
 
 def _clamped_max(ana, a, b):

@@ -53,6 +53,16 @@ class Device:
         """True when this device is present on the machine."""
         return bool(_TYPES[self.device_type]["exist"](self.device_id))
 
+    @property
+    def compute_version(self):
+        """A CUDA device's compute capability as "major.minor" (TVM's attribute); None elsewhere or
+        when the device is absent."""
+        if self.device_type != "cuda" or not self.exist:
+            return None
+        from . import cuda_driver
+        major, minor = cuda_driver.require(self).compute_capability(self.device_id)
+        return f"{major}.{minor}"
+
     def sync(self):
         """Wait until all work queued on the device is done (no-op on the CPU)."""
         fn = _TYPES[self.device_type]["sync"]
@@ -130,7 +140,7 @@ register_device_type("opengl", aliases=("gl", "glsl"))
 # Devices of TVM's other backends: known names whose devices never exist here
 # (tvmlab has no codegen for them), so ``tvm.device("vulkan", 0).exist`` is False.
 # "opencl" becomes real when runtime.opencl_driver registers its probe.
-register_device_type("opencl", aliases=("cl",))
+register_device_type("opencl", aliases=("cl", "sdaccel", "aocl", "aocl_sw_emu"))
 register_device_type("vulkan")
 register_device_type("metal")
 register_device_type("rocm")

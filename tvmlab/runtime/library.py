@@ -19,6 +19,22 @@ from .module import FuncSpec, Function, Module
 
 METADATA_SYMBOL = "__tvmlab_metadata"
 FORMAT_VERSION = 1
+
+# Symbols generated code may call (libm, libc): a function of that name gets the symbol ``tvmlab_fn_<name>``.
+_LIBM = ("exp exp2 exp10 expm1 log log2 log10 log1p sqrt cbrt sin cos tan sinh cosh tanh asin acos atan "
+         "asinh acosh atanh atan2 hypot erf erfc pow fmod floor ceil round roundeven trunc nearbyint rint "
+         "fabs copysign nextafter ldexp frexp sincos fmin fmax fma").split()
+LIBRARY_SYMBOLS = frozenset(_LIBM + [n + "f" for n in _LIBM] + "memcpy memmove memset bzero malloc calloc realloc "
+                            "free aligned_alloc posix_memalign abort exit".split())
+MANGLE_PREFIX = "tvmlab_fn_"
+
+
+def function_symbol(name):
+    """The native symbol of generated function ``name``: the name itself, unless that is a C library
+    function the code may call (a function "floor" would capture the calls to libm's floor)."""
+    return MANGLE_PREFIX + name if name in LIBRARY_SYMBOLS else name
+
+
 _MACHINES = {3: "x86", 62: "x86_64", 40: "arm", 183: "aarch64", 243: "riscv", 8: "mips", 20: "ppc", 21: "ppc64",
              22: "s390x"}
 
@@ -76,7 +92,7 @@ def load_module(path, fmt=""):
     functions = {}
     for f in meta["functions"]:
         spec = FuncSpec.from_json(f)
-        address = ctypes.cast(getattr(lib, spec.name), ctypes.c_void_p).value
+        address = ctypes.cast(lib[function_symbol(spec.name)], ctypes.c_void_p).value
         functions[spec.name] = Function(spec, address, lib, reason)
     module = Module("llvm", functions, meta["entry"], {}, path=path)
     if "aot" in meta:                               # a whole model, compiled ahead of time

@@ -76,6 +76,9 @@ def pass_up_index(stage, dom_map, leaf_values):
         elif isinstance(rel, Fuse):
             f = value[rel.fused]
             ext = dom_map[rel.inner].extent
+            if isinstance(ext, IntImm) and ext.value == 0:      # an empty loop: its body never runs
+                value[rel.outer], value[rel.inner] = dom_map[rel.outer].min, dom_map[rel.inner].min
+                continue
             value[rel.outer] = _op.add(_op.floordiv(f, ext), dom_map[rel.outer].min)
             value[rel.inner] = _op.add(_op.floormod(f, ext), dom_map[rel.inner].min)
         elif isinstance(rel, Rebase):

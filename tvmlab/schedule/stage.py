@@ -361,13 +361,16 @@ class Stage:
                 raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: expected a thread axis "
                                     f"from te.thread_axis(...), got {thread_ivar!r}")
             cur = self.attr(ivar)
-            if cur.kind != "serial":
+            # binding an axis again to the same kind of thread replaces the binding, as in TVM (a
+            # test binding once per target it builds for); another kind of thread is a mistake
+            rebind = cur.bind_thread is not None and cur.bind_thread.thread_tag == thread_ivar.thread_tag
+            if cur.kind != "serial" and not rebind:
                 what = (f"bound to {cur.bind_thread.thread_tag}" if cur.bind_thread is not None
                         else cur.kind)
                 raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: the axis is already {what}")
             for iv, a in self.iter_var_attrs.items():
-                if a.bind_thread is not None and a.bind_thread.thread_tag == thread_ivar.thread_tag \
-                        and thread_ivar.thread_tag != "vthread":
+                if iv is not ivar and a.bind_thread is not None and a.bind_thread.thread_tag == \
+                        thread_ivar.thread_tag and thread_ivar.thread_tag != "vthread":
                     raise ScheduleError(f"bind of {self.name}.{ivar.var.name}: "
                                         f"{thread_ivar.thread_tag} is already bound to axis "
                                         f"{iv.var.name} of this stage")

@@ -34,90 +34,16 @@ def assert_prim_expr_equal(lhs, rhs):
         raise ValueError(f"{lhs} and {rhs} are not equal")
 
 
-def device_enabled(target):
-    """Whether code for ``target`` ("llvm", "cuda -arch=...", ...) can be built and run on this machine:
-    a code generator is registered for its kind and ``tvm.runtime.enabled(target)``."""
-    from ..codegen.registry import list_targets
-    from ..runtime.device import enabled
-    kind = str(getattr(target, "kind", target)).split()[0] if str(target).strip() else ""
-    return kind in list_targets() and enabled(kind)
-
-
-def uses_gpu(fn):
-    """Marks a test that also runs on GPUs when present (each target is checked with device_enabled)."""
-    return fn
-
-
-def enabled_targets():
-    """[(target, device)] for every registered target that can run here (TVM's helper)."""
-    from ..codegen.registry import list_targets
-    from ..runtime.device import device
-    return [(t, device(t, 0)) for t in list_targets() if device_enabled(t)]
-
-
-def _requires(target, what):
-    def mark(fn):
-        import pytest
-        return pytest.mark.skipif(not device_enabled(target),
-                                  reason=f"needs {what}: tvmlab.device({target!r}, 0).exist is False "
-                                         "on this machine")(fn)
-    return mark
-
-
-requires_cuda = _requires("cuda", "a CUDA GPU")
-requires_opengl = _requires("opengl", "an OpenGL (EGL) context")
-requires_opencl = _requires("opencl", "an OpenCL device")
-
-GPU_TARGETS = ("cuda", "opencl")
-
-
-def requires_gpu(fn):
-    """Skip unless some GPU-style target (CUDA, or OpenCL, e.g. pocl on the CPU) runs here."""
-    import pytest
-    return pytest.mark.skipif(not any(device_enabled(t) for t in GPU_TARGETS),
-                              reason="needs a GPU-style device: neither tvmlab.device('cuda', 0) "
-                                     "nor tvmlab.device('opencl', 0) exists on this machine")(fn)
-
-
-def requires_tensorcore(fn):
-    """Skip unless a CUDA GPU with tensor cores (compute capability 7.0 or newer) is present."""
-    import pytest
-    from ..runtime.device import device
-    ok = device_enabled("cuda") and int(str(device("cuda", 0).compute_version).split(".")[0]) >= 7
-    return pytest.mark.skipif(not ok, reason="needs a CUDA GPU with tensor cores")(fn)
+from .params import (exclude_targets, fixture, known_failing_targets, main, parameter,  # noqa: E402,F401
+                     parameters, parametrize_targets)
+from .targets import (DEFAULT_TEST_TARGETS, Feature, device_enabled, enabled_targets,  # noqa: E402,F401
+                      requires_cublas, requires_cuda, requires_cudnn, requires_gpu, requires_hexagon,
+                      requires_llvm, requires_metal, requires_nvptx, requires_opencl, requires_opengl,
+                      requires_rocm, requires_tensorcore, requires_vulkan, requires_x86, uses_gpu)
 
 
 def skip_if_wheel_test(fn):
     """TVM skips some tests in its wheel builds; tvmlab has none, so this marks nothing."""
-    return fn
-
-
-def parametrize_targets(*targets):
-    """Run a ``test(target, dev)`` once per target (skipped where the target cannot run here)."""
-    import pytest
-
-    def mark(fn):
-        from ..runtime.device import device
-        params = [pytest.param(t, device(t.split()[0], 0), id=t,
-                               marks=pytest.mark.skipif(not device_enabled(t),
-                                                        reason=f"{t} cannot run here"))
-                  for t in targets]
-        return pytest.mark.parametrize("target,dev", params)(fn)
-    if len(targets) == 1 and callable(targets[0]):
-        fn, targets = targets[0], ("llvm",) + GPU_TARGETS
-        return mark(fn)
-    return mark
-
-
-def main():
-    """Run the calling test file under pytest (TVM's ``tvm.testing.main()``)."""
-    import sys
-    import pytest
-    sys.exit(pytest.main([sys.argv[0]] + sys.argv[1:]))
-
-
-def requires_llvm(fn):
-    """The llvm target is always there."""
     return fn
 
 

@@ -11,6 +11,8 @@ from ..ir.op import select as Select  # noqa: F401
 from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
                       ProducerRealize, ProducerStore, SeqStmt, Stmt, Store)
 
+from ..ir.expr import Expr as PrimExpr  # noqa: E402,F401  (TVM's base class of index and value expressions)
+
 indexdiv = floordiv
 indexmod = floormod
 from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering passes)

@@ -106,3 +106,14 @@ greater = _binary("greater", _op.gt)
 greater_equal = _binary("greater_equal", _op.ge)
 logical_and = _binary("logical_and", _op.logical_and)
 logical_or = _binary("logical_or", _op.logical_or)
+logical_xor = _binary("logical_xor", lambda a, b: _op.ne(_truth(a), _truth(b)),
+                      doc="``lhs xor rhs`` (non-zero is true) with numpy broadcasting, a bool result.")
+bitwise_and = _binary("bitwise_and", _op.bitwise_and)
+bitwise_or = _binary("bitwise_or", _op.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", _op.bitwise_xor)
+left_shift = _binary("left_shift", _op.shift_left)
+right_shift = _binary("right_shift", _op.shift_right)
+
+
+def _truth(x):
+    return x if dt.is_bool(x.dtype) else _op.ne(x, _op.const(0, x.dtype))

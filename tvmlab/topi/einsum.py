@@ -1,7 +1,8 @@
 """``topi.einsum("ij,jk->ik", A, B)``: one TE compute for any explicit or implicit subscripts.
 
 Letters kept in the output are its axes; the others become reduction axes
-summed over the product of the operands (numpy's rules, no ellipsis).
+summed over the product of the operands (numpy's rules; "..." stands for the
+leading axes an operand has beyond its letters, broadcast across operands).
 """
 from __future__ import annotations
 
@@ -15,12 +16,18 @@ def parse_subscripts(subscripts, ranks):
     if not isinstance(subscripts, str):
         raise OperatorError(f"einsum: subscripts must be a string, got {subscripts!r}")
     spec = subscripts.replace(" ", "")
-    if "." in spec:
-        raise OperatorError(f"einsum: ellipsis ('...') is not supported, got {subscripts!r}")
     lhs, arrow, out = spec.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ranks):
         raise OperatorError(f"einsum: {subscripts!r} names {len(terms)} operand(s), got {len(ranks)}")
+    ell = []
+    if "." in spec:
+        terms, out, ell = _expand_ellipsis(subscripts, terms, out if arrow else None, ranks)
+        lhs = ",".join(terms)
+        if not arrow:
+            letters = "".join(terms)
+            out = "".join(ell) + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+            arrow = "->"
     for t, r in zip(terms, ranks):
         if not t.isalpha() and t != "" or len(t) != r:
             raise OperatorError(f"einsum: term {t!r} needs {r} letter(s) for an operand of rank {r}")
@@ -30,6 +37,28 @@ def parse_subscripts(subscripts, ranks):
     if (out and not out.isalpha()) or len(set(out)) != len(out) or any(c not in lhs for c in out):
         raise OperatorError(f"einsum: output {out!r} must be distinct letters of the inputs")
     return [list(t) for t in terms], list(out)
+
+
+def _expand_ellipsis(subscripts, terms, out, ranks):
+    """Terms (and output) with each "..." replaced by fresh capital letters, right-aligned across operands."""
+    used = set("".join(terms) + (out or ""))
+    counts = []
+    for t, r in zip(terms, ranks):
+        if t.count("...") > 1 or (t.replace("...", "").count(".")):
+            raise OperatorError(f"einsum: term {t!r} of {subscripts!r} has a malformed ellipsis")
+        counts.append(r - (len(t) - 3) if "..." in t else 0)
+        if counts[-1] < 0:
+            raise OperatorError(f"einsum: term {t!r} has more letters than its operand's rank {r}")
+    n = max(counts) if counts else 0
+    pool = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used][:n]
+    if len(pool) < n:
+        raise OperatorError(f"einsum: {subscripts!r} uses too many letters to expand its ellipsis")
+    terms = [t.replace("...", "".join(pool[n - k:])) for t, k in zip(terms, counts)]
+    if out is not None:
+        if out.replace("...", "").count("."):
+            raise OperatorError(f"einsum: output {out!r} of {subscripts!r} has a malformed ellipsis")
+        out = out.replace("...", "".join(pool))
+    return terms, out, pool
 
 
 def einsum(subscripts, *operands):

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from .. import te
+from ..ir import dtype as dt
 from ..ir import op as _op
 from .utils import OperatorError, check_tensor, const_or_none
 
 
-def gather_nd(data, indices, batch_dims=0):
-    """``out[b.., y.., x..] = data[b.., indices[0, b.., y..], .., indices[M-1, b.., y..], x..]`` for indices of
-    shape (M, B.., Y..); negative indices count from the end of their axis."""
-    check_tensor("gather_nd", data, "data")
+def gather_nd(a, indices, batch_dims=0):
+    """``out[b.., y.., x..] = a[b.., indices[0, b.., y..], .., indices[M-1, b.., y..], x..]`` for indices of
+    shape (M, B.., Y..); negative indices count from the end of their axis (float indices are truncated,
+    as TVM reads them)."""
+    data = a
+    check_tensor("gather_nd", data, "a")
     check_tensor("gather_nd", indices, "indices")
-    if "int" not in indices.dtype:
+    if not (dt.is_int(indices.dtype) or dt.is_float(indices.dtype)):
         raise OperatorError(f"gather_nd: indices must be integers, got {indices.dtype}")
     m = const_or_none(indices.shape[0])
     b = int(batch_dims)
@@ -148,3 +151,93 @@ def scatter_nd(data, indices, updates, mode="update"):
                                                     axis=raxes), name="T_scatter_nd_acc")
     combine = {"add": _op.add, "mul": _op.mul, "min": _op.min, "max": _op.max}[mode]
     return te.compute(data.shape, lambda *i: combine(data(*i), acc(*i)), name="T_scatter_nd", tag="scatter")
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat ``indices`` (0-d or 1-d) in a tensor of ``shape`` (a 1-D tensor read at run
+    time): shape (len(shape),) or (len(shape), len(indices)), as ``numpy.unravel_index`` stacked."""
+    check_tensor("unravel_index", indices, "indices")
+    check_tensor("unravel_index", shape, "shape", 1)
+    if len(indices.shape) > 1 or not dt.is_int(indices.dtype) or not dt.is_int(shape.dtype):
+        raise OperatorError(f"unravel_index: needs 0-d or 1-d integer indices and a 1-D integer shape, got "
+                            f"{tuple(indices.shape)} {indices.dtype} and {tuple(shape.shape)} {shape.dtype}")
+    rank = const_or_none(shape.shape[0])
+    if rank is None:
+        raise OperatorError("unravel_index: the shape tensor needs a constant length")
+    out_shape = (rank,) + tuple(indices.shape)
+
+    def f(j, *i):
+        flat = _op.cast("int64", indices(*i))
+        inner = _op.const(1, "int64")       # the product of shape[j+1:], read at run time
+        coords = []
+        for d in range(rank - 1, -1, -1):
+            size = _op.cast("int64", shape(d))
+            coords.append((d, _op.floormod(_op.floordiv(flat, inner), size)))
+            inner = inner * size
+        out = coords[0][1]
+        for d, c in coords[1:]:
+            out = _op.select(j == d, c, out)
+        return _op.cast(indices.dtype, out)
+    return te.compute(out_shape, f, name="T_unravel_index", tag="injective")
+
+
+def adv_index(data, indices):
+    """numpy's advanced indexing ``data[indices[0], indices[1], ...]``: the index tensors broadcast together
+    and pick along data's first ``len(indices)`` axes; the remaining axes follow."""
+    from .broadcast import broadcast_index, broadcast_shape
+    check_tensor("adv_index", data, "data")
+    indices = list(indices)
+    if not indices or len(indices) > len(data.shape):
+        raise OperatorError(f"adv_index: needs 1 to {len(data.shape)} index tensors, got {len(indices)}")
+    bshape = ()
+    for k, t in enumerate(indices):
+        check_tensor("adv_index", t, f"indices[{k}]")
+        if not dt.is_int(t.dtype):
+            raise OperatorError(f"adv_index: indices[{k}] must be integers, got {t.dtype}")
+        bshape = broadcast_shape("adv_index", bshape, t.shape)
+    nb = len(bshape)
+    rest = tuple(data.shape[len(indices):])
+
+    def f(*i):
+        b, r = i[:nb], i[nb:]
+        idx = [_op.cast("int32", t(*broadcast_index(t, b))) for t in indices]
+        return data(*(idx + list(r)))
+    return te.compute(tuple(bshape) + rest, f, name="T_adv_index", tag="injective")
+
+
+def matrix_set_diag(data, diagonal, k=0, align="RIGHT_LEFT"):
+    """``data`` (.., rows, cols) with diagonals replaced by ``diagonal``: one diagonal ``k`` (0 main, > 0
+    above) from diagonal (.., len), or the band ``k = (lo, hi)`` from diagonal (.., hi - lo + 1, len), row
+    ``hi - d`` holding diagonal d; ``align`` ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT": for
+    diagonals above, then below the main one) says which end a short diagonal is flush with."""
+    check_tensor("matrix_set_diag", data, "data")
+    check_tensor("matrix_set_diag", diagonal, "diagonal")
+    if align not in ("RIGHT_LEFT", "LEFT_RIGHT", "LEFT_LEFT", "RIGHT_RIGHT"):
+        raise OperatorError(f"matrix_set_diag: align must be RIGHT_LEFT, LEFT_RIGHT, LEFT_LEFT or RIGHT_RIGHT, "
+                            f"got {align!r}")
+    if diagonal.dtype != data.dtype or len(data.shape) < 2:
+        raise OperatorError(f"matrix_set_diag: needs data of rank >= 2 and a diagonal of its dtype, got "
+                            f"{tuple(data.shape)} {data.dtype} and {tuple(diagonal.shape)} {diagonal.dtype}")
+    lo, hi = (k, k) if isinstance(k, int) else (k[0], k[-1])
+    band = lo != hi
+    rows, cols = const_or_none(data.shape[-2]), const_or_none(data.shape[-1])
+    width = const_or_none(diagonal.shape[-1])
+    if rows is None or cols is None or width is None or lo > hi:
+        raise OperatorError(f"matrix_set_diag: needs constant matrix and diagonal sizes and k[0] <= k[1], got "
+                            f"{tuple(data.shape)}, {tuple(diagonal.shape)}, k={k}")
+
+    def f(*i):
+        lead, r, c = i[:-2], i[-2], i[-1]
+        d = c - r                                   # which diagonal this element is on
+        along = _op.min(r, c)                       # its position along that diagonal
+        if not band:
+            return _op.select(d == lo, diagonal(*(lead + (along,))), data(*i))
+        length = _op.min(cols - _op.max(d, 0), rows + _op.min(d, 0))
+        right = _op.select(d >= 0, _op.const(align.startswith("RIGHT"), "bool"),
+                           _op.const(align.endswith("RIGHT"), "bool"))
+        offset = _op.select(right, width - length, _op.const(0, "int32"))
+        row = _op.max(_op.min(hi - d, hi - lo), 0)
+        pos = _op.max(_op.min(along + offset, width - 1), 0)
+        inside = _op.logical_and(d >= lo, d <= hi)
+        return _op.select(inside, diagonal(*(lead + (row, pos))), data(*i))
+    return te.compute(data.shape, f, name="T_matrix_set_diag", tag="injective")

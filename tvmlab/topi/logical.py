@@ -1,11 +1,12 @@
-"""Logical operators TVM's topi has beside ``logical_and``/``logical_or``: not and xor (bool results)."""
+"""Unary logical and bitwise operators: ``logical_not`` (a bool result) and ``bitwise_not``; an expression
+argument gives an expression (``logical_xor`` and the binary bitwise operators are in ``broadcast``)."""
 from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
+from ..ir import expr as E
 from ..ir import op as _op
 from . import tag
-from .broadcast import broadcast_index, broadcast_shape
 from .utils import OperatorError, check_tensor, shape_str
 
 
@@ -15,17 +16,18 @@ def _truth(x):
 
 def logical_not(data):
     """``not data`` element-wise (non-zero is true), a bool tensor."""
+    if isinstance(data, E.Expr):
+        return _op.logical_not(_truth(data))
     check_tensor("logical_not", data, "data")
     return te.compute(data.shape, lambda *i: _op.logical_not(_truth(data(*i))), name="T_logical_not",
                       tag=tag.ELEMWISE)
 
 
-def logical_xor(lhs, rhs):
-    """``lhs xor rhs`` with numpy broadcasting, a bool tensor."""
-    for nm, t in (("lhs", lhs), ("rhs", rhs)):
-        check_tensor("logical_xor", t, nm)
-    if lhs.dtype != rhs.dtype:
-        raise OperatorError(f"logical_xor needs one dtype: got {shape_str(lhs)} and {shape_str(rhs)}")
-    shape = broadcast_shape("logical_xor", lhs.shape, rhs.shape)
-    return te.compute(shape, lambda *i: _truth(lhs(*broadcast_index(lhs, i))) != _truth(rhs(*broadcast_index(rhs, i))),
-                      name="T_logical_xor", tag=tag.BROADCAST)
+def bitwise_not(data):
+    """``~data`` element-wise on an integer (or bool) tensor."""
+    if isinstance(data, E.Expr):
+        return _op.bitwise_not(data)
+    check_tensor("bitwise_not", data, "data")
+    if not (dt.is_int(data.dtype) or dt.is_uint(data.dtype) or dt.is_bool(data.dtype)):
+        raise OperatorError(f"bitwise_not needs an integer tensor, got {shape_str(data)}")
+    return te.compute(data.shape, lambda *i: _op.bitwise_not(data(*i)), name="T_bitwise_not", tag=tag.ELEMWISE)

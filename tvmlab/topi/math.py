@@ -15,11 +15,13 @@ from .utils import OperatorError, check_tensor, shape_str
 def _unary(name, fn, floats=False):
     def build(x):
         check_tensor(name, x, "x")
-        if floats and not dt.is_float(x.dtype):
-            raise OperatorError(f"{name} needs a float tensor, got {shape_str(x)}")
+        if floats and not dt.is_float(x.dtype):     # as numpy: an integer or bool tensor is read as float32
+            return te.compute(x.shape, lambda *i: fn(_op.cast("float32", x(*i))), name="T_" + name,
+                              tag=tag.ELEMWISE)
         return te.compute(x.shape, lambda *i: fn(x(*i)), name="T_" + name, tag=tag.ELEMWISE)
     build.__name__ = build.__qualname__ = name
-    build.__doc__ = f"Elementwise {name} of tensor ``x``."
+    build.__doc__ = f"Elementwise {name} of tensor ``x``" + (" (an integer or bool tensor gives float32)."
+                                                              if floats else ".")
     return build
 
 
@@ -39,6 +41,38 @@ negative = _unary("negative", _op.neg)
 identity = _unary("identity", lambda v: v)
 sin = _unary("sin", _op.sin, True)
 cos = _unary("cos", _op.cos, True)
+trunc = _unary("trunc", _op.trunc)
+isnan = _unary("isnan", _op.isnan)
+
+
+def _inf(v):
+    return _op.const(float("inf"), v.dtype)
+
+
+def _isinf(v):
+    return _op.eq(_op.abs(v), _inf(v)) if dt.is_float(v.dtype) else _op.const(False, "bool")
+
+
+def _isfinite(v):
+    if not dt.is_float(v.dtype):
+        return _op.const(True, "bool")
+    return _op.logical_and(_op.logical_not(_op.isnan(v)), _op.ne(_op.abs(v), _inf(v)))
+
+
+isinf = _unary("isinf", _isinf)
+isfinite = _unary("isfinite", _isfinite)
+
+
+def _sign(v):
+    zero, one = _op.const(0, v.dtype), _op.const(1, v.dtype)
+    if dt.is_uint(v.dtype) or dt.is_bool(v.dtype):
+        return _op.select(_op.ne(v, zero), one, zero)
+    if dt.is_float(v.dtype):        # zero and NaN are their own sign
+        return _op.select(_op.lt(v, zero), _op.const(-1, v.dtype), _op.select(_op.gt(v, zero), one, v))
+    return _op.select(_op.lt(v, zero), _op.const(-1, v.dtype), _op.select(_op.eq(v, zero), zero, one))
+
+
+sign = _unary("sign", _sign)
 
 
 def clip(x, a_min, a_max):
@@ -59,9 +93,37 @@ def cast(x, dtype):
     return te.compute(x.shape, lambda *i: _op.cast(dtype, x(*i)), name="T_cast", tag=tag.ELEMWISE)
 
 
+def reinterpret(data, dtype):
+    """``data``'s bits read as ``dtype`` (of the same width), as numpy's ``view``."""
+    check_tensor("reinterpret", data, "data")
+    dtype = dt.canonical(dtype)
+    if dt.itemsize(dtype) != dt.itemsize(data.dtype) or dt.is_bool(dtype) or dt.is_bool(data.dtype):
+        raise OperatorError(f"reinterpret: {data.dtype} and {dtype} must be non-bool types of one width")
+    return te.compute(data.shape, lambda *i: E.Call(dtype, "reinterpret", (data(*i),)), name="T_reinterpret",
+                      tag=tag.ELEMWISE)
+
+
 def fast_exp(x):
     """``exp`` (the precise one: the CPU backend already vectorises it)."""
     return exp(x)
+
+
+def fast_erf(x):
+    """``erf`` (the precise one, as ``fast_exp``; float16 is computed in float32)."""
+    return _in_float32("fast_erf", x, erf, _op.erf)
+
+
+def fast_tanh(x):
+    """``tanh`` (the precise one, as ``fast_exp``; float16 is computed in float32)."""
+    return _in_float32("fast_tanh", x, tanh, _op.tanh)
+
+
+def _in_float32(name, x, tensor_op, scalar_op):
+    check_tensor(name, x, "x")
+    if x.dtype != "float16":
+        return tensor_op(x)
+    return te.compute(x.shape, lambda *i: _op.cast("float16", scalar_op(_op.cast("float32", x(*i)))),
+                      name="T_" + name, tag=tag.ELEMWISE)
 
 
 def elemwise_sum(xs):

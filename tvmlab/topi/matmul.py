@@ -54,8 +54,11 @@ STREAM_BYTES = 16 << 10  # the rows of C one task adds into when streaming: they
 config_hook = None
 
 
-def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
+def matmul(A, B, transp_a=False, transp_b=False, block=None, rows=0, name="C", target="llvm", pack_b=None):
     """``A @ B`` for 2-D tensors A (M, K) and B (K, N), through a packed copy of B.
+
+    ``transp_a`` / ``transp_b`` (TVM's ``topi.matmul(a, b, transp_a, transp_b)``) read A as (K, M) / B as
+    (N, K), in place (nothing is packed).
 
     ``block`` is the B panel width (default: ``vector_block(dtype, target)``, two vector registers).
     ``rows > 0`` also packs A into panels of ``rows`` rows
@@ -66,6 +69,8 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
     """
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise ScheduleError(f"matmul needs 2-D tensors, got A{tuple(A.shape)} and B{tuple(B.shape)}")
+    if transp_a or transp_b:
+        return _transposed(A, B, bool(transp_a), bool(transp_b), name)
     M, K = A.shape
     K2, N = B.shape
     if const_int(K) is not None and const_int(K2) is not None and const_int(K) != const_int(K2):
@@ -95,6 +100,20 @@ def matmul(A, B, block=None, rows=0, name="C", target="llvm", pack_b=None):
                           name=name, tag="matmul", attrs={"block": block, "rows": rows, "packed_b": 1})
     return te.compute((M, N), lambda i, j: te.sum(A[i, k] * Bp[j // block, k, j % block], axis=k),
                       name=name, tag="matmul", attrs={"block": block, "rows": 0, "packed_b": 1})
+
+
+def _transposed(A, B, ta, tb, name):
+    """``op(A) @ op(B)`` with A and/or B read transposed: plain loops (``schedule_matmul`` is for A @ B)."""
+    M, K = (A.shape[1], A.shape[0]) if ta else tuple(A.shape)
+    K2, N = (B.shape[1], B.shape[0]) if tb else tuple(B.shape)
+    if const_int(K) is not None and const_int(K2) is not None and const_int(K) != const_int(K2):
+        raise ScheduleError(f"matmul: op(A) has {const_int(K)} columns but op(B) has {const_int(K2)} rows "
+                            f"(transp_a={ta}, transp_b={tb})")
+    if A.dtype != B.dtype:
+        raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
+    k = te.reduce_axis((0, K), name="k")
+    return te.compute((M, N), lambda i, j: te.sum((A[k, i] if ta else A[i, k]) * (B[j, k] if tb else B[k, j]),
+                                                  axis=k), name=name, tag="matmul_transposed")
 
 
 def tile_rows(block, dtype, target="llvm"):

@@ -104,9 +104,11 @@ def _check(op, data, axis, k=None):
 
 def topk(data, k=1, axis=-1, ret_type="both", is_ascend=False, dtype="int64"):
     """The ``k`` largest (or smallest, ``is_ascend``) elements along ``axis``, sorted: ``[values, indices]``,
-    or one of them (``ret_type`` "values" / "indices")."""
+    or one of them (``ret_type`` "values" / "indices"); ``k`` below 1 takes the whole axis (as TVM)."""
     if ret_type not in ("both", "values", "indices"):
         raise OperatorError(f"topk: ret_type must be 'both', 'values' or 'indices', got {ret_type!r}")
+    if isinstance(k, int) and not isinstance(k, bool) and k < 1:
+        k = _check("topk", data, axis)[1]
     axis, n = _check("topk", data, axis, k)
     if k <= SELECT_MAX_K and 4 * k <= n:
         both = _select(data, axis, k, is_ascend, dtype)

@@ -14,7 +14,8 @@ from ..ir import op as _op
 from ..ir.tensor import Tensor
 from . import tag
 from .utils import (OperatorError, check_tensor, const_or_none, normalize_axis, prod,
-                    ravel_index, shape_str, simplify, unravel_index)
+                    ravel_index, shape_str, simplify)
+from .utils import unravel_index as _unravel
 
 
 def _index_arg(op, v, what):
@@ -51,7 +52,9 @@ def reshape(a, newshape):
                             f"({n} elements)")
     if not newshape:
         return te.compute((), lambda: a(*[0] * len(a.shape)), name="T_reshape", tag=tag.INJECTIVE)
-    return te.compute(tuple(newshape), lambda *i: a(*unravel_index(ravel_index(i, newshape), a.shape)),
+    if n == 0:          # no elements: nothing is read
+        return te.compute(tuple(newshape), lambda *i: a(*[0] * len(a.shape)), name="T_reshape", tag=tag.INJECTIVE)
+    return te.compute(tuple(newshape), lambda *i: a(*_unravel(ravel_index(i, newshape), a.shape)),
                       name="T_reshape", tag=tag.INJECTIVE)
 
 
@@ -169,8 +172,14 @@ def split(ary, indices_or_sections, axis=0):
 
 
 def strided_slice(a, begin, end, strides=None, axes=None, slice_mode="end"):
-    """``a[begin:end:strides]`` per axis (numpy rules: negative indices count from the end, clamped)."""
+    """``a[begin:end:strides]`` per axis (numpy rules: negative indices count from the end, clamped).
+
+    ``begin``, ``end`` and ``strides`` may be 1-D integer tensors, known only at run time: the output
+    dimensions are then symbolic (taken from the output array passed in)."""
     check_tensor("strided_slice", a, "a")
+    if any(isinstance(v, Tensor) for v in (begin, end, strides)):
+        from .reorder import dynamic_strided_slice
+        return dynamic_strided_slice(a, begin, end, strides)
     n = len(a.shape)
     begin, end = list(begin), list(end)
     strides = [1] * len(begin) if strides is None else list(strides)
@@ -241,7 +250,7 @@ def take(a, indices, axis=None, batch_dims=0, mode="clip"):
         return expr
     if axis is None:
         total = prod(a.shape)
-        return te.compute(ish, lambda *i: a(*unravel_index(_clamp_index(index_at(i), total, mode), a.shape)),
+        return te.compute(ish, lambda *i: a(*_unravel(_clamp_index(index_at(i), total, mode), a.shape)),
                           name="T_take", tag=tag.INJECTIVE)
     axis = normalize_axis("take", axis, len(a.shape))
     k = len(ish)
@@ -276,6 +285,8 @@ def tile(a, reps):
     ashape = [1] * (n - len(a.shape)) + list(a.shape)
     lead = n - len(a.shape)
     shape = tuple(s * r if r != 1 else s for s, r in zip(ashape, reps))
+    if any(const_or_none(s) == 0 for s in ashape):      # no elements: nothing is read
+        return te.compute(shape, lambda *i: a(*[0] * len(a.shape)), name="T_tile", tag=tag.INJECTIVE)
     return te.compute(shape, lambda *i: a(*[_op.floormod(i[k], ashape[k]) if reps[k] != 1 else i[k]
                                             for k in range(lead, n)]), name="T_tile", tag=tag.INJECTIVE)
 
@@ -388,3 +399,10 @@ def full_like(x, fill_value):
     check_tensor("full_like", x, "x")
     value = _op.const(fill_value, x.dtype)
     return te.compute(x.shape, lambda *i: value, name="T_full_like", tag=tag.ELEMWISE)
+
+
+# TVM's topi.transform holds these too
+from .creation import arange, expand_like, ndarray_size, one_hot, shape, sparse_to_dense, tensordot  # noqa: E402,F401
+from .indexing import adv_index, gather_nd, matrix_set_diag, unravel_index  # noqa: E402,F401
+from .math import reinterpret  # noqa: E402,F401
+from .reorder import flip, reverse_sequence, sequence_mask, strided_set  # noqa: E402,F401

@@ -185,3 +185,39 @@ def with_cpu_target(fn):
         bound.arguments["target"] = cpu_target(bound.arguments["target"])
         return fn(*bound.args, **bound.kwargs)
     return call
+
+
+def nchw_pack_layout(layout_info):
+    """Whether ``layout_info`` is NCHW with batch and channel blocks ("NCHW4n16c"): TVM's helper."""
+    import re
+    return bool(re.fullmatch(r"NCHW\d+n\d+c", str(layout_info)))
+
+
+def nchw_xc_layout(layout_info):
+    """Whether ``layout_info`` is NCHW with a channel block ("NCHW16c")."""
+    import re
+    return bool(re.fullmatch(r"NCHW\d+c", str(layout_info)))
+
+
+def get_shape(src_shape, src_layout, dst_layout):
+    """``src_shape`` (in ``src_layout``) as it is in ``dst_layout``: the same axes permuted or re-blocked
+    ("NCHW16c" -> "NC16cWH", "OIHW16i8o" -> "HWO8oI16i")."""
+    from .transform import parse_layout
+    src, dst = parse_layout(src_layout), parse_layout(dst_layout)
+    if len(src) != len(src_shape):
+        raise OperatorError(f"get_shape: layout {src_layout!r} has {len(src)} axes but the shape {tuple(src_shape)} "
+                            f"has {len(src_shape)}")
+    dims = [const_or_none(d) for d in src_shape]
+    primal = {}
+    for (axis, factor), d in zip(src, dims):
+        primal[axis.upper()] = primal.get(axis.upper(), 1) * d
+    blocks = {axis.upper(): factor for axis, factor in dst if factor is not None}
+    if set(primal) != {a.upper() for a, _ in dst}:
+        raise OperatorError(f"get_shape: layouts {src_layout!r} and {dst_layout!r} do not have the same axes")
+    out = []
+    for axis, factor in dst:
+        if factor is not None:
+            out.append(factor)
+        else:
+            out.append(primal[axis] // blocks.get(axis, 1))
+    return tuple(out)

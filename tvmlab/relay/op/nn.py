@@ -332,9 +332,8 @@ def _bn_rel(types, attrs):
 def _bn_compute(attrs, inputs, out_type):
     from ... import topi
     x, g, b, m, v = inputs
-    out, mean, var = topi.nn.batch_norm(x, g, b, m, v, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
     # the statistics come back unchanged, as copies: a group's outputs are computed tensors
-    return [out, topi.identity(mean), topi.identity(var)]
+    return topi.nn.batch_norm(x, g, b, m, v, attrs.axis, attrs.epsilon, attrs.center, attrs.scale)
 
 
 register("nn.batch_norm", _bn_rel, OpPattern.OPAQUE, _bn_compute,
@@ -479,7 +478,8 @@ def _pool_compute(kind):
     def compute(attrs, inputs, out_type):
         from ...topi import nn as topi_nn
         return [topi_nn.pool2d(inputs[0], attrs.pool_size, attrs.strides, attrs.dilation, tuple(attrs.padding), kind,
-                               attrs.ceil_mode, attrs.layout, attrs.get("count_include_pad", False))]
+                               attrs.ceil_mode, attrs.layout, attrs.get("count_include_pad", False),
+                               drop_pad_windows=True)]
     return compute
 
 

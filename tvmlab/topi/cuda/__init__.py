@@ -1,6 +1,8 @@
 """Simple CUDA schedules taking a list of outputs, as TVM's ``topi.cuda``: one GPU thread per output
 element (``num_threads`` per block), every non-reduction stage inside the group inlined, each
-reduction computed by the thread that needs it.  Correct for every topi.nn group; tuned for none.
+reduction computed by the thread that needs it.  Multi-stage operators (Winograd, scans, searches,
+sorts, unique) get a kernel per stage instead; a reduction to one value (``schedule_reduce``) is shared
+by the threads of a block.  Correct for every topi group; tuned for none.
 
     s = topi.cuda.schedule_injective([out]); f = tvm.build(s, [A, out], target="cuda")
 """
@@ -10,7 +12,10 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
-from ..nn import conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401  (TVM spells the computes here too)
+from ..nn import (batch_matmul, conv1d_ncw, conv1d_nwc, conv1d_transpose_ncw, conv2d_hwcn, conv2d_nchw,  # noqa: F401
+                  conv2d_transpose_nchw, conv3d_ncdhw, conv3d_ndhwc, conv3d_transpose_ncdhw, dense,
+                  depthwise_conv2d_nchw, group_conv1d_ncw, group_conv1d_nwc, group_conv2d_nchw)
+# (TVM spells the computes here too)
 
 NUM_THREADS = 256
 
@@ -33,41 +38,60 @@ def _bind_flat(s, t, num_threads):
     return tx
 
 
-def schedule_simple(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
-    """The shared schedule: inline every non-output stage without a reduction, compute each reduction at
-    the thread of the output that reads it, one thread per output element."""
+def _schedule(outs, target, what, num_threads, own_kernels):
+    """Inline the injective stages; each other stage (a reduction, a search step) either gets a kernel of
+    its own, a thread per element (``own_kernels``), or is computed at the thread of the first output."""
+    from .. import tag as _tag
     _check(what, target)
     outs = as_outputs(outs, f"topi.cuda.{what}")
     s = te.create_schedule([o.op for o in outs])
     outputs = set(s.outputs)
-    reds = []
+    at_thread = []
     for st in list(s.stages):
         op = st.op
         if not isinstance(op, ComputeOp) or op in outputs:
             continue
-        if op.reduce_axis:
-            reds.append(op)
-        else:
+        if not op.reduce_axis and (not own_kernels or _tag.is_injective(op.tag)):
             s[op].compute_inline()
+        elif own_kernels and op.axis:
+            _bind_flat(s, op.output(0), num_threads)
+        else:
+            at_thread.append(op)
     threads = {o.op: _bind_flat(s, o, num_threads) for o in outs}
-    main = outs[0]
-    for op in reds:
-        s[op].compute_at(s[main], threads[main.op])
+    for op in at_thread:
+        s[op].compute_at(s[outs[0]], threads[outs[0].op])
     return s
 
 
-def _named(name):
+def schedule_simple(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """The shared schedule: inline every non-output stage without a reduction, compute each reduction at
+    the thread of the output that reads it, one thread per output element."""
+    return _schedule(outs, target, what, num_threads, own_kernels=False)
+
+
+def schedule_each_stage(outs, target="cuda", what="schedule", num_threads=NUM_THREADS):
+    """A schedule for multi-stage operators (Winograd, searches, unique): every injective stage inlined,
+    every other stage (reductions, search steps) a kernel of its own with one thread per element (a
+    scalar one at the thread of the first output), the outputs too."""
+    return _schedule(outs, target, what, num_threads, own_kernels=True)
+
+
+def _named(name, own_kernels=False):
     def schedule(outs, target="cuda"):
-        return schedule_simple(outs, target, name)
+        return _schedule(outs, target, name, NUM_THREADS, own_kernels)
     schedule.__name__ = schedule.__qualname__ = name
-    schedule.__doc__ = f"CUDA ``{name}``: one thread per output element (see the module docstring)."
+    schedule.__doc__ = (f"CUDA ``{name}``: " + ("a kernel per stage, a thread per element" if own_kernels else
+                                                "one thread per output element") + " (see the module docstring).")
     return schedule
 
 
-for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_softmax",
+for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_softmax",
            "schedule_dense", "schedule_batch_matmul", "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
-           "schedule_instance_norm", "schedule_conv2d_hwcn"):
+           "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
+           "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
+           "schedule_conv1d_transpose_ncw", "schedule_conv2d_nhwc", "schedule_depthwise_conv2d_nhwc",
+           "schedule_conv3d_ncdhw", "schedule_conv3d_ndhwc", "schedule_conv3d_transpose_ncdhw"):
     globals()[_n] = _named(_n)
 
 
@@ -79,3 +103,102 @@ def schedule_pool(outs, layout="NCHW", target="cuda"):
 def schedule_adaptive_pool(outs, layout="NCHW", target="cuda"):
     """CUDA ``schedule_adaptive_pool(outs, layout)``: one thread per output element."""
     return schedule_simple(outs, target, "schedule_adaptive_pool")
+
+
+def dense_small_batch(data, weight, bias=None, out_dtype=None):
+    """``topi.nn.dense`` for the GPU, the weight read in place (TVM's ``topi.cuda.dense_small_batch``)."""
+    from ..nn.dense import dense as _dense
+    return _dense(data, weight, bias, out_dtype, packed=False)
+
+
+dense_large_batch = dense_small_batch
+schedule_dense_small_batch = schedule_dense      # noqa: F821  (defined by the loop above)
+schedule_dense_large_batch = schedule_dense      # noqa: F821
+
+from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  # noqa: E402,F401
+                               schedule_depthwise_conv2d_backward_weight_nhwc)
+
+
+from ..nn.winograd import conv2d_winograd_nchw as conv2d_nchw_winograd  # noqa: E402
+from ..nn.winograd import conv2d_winograd_nhwc as conv2d_nhwc_winograd_direct  # noqa: E402
+from ..nn.winograd import conv3d_winograd_ncdhw as conv3d_ncdhw_winograd  # noqa: E402
+
+schedule_conv2d_nchw_winograd = _named("schedule_conv2d_nchw_winograd", True)
+schedule_conv2d_nhwc_winograd_direct = _named("schedule_conv2d_nhwc_winograd_direct", True)
+schedule_conv3d_ncdhw_winograd = _named("schedule_conv3d_ncdhw_winograd", True)
+
+
+def conv2d_nhwc_winograd_tensorcore(*args, **kwargs):
+    """TVM's tensor-core Winograd: tvmlab generates no tensor-core code (use conv2d_nhwc_winograd_direct)."""
+    raise ScheduleError("topi.cuda.conv2d_nhwc_winograd_tensorcore: tvmlab has no tensor-core schedules; "
+                        "use topi.cuda.conv2d_nhwc_winograd_direct")
+
+
+schedule_conv2d_nhwc_winograd_tensorcore = conv2d_nhwc_winograd_tensorcore
+
+
+# TVM's CUDA computes of the scans, searches and sorts: the generic computes, scheduled a kernel per stage
+from ..scan import cumprod, cumsum  # noqa: E402,F401
+from ..search import argwhere, searchsorted, unique  # noqa: E402,F401
+from ..sort import argsort, sort, topk  # noqa: E402,F401
+from ..indexing import scatter_nd  # noqa: E402,F401
+
+schedule_scan = _named("schedule_scan", True)
+schedule_extern = _named("schedule_extern", True)
+schedule_argwhere = _named("schedule_argwhere", True)
+schedule_sort = _named("schedule_sort", True)
+schedule_argsort = _named("schedule_argsort", True)
+schedule_topk = _named("schedule_topk", True)
+
+
+def schedule_reduce(outs, target="cuda", num_threads=NUM_THREADS):
+    """CUDA ``schedule_reduce``: one thread per output element, its reduction in the thread; a reduction
+    to a single value (``topi.sum(x)``) is split over the threads of one block instead (``rfactor``), whose
+    parts combine across the threads."""
+    _check("schedule_reduce", target)
+    outs = as_outputs(outs, "topi.cuda.schedule_reduce")
+    main = outs[0]
+    if len(outs) > 1 or main.op.axis or not isinstance(main.op, ComputeOp) or not main.op.reduce_axis:
+        return schedule_simple(outs, target, "schedule_reduce", num_threads)
+    s = te.create_schedule([main.op])
+    for st in list(s.stages):
+        if isinstance(st.op, ComputeOp) and st.op is not main.op and not st.op.reduce_axis:
+            s[st.op].compute_inline()
+    red = list(s[main].op.reduce_axis)
+    k = s[main].fuse(*red) if len(red) > 1 else red[0]
+    _, ki = s[main].split(k, factor=num_threads)
+    part = s.rfactor(main, ki)
+    tx = s[main].op.reduce_axis[0]
+    s[main].bind(tx, te.thread_axis("threadIdx.x"))
+    s[part].compute_at(s[main], tx)
+    return s
+
+
+# CUDA C has no bit cast operator: reinterpret becomes its intrinsic functions (or a cast between the
+# signed and unsigned integers of one width, which keeps the bits)
+_BITCAST = {("float32", "int32"): "__float_as_int", ("int32", "float32"): "__int_as_float",
+            ("float32", "uint32"): "__float_as_uint", ("uint32", "float32"): "__uint_as_float",
+            ("float64", "int64"): "__double_as_longlong", ("int64", "float64"): "__longlong_as_double",
+            ("float16", "int16"): "__half_as_short", ("int16", "float16"): "__short_as_half",
+            ("float16", "uint16"): "__half_as_ushort", ("uint16", "float16"): "__ushort_as_half"}
+
+
+def _reinterpret_rule(call):
+    from ...ir import dtype as dt
+    from ...ir import op as _op
+    x = call.args[0]
+    src, dst = x.dtype, call.dtype
+    if (src, dst) in _BITCAST:
+        return _op.call_pure_extern(dst, _BITCAST[(src, dst)], x)
+    if dt.is_int(src) and dt.is_int(dst):
+        return _op.cast(dst, x)
+    if (src, dst) == ("float64", "uint64"):
+        return _op.cast(dst, _op.call_pure_extern("int64", "__double_as_longlong", x))
+    if (src, dst) == ("uint64", "float64"):
+        return _op.call_pure_extern(dst, "__longlong_as_double", _op.cast("int64", x))
+    return None
+
+
+from ...lower.intrin_rules import register_intrin_rule  # noqa: E402
+
+register_intrin_rule("cuda", "reinterpret", _reinterpret_rule, level=5, override=True)

@@ -42,5 +42,10 @@ for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "sch
            "schedule_depthwise_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc",
            "schedule_conv2d_transpose_nchw",
            "schedule_dense", "schedule_matmul", "schedule_batch_matmul", "schedule_lrn", "schedule_extern",
-           "schedule_concatenate"):
+           "schedule_concatenate", "schedule_pool_grad", "schedule_batch_norm",
+           "schedule_conv1d_ncw", "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
+           "schedule_conv1d_transpose_ncw", "schedule_conv2d_nhwc", "schedule_group_conv2d_nhwc",
+           "schedule_depthwise_conv2d_nhwc", "schedule_group_conv2d_transpose_nchw", "schedule_conv3d_ncdhw",
+           "schedule_conv3d_ndhwc", "schedule_conv3d_transpose_ncdhw", "schedule_lstm", "schedule_unique",
+           "schedule_argwhere", "schedule_sort", "schedule_argsort", "schedule_topk", "schedule_scan"):
     globals()[_n] = _fallback(_n)

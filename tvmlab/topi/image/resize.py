@@ -1,4 +1,5 @@
-"""2-D resizing of NCHW (or NHWC) images: nearest neighbour and (bi)linear, with ONNX's coordinate modes.
+"""Resizing over 1, 2 or 3 spatial axes (``resize1d`` / ``resize2d`` / ``resize3d``): nearest neighbour,
+(bi/tri)linear and cubic, with ONNX's coordinate modes.
 
 Each output pixel maps back to a fractional input coordinate by the
 ``coordinate_transformation_mode``; nearest rounds it by ``rounding_method``,
@@ -9,6 +10,9 @@ per-column tables (tag ``resize_table``): ``schedule_resize2d`` computes them
 once and runs the pixel loop over rows in parallel.
 """
 from __future__ import annotations
+
+import itertools
+import re
 
 from ... import te
 from ...ir import op as _op
@@ -62,10 +66,10 @@ def _linear_tables(in_size, out_size, scale, mode, what):
     def coord(o):
         c = _source(o, in_size, out_size, scale, mode)
         return _op.min(_op.max(c, _op.const(0.0, "float32")), _op.const(in_size - 1, "float32"))
-    lo = te.compute((out_size,), lambda o: _op.cast("int32", _op.floor(coord(o))), name=f"T_resize2d_{what}0",
+    lo = te.compute((out_size,), lambda o: _op.cast("int32", _op.floor(coord(o))), name=f"T_resize_{what}0",
                     tag=TABLE)
-    hi = te.compute((out_size,), lambda o: _clamp(lo(o) + 1, in_size), name=f"T_resize2d_{what}1", tag=TABLE)
-    w = te.compute((out_size,), lambda o: coord(o) - _op.cast("float32", lo(o)), name=f"T_resize2d_{what}w",
+    hi = te.compute((out_size,), lambda o: _clamp(lo(o) + 1, in_size), name=f"T_resize_{what}1", tag=TABLE)
+    w = te.compute((out_size,), lambda o: coord(o) - _op.cast("float32", lo(o)), name=f"T_resize_{what}w",
                    tag=TABLE)
     return lo, hi, w
 
@@ -107,79 +111,115 @@ def _cubic_tables(in_size, out_size, scale, mode, what, a, exclude):
     return idx, wts
 
 
-def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
-             coordinate_transformation_mode="half_pixel", rounding_method="", cubic_alpha=-0.5,
-             cubic_exclude=0, extrapolation_value=0.0, out_dtype=None, scale=None):
-    """``data`` resized to ``size`` (out_h, out_w); ``scale`` (h, w) overrides out/in in the coordinate
-    mapping (ONNX Resize given scales whose product is not a whole size)."""
-    check_tensor("resize2d", data, "data", 4)
-    if layout not in ("NCHW", "NHWC"):
-        raise OperatorError(f"resize2d: layout must be 'NCHW' or 'NHWC', got {layout!r}")
-    if method not in METHODS:
-        raise OperatorError(f"resize2d: method must be one of {METHODS}, got {method!r}")
-    if coordinate_transformation_mode not in MODES:
-        raise OperatorError(f"resize2d: coordinate_transformation_mode must be one of {MODES}, "
-                            f"got {coordinate_transformation_mode!r}")
-    rounding = rounding_method or "round"
-    if rounding not in ROUNDING:
-        raise OperatorError(f"resize2d: rounding_method must be one of {ROUNDING}, got {rounding_method!r}")
-    ha, wa = (2, 3) if layout == "NCHW" else (1, 2)
-    in_h, in_w = (const_or_none(data.shape[a]) for a in (ha, wa))
-    try:
-        out_h, out_w = (int(s) for s in size)
-    except (TypeError, ValueError):
-        raise OperatorError(f"resize2d: size must be two ints, got {size!r}") from None
-    if in_h is None or in_w is None or min(out_h, out_w) < 1:
-        raise OperatorError(f"resize2d: needs a static input size and a positive output size, got "
-                            f"{tuple(data.shape)} -> {size!r}")
-    sh, sw = scale if scale is not None else (out_h / in_h, out_w / in_w)
-    mode = coordinate_transformation_mode
-    shape = list(data.shape)
-    shape[ha], shape[wa] = out_h, out_w
-    dtype = out_dtype or data.dtype
+_LAYOUT = re.compile(r"([A-Z]+)((?:\d+[a-z])*)")
 
-    # per-axis tables (source index, and for linear the second index and the weight), one entry per output
-    # row or column: the main loop reads them instead of recomputing coordinates per pixel
-    if method == "nearest_neighbor":
-        ry = te.compute((out_h,), lambda y: _nearest(_source(y, in_h, out_h, sh, mode), in_h, rounding),
-                        name="T_resize2d_row", tag=TABLE)
-        rx = te.compute((out_w,), lambda x: _nearest(_source(x, in_w, out_w, sw, mode), in_w, rounding),
-                        name="T_resize2d_col", tag=TABLE)
-    elif method == "cubic":
-        iy, wy = _cubic_tables(in_h, out_h, sh, mode, "row", cubic_alpha, cubic_exclude)
-        ix, wx = _cubic_tables(in_w, out_w, sw, mode, "col", cubic_alpha, cubic_exclude)
-    else:
-        y0, y1, wy = _linear_tables(in_h, out_h, sh, mode, "row")
-        x0, x1, wx = _linear_tables(in_w, out_w, sw, mode, "col")
+
+def spatial_of(op, data, layout, ndim):
+    """The ``ndim`` spatial axes (D, H, W) of ``data`` in ``layout`` (NCW, NHWC, NCDHW, a packed NCHW4n16c...)."""
+    m = _LAYOUT.fullmatch(layout) if isinstance(layout, str) else None
+    axes = [k for k, c in enumerate(m.group(1)) if c in "DHW"] if m else []
+    if not m or len(axes) != ndim or "N" not in m.group(1) or "C" not in m.group(1):
+        raise OperatorError(f"{op}: layout {layout!r} must name N, C and {ndim} spatial axes (D, H, W)")
+    rank = len(m.group(1)) + len(re.findall(r"\d+[a-z]", m.group(2)))
+    check_tensor(op, data, "data", rank)
+    return axes
+
+
+def _nearest_table(n_in, n_out, scale, mode, rounding, name):
+    return te.compute((n_out,), lambda x: _nearest(_source(x, n_in, n_out, scale, mode), n_in, rounding), name=name,
+                      tag=TABLE)
+
+
+def _complement(w, name):
+    return te.compute(w.shape, lambda x: _op.const(1.0, "float32") - w(x), name=name, tag=TABLE)
+
+
+def resize(data, size, layout, method="linear", coordinate_transformation_mode="half_pixel", rounding_method="",
+           cubic_alpha=-0.5, cubic_exclude=0, out_dtype=None, scale=None, op="resize", ndim=2):
+    """``data`` resized over its ``ndim`` spatial axes to ``size``; see ``resize2d``."""
+    axes = spatial_of(op, data, layout, ndim)
+    if method == "bilinear" or method == "trilinear":
+        method = "linear"
+    if method == "bicubic" or method == "tricubic":
+        method = "cubic"
+    if method not in METHODS:
+        raise OperatorError(f"{op}: method must be one of {METHODS}, got {method!r}")
+    mode = coordinate_transformation_mode
+    if mode not in MODES:
+        raise OperatorError(f"{op}: coordinate_transformation_mode must be one of {MODES}, got {mode!r}")
+    rounding = rounding_method or ("round" if mode == "align_corners" else "floor")   # TVM's default
+    if rounding not in ROUNDING:
+        raise OperatorError(f"{op}: rounding_method must be one of {ROUNDING}, got {rounding_method!r}")
+    ins = [const_or_none(data.shape[a]) for a in axes]
+    try:
+        outs = [int(s) for s in size]
+    except (TypeError, ValueError):
+        raise OperatorError(f"{op}: size must be {ndim} ints, got {size!r}") from None
+    if len(outs) != ndim or None in ins or min(outs) < 1:
+        raise OperatorError(f"{op}: needs a static input size and {ndim} positive output sizes, got "
+                            f"{tuple(data.shape)} -> {size!r}")
+    scales = list(scale) if scale is not None else [o / i for o, i in zip(outs, ins)]
+    shape = list(data.shape)
+    for a, o in zip(axes, outs):
+        shape[a] = o
+    dtype = out_dtype or data.dtype
+    names = ["depth", "row", "col"][3 - ndim:]
+    # per axis, (index table, weight table or None) for each tap: the main loop reads them instead of
+    # recomputing coordinates per pixel
+    taps = []
+    for k, (i, o, sc, nm) in enumerate(zip(ins, outs, scales, names)):
+        if method == "nearest_neighbor":
+            taps.append([(_nearest_table(i, o, sc, mode, rounding, f"T_{op}_{nm}"), None)])
+        elif method == "cubic":
+            idx, wts = _cubic_tables(i, o, sc, mode, nm, cubic_alpha, cubic_exclude)
+            taps.append(list(zip(idx, wts)))
+        else:
+            lo, hi, w = _linear_tables(i, o, sc, mode, nm)
+            taps.append([(lo, _complement(w, f"T_{op}_{nm}w0")), (hi, w)])
 
     def f(*i):
-        y, x = i[ha], i[wa]
+        total = None
+        for combo in itertools.product(*taps):
+            idx, weight = list(i), None
+            for a, (table, wt) in zip(axes, combo):
+                idx[a] = table(i[a])
+                if wt is not None:
+                    weight = wt(i[a]) if weight is None else weight * wt(i[a])
+            v = data(*idx)
+            term = v if weight is None else _op.cast("float32", v) * weight
+            total = term if total is None else total + term
+        return _op.cast(dtype, total)
+    return te.compute(tuple(shape), f, name=f"T_{op}", tag=tag.INJECTIVE)
 
-        def at(yy, xx):
-            idx = list(i)
-            idx[ha], idx[wa] = yy, xx
-            return data(*idx)
-        if method == "nearest_neighbor":
-            return _op.cast(dtype, at(ry(y), rx(x)))
-        if method == "cubic":
-            total = None
-            for ky in range(4):
-                row = None
-                for kx in range(4):
-                    term = _op.cast("float32", at(iy[ky](y), ix[kx](x))) * wx[kx](x)
-                    row = term if row is None else row + term
-                term = row * wy[ky](y)
-                total = term if total is None else total + term
-            return _op.cast(dtype, total)
-        one = _op.const(1.0, "float32")
 
-        def v(yy, xx):
-            return _op.cast("float32", at(yy, xx))
-        dy, dx = wy(y), wx(x)
-        top = v(y0(y), x0(x)) * (one - dx) + v(y0(y), x1(x)) * dx
-        bottom = v(y1(y), x0(x)) * (one - dx) + v(y1(y), x1(x)) * dx
-        return _op.cast(dtype, top * (one - dy) + bottom * dy)
-    return te.compute(tuple(shape), f, name="T_resize2d", tag=tag.INJECTIVE)
+def resize1d(data, roi=None, size=None, layout="NCW", method="linear", coordinate_transformation_mode="half_pixel",
+             rounding_method="", bicubic_alpha=-0.5, bicubic_exclude=0, extrapolation_value=0.0, out_dtype=None,
+             output_shape=None):
+    """``data`` (NCW / NWC) resized to ``size`` (out_w,); arguments as ``resize2d``."""
+    return resize(data, size, layout, method, coordinate_transformation_mode, rounding_method, bicubic_alpha,
+                  bicubic_exclude, out_dtype, op="resize1d", ndim=1)
+
+
+def resize2d(data, roi=None, size=None, layout="NCHW", method="linear",
+             coordinate_transformation_mode="half_pixel", rounding_method="", cubic_alpha=-0.5,
+             cubic_exclude=0, extrapolation_value=0.0, out_dtype=None, scale=None, bicubic_alpha=None,
+             bicubic_exclude=None, output_shape=None):
+    """``data`` resized to ``size`` (out_h, out_w): nearest neighbour, (bi)linear or cubic; layout NCHW,
+    NHWC or a packed NCHW[x]n[y]c.  ``scale`` (h, w) overrides out/in in the coordinate mapping (ONNX
+    Resize given scales whose product is not a whole size).  Nearest rounds by ``rounding_method``, by
+    default "round" with "align_corners" and "floor" otherwise (TVM's rule).  TVM's ``bicubic_alpha`` /
+    ``bicubic_exclude`` are ``cubic_alpha`` / ``cubic_exclude``."""
+    return resize(data, size, layout, method, coordinate_transformation_mode, rounding_method,
+                  cubic_alpha if bicubic_alpha is None else bicubic_alpha,
+                  cubic_exclude if bicubic_exclude is None else bicubic_exclude, out_dtype, scale, "resize2d", 2)
+
+
+def resize3d(data, roi=None, size=None, layout="NCDHW", method="linear",
+             coordinate_transformation_mode="half_pixel", rounding_method="", bicubic_alpha=-0.5, bicubic_exclude=0,
+             extrapolation_value=0.0, out_dtype=None, output_shape=None):
+    """``data`` (NCDHW / NDHWC) resized to ``size`` (out_d, out_h, out_w); arguments as ``resize2d``."""
+    return resize(data, size, layout, method, coordinate_transformation_mode, rounding_method, bicubic_alpha,
+                  bicubic_exclude, out_dtype, op="resize3d", ndim=3)
 
 
 def schedule_resize2d(outs, target=None):

@@ -11,5 +11,20 @@ from .dense import batch_matmul, dense, dense_pack, matmul  # noqa: F401
 from .layer_norm import layer_norm  # noqa: F401
 from .elemwise import elu, gelu, hard_sigmoid, leaky_relu, prelu, relu, selu, softplus  # noqa: F401
 from .pad import mirror_pad, pad  # noqa: F401
-from .pooling import adaptive_pool, global_pool, pool, pool2d  # noqa: F401
+from .pooling import (adaptive_pool, adaptive_pool1d, adaptive_pool3d, global_pool, pool, pool1d, pool2d,  # noqa: F401
+                      pool3d, poolnd)
+from .pool_grad import pool_grad  # noqa: F401
 from .utils import get_pad_tuple  # noqa: F401
+from .conv import (conv, conv1d, conv1d_ncw, conv1d_nwc, conv2d_nhwc, conv3d_ncdhw, conv3d_ndhwc,  # noqa: F401,E402
+                   depthwise_conv2d_nhwc, group_conv1d_ncw, group_conv1d_nwc, group_conv2d_nhwc)
+from .conv_transpose import (conv1d_transpose_ncw, conv3d_transpose_ncdhw,  # noqa: F401,E402
+                             group_conv2d_transpose_nchw)
+from .utils import get_pad_tuple1d, get_pad_tuple3d  # noqa: F401,E402
+from .depthwise_backward import (depthwise_conv2d_backward_input_nhwc,  # noqa: F401,E402
+                                 depthwise_conv2d_backward_weight_nhwc)
+from .basic import scale_shift_nchw, scale_shift_nchwc, scale_shift_nhwc  # noqa: F401,E402
+from .winograd import conv2d_winograd_nchw, conv2d_winograd_nhwc, conv3d_winograd_ncdhw  # noqa: F401,E402
+from .upsampling import upsampling, upsampling3d  # noqa: F401,E402
+from .space_depth import depth_to_space, space_to_depth  # noqa: F401,E402
+from .loss import nll_loss  # noqa: F401,E402
+from .lstm import lstm  # noqa: F401,E402

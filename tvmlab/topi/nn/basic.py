@@ -84,7 +84,7 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
                training=False, momentum=0.1):
     """Inference batch norm: ``(data - mean) / sqrt(var + eps) * gamma + beta`` along ``axis``.
 
-    Returns ``[out, moving_mean, moving_var]`` as TVM does (the statistics unchanged)."""
+    Returns ``[out, moving_mean, moving_var]`` as TVM does (the statistics unchanged, as copies)."""
     _float("batch_norm", data)
     if training:
         raise OperatorError("batch_norm: training=True is not supported (inference only)")
@@ -102,7 +102,12 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
             y = y + beta(c)
         return y
     out = te.compute(data.shape, f, name="T_batch_norm", tag=tag.BROADCAST)
-    return [out, moving_mean, moving_var]
+    # the statistics are returned as copies, so all three can be outputs of one function (as TVM)
+    return [out] + [_copy(v, f"T_batch_norm_{nm}") for nm, v in (("mean", moving_mean), ("var", moving_var))]
+
+
+def _copy(t, name):
+    return te.compute(t.shape, lambda *i: t(*i), name=name, tag=tag.ELEMWISE)
 
 
 def instance_norm(data, gamma, beta, axis=None, epsilon=1e-5, channel_axis=1):
@@ -168,3 +173,21 @@ def lrn(data, size, axis=1, alpha=0.0001, beta=0.75, bias=2.0):
     return te.compute(data.shape, lambda *i: data(*i) / _op.power(_op.const(bias, data.dtype) + a * s(*i),
                                                                    _op.const(beta, data.dtype)),
                       name="T_lrn", tag="lrn")
+
+
+def scale_shift_nchw(Input, Scale, Shift):
+    """``Input * Scale[c] + Shift[c]`` for NCHW data (TVM's batch-norm-like affine, per channel)."""
+    return te.compute(Input.shape, lambda b, c, y, x: Input[b, c, y, x] * Scale[c] + Shift[c],
+                      name="ScaleShift", tag=tag.BROADCAST)
+
+
+def scale_shift_nhwc(Input, Scale, Shift):
+    """``Input * Scale[c] + Shift[c]`` for NHWC data."""
+    return te.compute(Input.shape, lambda b, y, x, c: Input[b, y, x, c] * Scale[c] + Shift[c],
+                      name="ScaleShift", tag=tag.BROADCAST)
+
+
+def scale_shift_nchwc(Input, Scale, Shift):
+    """``Input * Scale[cb, ci] + Shift[cb, ci]`` for blocked NCHW[x]c data (Scale (C/x, x))."""
+    return te.compute(Input.shape, lambda b, cb, y, x, ci: Input[b, cb, y, x, ci] * Scale[cb, ci] + Shift[cb, ci],
+                      name="ScaleShift", tag=tag.BROADCAST)

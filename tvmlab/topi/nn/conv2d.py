@@ -341,3 +341,9 @@ def dilate(data, strides, dilation_value=0.0, name="DilatedInput"):
         v = data(*[i[k] // s if s != 1 else i[k] for k, s in enumerate(strides)])
         return _op.if_then_else(_op.all(*conds), v, _op.const(dilation_value, data.dtype)) if conds else v
     return te.compute(shape, f, name=name, tag="injective,dilate")
+
+
+def _get_workload(data, kernel, stride, padding, dilation, out_dtype, data_layout="NCHW"):
+    """The AutoTVM workload of a 2-D convolution (TVM's helper; see ``nn.workload``)."""
+    from .workload import conv2d_workload
+    return conv2d_workload(data, kernel, stride, padding, dilation, out_dtype, data_layout)

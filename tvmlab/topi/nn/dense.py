@@ -47,8 +47,11 @@ def _with_bias(op, out, bias, n):
 
 
 @with_cpu_target
-def dense(data, weight, bias=None, out_dtype=None, target=None):
-    """``data @ weight.T (+ bias)``: data (M, K), weight (N, K), bias (N,). Tag ``dense``."""
+def dense(data, weight, bias=None, out_dtype=None, target=None, packed=None):
+    """``data @ weight.T (+ bias)``: data (M, K), weight (N, K), bias (N,). Tag ``dense``.
+
+    ``packed`` (default: with more than ``SMALL_M`` rows, or rows unknown) packs the weight into panels
+    one vector block wide for register tiles; unpacked, each output is a dot product read in place."""
     check_tensor("dense", data, "data", 2)
     check_tensor("dense", weight, "weight", 2)
     out_dtype = _out_dtype("dense", data, weight, out_dtype)
@@ -57,7 +60,9 @@ def dense(data, weight, bias=None, out_dtype=None, target=None):
     _check_k("dense", K, K2, data, weight)
     k = te.reduce_axis((0, K), name="k")
     m = const_or_none(M)
-    if m is None or m > SMALL_M:
+    if packed is None:
+        packed = m is None or m > SMALL_M
+    if packed:
         block = vector_block(out_dtype, target)
         wp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, kk, ji: weight[jo * block + ji, kk], N,
                          weight.dtype, "T_dense_pack")

@@ -58,3 +58,9 @@ def depthwise_conv2d_NCHWc(Input, Filter, stride, padding, dilation, layout, out
                       name=name, tag="depthwise_conv2d_NCHWc",
                       attrs={"oc_block": oc, "ic_block": ic, "multiplier": M, "strides": (sh, sw),
                              "dilation": (dh, dw), "padding": pads})
+
+
+def _get_workload(data, kernel, stride, padding, dilation, out_dtype, data_layout="NCHW"):
+    """The AutoTVM workload of a depthwise 2-D convolution (TVM's helper; see ``nn.workload``)."""
+    from .workload import conv2d_workload
+    return conv2d_workload(data, kernel, stride, padding, dilation, out_dtype, data_layout, depthwise=True)

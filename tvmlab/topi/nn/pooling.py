@@ -1,11 +1,12 @@
-"""Pooling, as TVM's ``topi.nn.pool2d`` / ``global_pool`` / ``adaptive_pool`` (tags ``pool_max``, ``pool_avg``,
-``adaptive_pool_max``, ``adaptive_pool_avg``).
+"""Pooling, as TVM's ``topi.nn.pool1d`` / ``pool2d`` / ``pool3d`` / ``global_pool`` / ``adaptive_pool``
+(tags ``pool_max``, ``pool_avg``, ``adaptive_pool_max``, ``adaptive_pool_avg``).
 
     P = topi.nn.pool2d(X, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "max", ceil_mode=False)
 
-``ceil_mode`` rounds the output size up, but a window must start inside the input or its leading padding
-(as PyTorch and ONNX do).  An average divides by the taps inside the padded input (``count_include_pad``)
-or inside the input only; a window the ceil mode adds past the padding counts neither.
+``ceil_mode`` rounds the output size up (TVM's rule); ``drop_pad_windows=True`` then drops a window that
+would start in the trailing padding (PyTorch's and ONNX's rule, which relay's pooling uses).  An average
+divides by the taps inside the padded input (``count_include_pad``) or inside the input only; taps past
+the padding count neither.
 """
 from __future__ import annotations
 
@@ -16,28 +17,38 @@ from ...ir import dtype as dt
 from ...ir import op as _op
 from ..utils import OperatorError, check_tensor, const_or_none, get_const_int, shape_str
 from .pad import pad as _pad
-from .utils import get_pad_tuple, pair
+from .utils import get_pad_tuple, get_pad_tuple_nd, pair
 
 builtins_max = max
 
-LAYOUTS = {"NCHW": (2, 3), "NHWC": (1, 2)}
-_BLOCKED = re.compile(r"NCHW(\d+)c")
+_LAYOUT = re.compile(r"([A-Z]+)(?:(\d+)([a-z]))?")
+
+
+def spatial_axes(op, data, layout, ndim=None):
+    """The spatial axes (D, H, W, in layout order) of ``data`` in ``layout``: "NCHW", "NHWC", "NCW",
+    "NDHWC", ... or a blocked "NCHW16c" (the block last); checks the rank, and ``ndim`` spatial axes."""
+    m = _LAYOUT.fullmatch(layout) if isinstance(layout, str) else None
+    primal = m.group(1) if m else ""
+    spatial = [k for k, c in enumerate(primal) if c in "DHW"]
+    letters = "".join(primal[k] for k in spatial)
+    ok = m and letters in ("W", "HW", "DHW") and sorted(primal) == sorted(set(primal)) and "N" in primal and "C" in primal and spatial and \
+        set(primal) <= set("NCDHW") and (m.group(3) in (None, "c")) and (ndim is None or len(spatial) == ndim)
+    if not ok:
+        want = {1: "NCW or NWC", 2: "NCHW, NHWC or NCHW[x]c", 3: "NCDHW or NDHWC"}.get(ndim, "e.g. NCHW")
+        raise OperatorError(f"{op}: layout must be {want}, got {layout!r}")
+    check_tensor(op, data, "data", len(primal) + (1 if m.group(2) else 0))
+    if m.group(2) and const_or_none(data.shape[-1]) != int(m.group(2)):
+        raise OperatorError(f"{op}: data {shape_str(data)} is not in layout {layout} (its last axis must be "
+                            f"{m.group(2)})")
+    return spatial
 
 
 def layout_axes(op, data, layout):
-    """The (height, width) axes of ``data`` in ``layout``: NCHW, NHWC or blocked NCHW[x]c (5-D, the
-    channel block last, as ``conv2d_NCHWc`` leaves it); checks the data's rank and block."""
-    m = _BLOCKED.fullmatch(layout) if isinstance(layout, str) else None
-    if layout not in LAYOUTS and not m:
-        raise OperatorError(f"{op}: layout must be NCHW, NHWC or NCHW[x]c (e.g. NCHW16c), got {layout!r}")
-    check_tensor(op, data, "data", 5 if m else 4)
-    if m and const_or_none(data.shape[4]) != int(m.group(1)):
-        raise OperatorError(f"{op}: data {shape_str(data)} is not in layout {layout} (its last axis must be "
-                            f"{m.group(1)})")
-    return (2, 3) if m else LAYOUTS[layout]
+    """The (height, width) axes of ``data`` in a 2-D pooling ``layout`` (NCHW, NHWC or NCHW[x]c)."""
+    return tuple(spatial_axes(op, data, layout, 2))
 
 
-def _out(op, size, lo, hi, k, s, d, ceil_mode):
+def _out(op, size, lo, hi, k, s, d, ceil_mode, drop_pad_windows):
     n = const_or_none(size)
     span = (k - 1) * d + 1
     if n is None:
@@ -49,133 +60,205 @@ def _out(op, size, lo, hi, k, s, d, ceil_mode):
     if not ceil_mode:
         return (n + lo + hi - span) // s + 1
     out = -(-(n + lo + hi - span) // s) + 1
-    if (out - 1) * s >= n + lo:
+    if drop_pad_windows and (out - 1) * s >= n + lo:
         out -= 1
     return out
 
 
-def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
-           count_include_pad=True):
-    """Max or average pooling over the two spatial axes of ``layout`` (NCHW, NHWC or NCHW[x]c).
+def _ints_n(op, what, value, n, minimum=1):
+    from .utils import _ints
+    vals = _ints(op, what, value, n)
+    if any(v < minimum for v in vals):
+        raise OperatorError(f"{op}: {what} must be >= {minimum}, got {value!r}")
+    return vals
 
-    ``padding`` is (top, left, bottom, right) (an int or (h, w) also works)."""
-    ha, wa = layout_axes("pool2d", data, layout)
+
+def poolnd(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
+           count_include_pad=True, drop_pad_windows=False, op="pool"):
+    """Max or average pooling over the spatial axes (D, H, W) of ``layout``.
+
+    ``padding``: before / after each spatial axis (all befores first).  ``ceil_mode`` rounds the output
+    size up, as TVM does; with ``drop_pad_windows`` a window starting in the trailing padding is dropped
+    (PyTorch's and ONNX's rule).  An average divides by the taps inside the padded input
+    (``count_include_pad``) or inside the input."""
+    axes = spatial_axes(op, data, layout)
+    n = len(axes)
     if pool_type not in ("max", "avg"):
-        raise OperatorError(f"pool2d: pool_type must be 'max' or 'avg', got {pool_type!r}")
+        raise OperatorError(f"{op}: pool_type must be 'max' or 'avg', got {pool_type!r}")
     if pool_type == "avg" and not dt.is_float(data.dtype):
-        raise OperatorError(f"pool2d: average pooling needs a float tensor, got {shape_str(data)}")
-    kh, kw = pair("pool2d", "kernel", kernel)
-    sh, sw = pair("pool2d", "stride", stride)
-    dh, dw = pair("pool2d", "dilation", dilation)
-    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), "pool2d")
-    H, W = data.shape[ha], data.shape[wa]
-    oh = _out("pool2d", H, pt, pb, kh, sh, dh, ceil_mode)
-    ow = _out("pool2d", W, pl, pr, kw, sw, dw, ceil_mode)
+        raise OperatorError(f"{op}: average pooling needs a float tensor, got {shape_str(data)}")
+    ks = _ints_n(op, "kernel", kernel, n)
+    ss = _ints_n(op, "stride", stride, n)
+    ds = _ints_n(op, "dilation", dilation, n)
+    before, after = get_pad_tuple_nd(padding, [(k - 1) * d + 1 for k, d in zip(ks, ds)], op)
+    sizes = [data.shape[a] for a in axes]
+    outs = [_out(op, sizes[k], before[k], after[k], ks[k], ss[k], ds[k], ceil_mode, drop_pad_windows)
+            for k in range(n)]
     shape = list(data.shape)
-    shape[ha], shape[wa] = oh, ow
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
-    padded = pt or pl or pb or pr or ceil_mode
+    for k, a in enumerate(axes):
+        shape[a] = outs[k]
+    rs = [te.reduce_axis((0, ks[k]), name="r" + "dhw"[3 - n + k]) for k in range(n)]
+    padded = any(before) or any(after) or ceil_mode
     if padded:
         # one padded copy (the ceil mode's extra windows included): the windows then read it unguarded
-        after_h = pb if not ceil_mode else builtins_max(pb, (oh - 1) * sh + (kh - 1) * dh + 1 - get_const_int(H) - pt)
-        after_w = pr if not ceil_mode else builtins_max(pr, (ow - 1) * sw + (kw - 1) * dw + 1 - get_const_int(W) - pl)
-        before, after = [0] * len(data.shape), [0] * len(data.shape)
-        before[ha], before[wa], after[ha], after[wa] = pt, pl, after_h, after_w
+        pb, pa = [0] * len(data.shape), [0] * len(data.shape)
+        for k, a in enumerate(axes):
+            pb[a] = before[k]
+            pa[a] = after[k] if not ceil_mode else builtins_max(
+                after[k], (outs[k] - 1) * ss[k] + (ks[k] - 1) * ds[k] + 1 - get_const_int(sizes[k]) - before[k])
         fill = _op.min_value(data.dtype) if pool_type == "max" else _op.const(0, data.dtype)
-        src = _pad(data, before, after, fill, name="T_pool_pad")
+        src = _pad(data, pb, pa, fill, name="T_pool_pad")
     else:
         src = data
 
-    def window(i, ky, kx):
+    def window(i):
         idx = list(i)
-        idx[ha] = i[ha] * sh + ky * dh
-        idx[wa] = i[wa] * sw + kx * dw
+        for k, a in enumerate(axes):
+            idx[a] = i[a] * ss[k] + rs[k] * ds[k]
         return src(*idx)
     attrs = {"layout": layout}
     if pool_type == "max":
-        return te.compute(tuple(shape), lambda *i: te.max(window(i, ry, rx), axis=[ry, rx]), name="T_pool_max",
-                          tag="pool_max", attrs=attrs)
-    total = te.compute(tuple(shape), lambda *i: te.sum(window(i, ry, rx), axis=[ry, rx]), name="T_pool_sum",
-                       tag="pool_sum", attrs=attrs)
+        return te.compute(tuple(shape), lambda *i: te.max(window(i), axis=rs), name="T_pool_max", tag="pool_max",
+                          attrs=attrs)
+    total = te.compute(tuple(shape), lambda *i: te.sum(window(i), axis=rs), name="T_pool_sum", tag="pool_sum",
+                       attrs=attrs)
+    if not padded:
+        area = _op.const(reduce_mul(ks), data.dtype)
+        return te.compute(tuple(shape), lambda *i: total(*i) / area, name="T_pool_avg", tag="pool_avg", attrs=attrs)
 
-    def taps(pos, k, d, lo, hi, size):
+    def taps(pos, k):
         count = None
-        for t in range(k):
-            p = pos + t * d           # coordinate in the padded input
+        lo, hi, size = before[k], after[k], sizes[k]
+        for t in range(ks[k]):
+            p = pos + t * ds[k]           # coordinate in the padded input
             inside = _op.all(p >= 0, p < size + lo + hi) if count_include_pad else _op.all(p >= lo, p < size + lo)
             term = _op.if_then_else(inside, _op.const(1, "int32"), _op.const(0, "int32"))
             count = term if count is None else count + term
         return count
 
     def favg(*i):
-        n = taps(i[ha] * sh, kh, dh, pt, pb, H) * taps(i[wa] * sw, kw, dw, pl, pr, W)
-        return total(*i) / _op.cast(data.dtype, _op.max(n, 1))
-    if not padded:
-        area = _op.const(kh * kw, data.dtype)
-        return te.compute(tuple(shape), lambda *i: total(*i) / area, name="T_pool_avg", tag="pool_avg", attrs=attrs)
+        count = None
+        for k, a in enumerate(axes):
+            t = taps(i[a] * ss[k], k)
+            count = t if count is None else count * t
+        return total(*i) / _op.cast(data.dtype, _op.max(count, 1))
     return te.compute(tuple(shape), favg, name="T_pool_avg", tag="pool_avg", attrs=attrs)
 
 
+def reduce_mul(xs):
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def pool1d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCW",
+           count_include_pad=True):
+    """Max or average pooling over the width of ``layout`` (NCW, NWC); ``padding`` (left, right)."""
+    return poolnd(data, kernel, stride, dilation, padding, pool_type, ceil_mode, layout, count_include_pad,
+                  op="pool1d")
+
+
+def pool2d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCHW",
+           count_include_pad=True, drop_pad_windows=False):
+    """Max or average pooling over the two spatial axes of ``layout`` (NCHW, NHWC or NCHW[x]c).
+
+    ``padding`` is (top, left, bottom, right) (an int or (h, w) also works); see ``poolnd`` for
+    ``ceil_mode`` and ``drop_pad_windows``."""
+    spatial_axes("pool2d", data, layout, 2)
+    kh, kw = pair("pool2d", "kernel", kernel)
+    pt, pl, pb, pr = get_pad_tuple(padding, (kh, kw), "pool2d")
+    return poolnd(data, (kh, kw), stride, dilation, (pt, pl, pb, pr), pool_type, ceil_mode, layout,
+                  count_include_pad, drop_pad_windows, op="pool2d")
+
+
+def pool3d(data, kernel, stride, dilation, padding, pool_type, ceil_mode=False, layout="NCDHW",
+           count_include_pad=True):
+    """Max or average pooling over depth, height and width of ``layout`` (NCDHW, NDHWC); ``padding``
+    (front, top, left, back, bottom, right)."""
+    return poolnd(data, kernel, stride, dilation, padding, pool_type, ceil_mode, layout, count_include_pad,
+                  op="pool3d")
+
+
 def adaptive_pool(data, output_size, pool_type, layout="NCHW"):
-    """Pooling to ``output_size`` (oh, ow): output (y, x) covers rows floor(y*H/oh) .. ceil((y+1)*H/oh)."""
-    ha, wa = layout_axes("adaptive_pool", data, layout)
+    """Pooling to ``output_size`` per spatial axis: output position y of an axis of size H covers
+    floor(y*H/oh) .. ceil((y+1)*H/oh)."""
+    axes = spatial_axes("adaptive_pool", data, layout)
     if pool_type not in ("max", "avg"):
         raise OperatorError(f"adaptive_pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    oh, ow = pair("adaptive_pool", "output_size", output_size)
-    H, W = data.shape[ha], data.shape[wa]
+    n = len(axes)
+    osz = _ints_n("adaptive_pool", "output_size", output_size, n)
+    sizes = [data.shape[a] for a in axes]
     shape = list(data.shape)
-    shape[ha], shape[wa] = oh, ow
-    if oh == 1 and ow == 1:
-        ry = te.reduce_axis((0, H), name="ry")
-        rx = te.reduce_axis((0, W), name="rx")
+    for k, a in enumerate(axes):
+        shape[a] = osz[k]
+    if pool_type == "avg" and not dt.is_float(data.dtype):
+        raise OperatorError(f"adaptive_pool: average pooling needs a float tensor, got {shape_str(data)}")
+    if all(o == 1 for o in osz):
+        rs = [te.reduce_axis((0, sz), name="r" + "dhw"[3 - n + k]) for k, sz in enumerate(sizes)]
 
         def at(i):
             idx = list(i)
-            idx[ha], idx[wa] = ry, rx
+            for k, a in enumerate(axes):
+                idx[a] = rs[k]
             return data(*idx)
         if pool_type == "max":
-            return te.compute(tuple(shape), lambda *i: te.max(at(i), axis=[ry, rx]), name="T_global_pool_max",
-                              tag="adaptive_pool_max")
-        if not dt.is_float(data.dtype):
-            raise OperatorError(f"adaptive_pool: average pooling needs a float tensor, got {shape_str(data)}")
-        s = te.compute(tuple(shape), lambda *i: te.sum(at(i), axis=[ry, rx]), name="T_global_pool_sum",
-                       tag="adaptive_pool_sum", attrs={"axis": (ha, wa), "ndim": len(data.shape)})
-        return te.compute(tuple(shape), lambda *i: s(*i) / _op.cast(data.dtype, H * W), name="T_global_pool_avg",
+            return te.compute(tuple(shape), lambda *i: te.max(at(i), axis=rs), name="T_global_pool_max",
+                              tag="adaptive_pool_max", attrs={"layout": layout})
+        s = te.compute(tuple(shape), lambda *i: te.sum(at(i), axis=rs), name="T_global_pool_sum",
+                       tag="adaptive_pool_sum", attrs={"axis": tuple(axes), "ndim": len(data.shape), "layout": layout})
+        count = reduce_mul(sizes) if all(isinstance(x, int) for x in sizes) else sizes[0]
+        if not isinstance(count, int):
+            for x in sizes[1:]:
+                count = count * x
+        return te.compute(tuple(shape), lambda *i: s(*i) / _op.cast(data.dtype, count), name="T_global_pool_avg",
                           tag="adaptive_pool_avg")
-    Hc, Wc = get_const_int(H), get_const_int(W)
-    kh = max(-(-((y + 1) * Hc) // oh) - (y * Hc) // oh for y in range(oh))
-    kw = max(-(-((x + 1) * Wc) // ow) - (x * Wc) // ow for x in range(ow))
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
+    cs = [get_const_int(x) for x in sizes]
+    ks = [max(-(-((y + 1) * c) // o) - (y * c) // o for y in range(o)) for c, o in zip(cs, osz)]
+    rs = [te.reduce_axis((0, ks[k]), name="r" + "dhw"[3 - n + k]) for k in range(n)]
 
-    def bounds(i):
-        y0 = (i[ha] * Hc) // oh
-        y1 = ((i[ha] + 1) * Hc + oh - 1) // oh
-        x0 = (i[wa] * Wc) // ow
-        x1 = ((i[wa] + 1) * Wc + ow - 1) // ow
-        return y0, y1, x0, x1
+    def bounds(i, k):
+        a, c, o = axes[k], cs[k], osz[k]
+        return (i[a] * c) // o, ((i[a] + 1) * c + o - 1) // o
 
     def at(i):
-        y0, y1, x0, x1 = bounds(i)
-        idx = list(i)
-        idx[ha], idx[wa] = _op.min(y0 + ry, Hc - 1), _op.min(x0 + rx, Wc - 1)
-        return _op.all(y0 + ry < y1, x0 + rx < x1), data(*idx)
+        idx, cond = list(i), []
+        for k, a in enumerate(axes):
+            lo, hi = bounds(i, k)
+            idx[a] = _op.min(lo + rs[k], cs[k] - 1)
+            cond.append(lo + rs[k] < hi)
+        return _op.all(*cond), data(*idx)
     if pool_type == "max":
         def fmax(*i):
             c, v = at(i)
-            return te.max(_op.if_then_else(c, v, _op.min_value(data.dtype)), axis=[ry, rx])
-        return te.compute(tuple(shape), fmax, name="T_adaptive_pool_max", tag="adaptive_pool_max")
+            return te.max(_op.if_then_else(c, v, _op.min_value(data.dtype)), axis=rs)
+        return te.compute(tuple(shape), fmax, name="T_adaptive_pool_max", tag="adaptive_pool_max",
+                          attrs={"layout": layout})
 
     def fsum(*i):
         c, v = at(i)
-        return te.sum(_op.if_then_else(c, v, _op.const(0, data.dtype)), axis=[ry, rx])
-    s = te.compute(tuple(shape), fsum, name="T_adaptive_pool_sum", tag="adaptive_pool_sum")
+        return te.sum(_op.if_then_else(c, v, _op.const(0, data.dtype)), axis=rs)
+    s = te.compute(tuple(shape), fsum, name="T_adaptive_pool_sum", tag="adaptive_pool_sum", attrs={"layout": layout})
 
     def favg(*i):
-        y0, y1, x0, x1 = bounds(i)
-        return s(*i) / _op.cast(data.dtype, (y1 - y0) * (x1 - x0))
+        count = None
+        for k in range(n):
+            lo, hi = bounds(i, k)
+            count = (hi - lo) if count is None else count * (hi - lo)
+        return s(*i) / _op.cast(data.dtype, count)
     return te.compute(tuple(shape), favg, name="T_adaptive_pool_avg", tag="adaptive_pool_avg")
+
+
+def adaptive_pool1d(data, output_size, pool_type, layout="NCW"):
+    """``adaptive_pool`` over the width of NCW / NWC data."""
+    spatial_axes("adaptive_pool1d", data, layout, 1)
+    return adaptive_pool(data, output_size, pool_type, layout)
+
+
+def adaptive_pool3d(data, output_size, pool_type, layout="NCDHW"):
+    """``adaptive_pool`` over depth, height and width of NCDHW / NDHWC data."""
+    spatial_axes("adaptive_pool3d", data, layout, 3)
+    return adaptive_pool(data, output_size, pool_type, layout)
 
 
 def global_pool(data, pool_type, layout="NCHW"):

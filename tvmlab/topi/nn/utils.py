@@ -52,3 +52,40 @@ def out_size(op, size, pad_total, kernel, stride, dilation):
         raise OperatorError(f"{op}: the window ({span} with dilation) is larger than the padded input "
                             f"({n} + {pad_total})")
     return (size + pad_total - span) // stride + 1
+
+
+def get_pad_tuple_nd(padding, kernel, op="conv"):
+    """(befores, afters) for each of ``len(kernel)`` spatial axes from an int, one int per axis (both
+    sides), befores then afters, "SAME" (the smaller half before) or "VALID"; ``kernel`` holds the
+    dilated window sizes."""
+    n = len(kernel)
+    if isinstance(padding, str):
+        if padding.upper() == "VALID":
+            return [0] * n, [0] * n
+        if padding.upper() == "SAME":
+            totals = [k - 1 for k in kernel]
+            return [t // 2 for t in totals], [t - t // 2 for t in totals]
+        raise OperatorError(f"{op}: padding must be 'SAME', 'VALID' or ints, got {padding!r}")
+    vals = [padding] if isinstance(padding, int) else list(padding)
+    if len(vals) == 1:
+        vals = vals * (2 * n)
+    elif len(vals) == n:
+        vals = vals * 2
+    if len(vals) != 2 * n or any(isinstance(v, bool) or const_or_none(v) is None or const_or_none(v) < 0
+                                 for v in vals):
+        raise OperatorError(f"{op}: padding must be ints >= 0: one, {n} (each axis) or {2 * n} (befores, then "
+                            f"afters); got {padding!r}")
+    vals = [const_or_none(v) for v in vals]
+    return vals[:n], vals[n:]
+
+
+def get_pad_tuple1d(padding, kernel):
+    """``(left, right)`` from an int, (left, right), "SAME" or "VALID" (TVM's helper; kernel: (kw,))."""
+    before, after = get_pad_tuple_nd(padding, list(kernel), "conv1d")
+    return before[0], after[0]
+
+
+def get_pad_tuple3d(padding, kernel):
+    """``(front, top, left, back, bottom, right)`` from an int, (d, h, w), six ints, "SAME" or "VALID"."""
+    before, after = get_pad_tuple_nd(padding, list(kernel), "conv3d")
+    return tuple(before) + tuple(after)

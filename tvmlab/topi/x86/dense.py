@@ -81,6 +81,30 @@ def schedule_dense(outs, target=None):
     return schedule_others(s, outs, dense, tile_out, target)
 
 
+def dense_nopack(data, weight, bias=None, out_dtype=None):
+    """``topi.nn.dense`` with the weight read in place: each output a vectorised dot product (TVM's
+    x86 ``dense_nopack``)."""
+    from ..nn.dense import dense
+    return dense(data, weight, bias, out_dtype, packed=False)
+
+
+def dense_pack(data, weight, bias=None, out_dtype=None):
+    """``topi.nn.dense`` with the weight (N, K) packed into vector-wide panels inside the operator, for
+    register tiles (TVM's x86 ``dense_pack``; ``topi.nn.dense_pack`` takes an already packed weight)."""
+    from ..nn.dense import dense
+    return dense(data, weight, bias, out_dtype, packed=True)
+
+
+def schedule_dense_nopack(outs, target=None):
+    """``schedule_dense`` of a ``dense_nopack`` group."""
+    return schedule_dense(outs, target)
+
+
+def schedule_dense_pack(outs, target=None):
+    """``schedule_dense`` of a ``dense_pack`` group."""
+    return schedule_dense(outs, target)
+
+
 def _register_tiles(s, anchor, out, block, target):
     """``rows x block`` tiles of ``out`` (its last two axes; any axes before them are batches), each
     accumulated over the whole reduction in registers, one task per (batch, row block)."""

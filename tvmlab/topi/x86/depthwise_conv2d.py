@@ -44,3 +44,10 @@ def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None, rows=None):
             s[t.op].compute_at(s[tile_out], task)
             s[t.op].vectorize(s[t.op].op.axis[-1])
     return schedule_others(s, outs, conv, tile_out, target)
+
+
+def _fallback_schedule(cfg, wkl):
+    """The fallback AutoTVM config of a depthwise convolution (TVM's helper): channel blocks and a
+    register tile of output columns dividing the output width."""
+    from .conv2d_avx_common import _fallback_schedule as conv_fallback
+    conv_fallback(cfg, wkl)

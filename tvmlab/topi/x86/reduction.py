@@ -52,6 +52,12 @@ def _vector_reduce(s, t, outer, target):
     s[t].vectorize(xi)
 
 
+def _channels_last(op):
+    """A pooling whose last axis is the channel (NHWC, NDHWC, NCHW16c): windows of whole vectors."""
+    layout = op.attrs.get("layout", "") if op.attrs else ""
+    return op.tag.startswith(("pool_", "adaptive_pool_")) and layout[-1:] in ("C", "c")
+
+
 def _keeps_last(op):
     """Whether ``op`` (a topi reduction) keeps its input's last axis (reduces leading or middle ones)."""
     axis, ndim = tuple(op.attrs.get("axis", ())), op.attrs.get("ndim", 0)
@@ -171,7 +177,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             s[out].parallel(outer)
         if not out.op.reduce_axis:
             _vector_last(s, out, target)
-        elif out.op.tag in ("comm_reduce", "comm_reduce_idx"):
+        elif out.op.tag in ("comm_reduce", "comm_reduce_idx") or _channels_last(out.op):
             _vector_reduce(s, out, outer, target)
     elif axes:
         outer = _vector_1d(s, out, reds, target)

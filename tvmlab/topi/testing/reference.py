@@ -1,7 +1,7 @@
 """numpy references of the topi operators, as TVM's ``tvm.topi.testing``: plain loops over numpy
 arrays, computed in float64, for checking a build on random data.
 
-    ref = topi.testing.conv2d_nchw_python(x, w, (1, 1), (1, 1, 1, 1), dilation=(1, 1), groups=1)
+    ref = topi.testing.conv2d_nchw_python(x, w, (1, 1), (1, 1, 1, 1), groups=1, dilation=(1, 1))
 """
 from __future__ import annotations
 
@@ -19,58 +19,31 @@ def _pads(padding):
     return padding * 2 if len(padding) == 2 else padding
 
 
-def conv2d_nchw_python(a_np, w_np, stride, padding, dilation=1, groups=1):
-    """Grouped 2-D convolution: a (N, C, H, W), w (O, C / groups, KH, KW)."""
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pads(padding)
-    a = np.pad(a_np.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    w = w_np.astype(np.float64)
-    n, c, h, wd = a.shape
-    o, ipg, kh, kw = w.shape
-    oh = (h - (kh - 1) * dh - 1) // sh + 1
-    ow = (wd - (kw - 1) * dw - 1) // sw + 1
-    out = np.zeros((n, o, oh, ow))
-    opg = o // groups
-    for g in range(groups):
-        xs = a[:, g * ipg:(g + 1) * ipg]
-        ws = w[g * opg:(g + 1) * opg]
-        for ky in range(kh):
-            for kx in range(kw):
-                win = xs[:, :, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw]
-                out[:, g * opg:(g + 1) * opg] += np.einsum("ncyx,oc->noyx", win, ws[:, :, ky, kx])
-    return out.astype(a_np.dtype)
+def conv2d_nchw_python(a_np, w_np, stride, padding, groups=1, dilation=1):
+    """Grouped 2-D convolution: a (N, C, H, W), w (O, C / groups, KH, KW) (TVM's argument order; tvmlab
+    adds ``dilation``)."""
+    from .conv_ref import conv_nd_python
+    return conv_nd_python(a_np, w_np, stride, padding, dilation, groups)
 
 
 def depthwise_conv2d_nchw_python(a_np, w_np, stride, padding, dilation=1):
     """Depthwise convolution: w (C, M, KH, KW), output channel c * M + m."""
     c, m, kh, kw = w_np.shape
-    return conv2d_nchw_python(a_np, w_np.reshape(c * m, 1, kh, kw), stride, padding, dilation, groups=c)
+    return conv2d_nchw_python(a_np, w_np.reshape(c * m, 1, kh, kw), stride, padding, groups=c, dilation=dilation)
 
 
-def conv2d_transpose_nchw_python(a_np, w_np, stride, padding, output_padding=(0, 0)):
-    """Transposed convolution: w (C, O, KH, KW); scatter each input pixel's contribution."""
-    sh, sw = _pair(stride)
-    pt, pl, pb, pr = _pads(padding)
-    oph, opw = _pair(output_padding)
-    n, c, h, wd = a_np.shape
-    _, o, kh, kw = w_np.shape
-    full = np.zeros((n, o, (h - 1) * sh + kh + oph, (wd - 1) * sw + kw + opw))
-    a, w = a_np.astype(np.float64), w_np.astype(np.float64)
-    for y in range(h):
-        for x in range(wd):
-            full[:, :, y * sh:y * sh + kh, x * sw:x * sw + kw] += np.einsum("nc,cokl->nokl", a[:, :, y, x], w)
-    oh = (h - 1) * sh - pt - pb + kh + oph
-    ow = (wd - 1) * sw - pl - pr + kw + opw
-    return full[:, :, pt:pt + oh, pl:pl + ow].astype(a_np.dtype)
+def conv2d_transpose_nchw_python(a_np, w_np, stride, padding, output_padding=(0, 0), groups=1):
+    """Transposed convolution: w (C, O / groups, KH, KW); each input pixel's contribution scattered."""
+    from .conv_ref import conv_transpose_nd_python
+    return conv_transpose_nd_python(a_np, w_np, stride, padding, output_padding, groups)
 
 
 def pool2d_python(a_np, kernel, stride, dilation, padding, pool_type, ceil_mode=False, count_include_pad=True,
-                  layout="NCHW"):
-    """Max / average pooling with PyTorch's and ONNX's rules for ceil mode and the divisor."""
+                  layout="NCHW", drop_pad_windows=False):
+    """Max / average pooling: TVM's ceil mode, or PyTorch's and ONNX's with ``drop_pad_windows``."""
     if layout == "NHWC":
         return pool2d_python(a_np.transpose(0, 3, 1, 2), kernel, stride, dilation, padding, pool_type, ceil_mode,
-                             count_include_pad).transpose(0, 2, 3, 1)
+                             count_include_pad, drop_pad_windows=drop_pad_windows).transpose(0, 2, 3, 1)
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride)
     dh, dw = _pair(dilation)
@@ -82,7 +55,7 @@ def pool2d_python(a_np, kernel, stride, dilation, padding, pool_type, ceil_mode=
         if not ceil_mode:
             return (n_ + lo + hi - span) // s + 1
         out = -(-(n_ + lo + hi - span) // s) + 1
-        return out - 1 if (out - 1) * s >= n_ + lo else out
+        return out - 1 if drop_pad_windows and (out - 1) * s >= n_ + lo else out
     oh, ow = size(h, pt, pb, kh, sh, dh), size(w, pl, pr, kw, sw, dw)
     a = a_np.astype(np.float64)
     out = np.zeros((n, c, oh, ow))
@@ -130,8 +103,9 @@ def log_softmax_python(a_np, axis=-1):
     return (a - m - np.log(np.exp(a - m).sum(axis=axis, keepdims=True))).astype(a_np.dtype)
 
 
-def lrn_python(a_np, size, axis=1, alpha=0.0001, beta=0.75, bias=2.0):
-    """ONNX's LRN: the window over ``axis`` is [c - (size-1)//2, c + size//2]... clipped to the axis."""
+def lrn_python(a_np, size, axis=1, bias=2.0, alpha=0.0001, beta=0.75):
+    """ONNX's LRN (TVM's argument order): the window over ``axis`` is [c - (size-1)//2, c + size//2],
+    clipped to the axis."""
     a = np.moveaxis(a_np.astype(np.float64), axis, 0)
     sq = np.zeros_like(a)
     lo = (size - 1) // 2
@@ -161,7 +135,7 @@ def instance_norm_python(x, gamma, beta, axis=None, epsilon=1e-5):
 def layout_transform_python(a_np, src, dst):
     """``a_np`` in layout ``src`` rewritten in ``dst`` (any layouts ``topi.layout_transform`` reads: "NCHW" <->
     "NCHW16c", "NCHW8c" -> "NCHW4c", "OIHW" -> "OIHW8i16o", "NK" -> "NK16n"); blocks past the end are zero."""
-    from .transform import parse_layout
+    from ..transform import parse_layout
     s_axes, d_axes = parse_layout(src), parse_layout(dst)
     if a_np.ndim != len(s_axes):
         raise ValueError(f"layout_transform_python: {src!r} has {len(s_axes)} axes, the array {a_np.ndim}")
