@@ -129,6 +129,7 @@ _TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d
          "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
          "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul",
          "softmax_output": "schedule_softmax", "log_softmax_output": "schedule_softmax", "lrn": "schedule_lrn",
-         "instance_norm": "schedule_instance_norm", "layer_norm": "schedule_layer_norm", "conv2d_transpose_nchw": "schedule_conv2d_transpose_nchw",
+         "instance_norm": "schedule_instance_norm", "layer_norm": "schedule_layer_norm",
+         "conv3d_ncdhw": "schedule_conv3d_ncdhw", "conv2d_transpose_nchw": "schedule_conv2d_transpose_nchw",
          "pool_max": "schedule_pool", "pool_avg": "schedule_pool", "adaptive_pool_max": "schedule_adaptive_pool",
          "adaptive_pool_avg": "schedule_adaptive_pool"}
