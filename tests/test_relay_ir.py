@@ -141,7 +141,8 @@ def test_registry_patterns_and_custom_compute():
     assert relay.op.get("exp").pattern == OpPattern.ELEMWISE
     assert relay.op.get("reshape").pattern == OpPattern.INJECTIVE
     assert relay.op.get("sum").pattern == OpPattern.COMM_REDUCE
-    assert relay.op.get("nn.softmax").pattern == OpPattern.OPAQUE
+    assert relay.op.get("nn.softmax").pattern == OpPattern.COMM_REDUCE      # takes its input's and output's ops
+    assert relay.op.get("cumsum").pattern == OpPattern.OPAQUE
     names = relay.op.list_op_names()
     for required in ("nn.conv2d", "nn.conv2d_transpose", "nn.dense", "nn.matmul", "nn.batch_matmul", "nn.bias_add",
                      "nn.batch_norm", "nn.relu", "nn.leaky_relu", "nn.prelu", "sigmoid", "tanh", "clip",

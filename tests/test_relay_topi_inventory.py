@@ -217,7 +217,7 @@ def test_anchor_schedules_apply_without_falling_back(monkeypatch):
     xv = rng.standard_normal((1, 8, 12, 12)).astype("float32")
     got = build_run(relay.Tuple([y] + sums), {"x": xv})
     assert fallbacks == []
-    assert {"conv2d_NCHWc", "pool_max", "pool_avg", "depthwise_conv2d_NCHWc", "adaptive_pool_avg", "dense",
+    assert {"conv2d_NCHWc", "pool_max", "pool_avg", "depthwise_conv2d_NCHWc", "adaptive_pool_avg", "dense_pack",
             "softmax_output", "comm_reduce"} <= set(anchors)
     np.testing.assert_allclose(got[0].sum(), 1.0, rtol=1e-5)
     bv = build_run(b, {"x": xv})[0]

@@ -7,7 +7,12 @@ AlterOpLayout off, so the help of each pass shows as a ratio. onnxruntime
 runs with as many intra-op threads as tvmlab's parallel loops use. Every
 tvmlab build is first checked against onnxruntime's output (rtol 1e-3).
 
-    python -m tvmlab.bench.graph [--models small_cnn,resnet50] [--quick] [--profile] [--overhead] [--wait-policy]
+    python -m tvmlab.bench.graph [--models small_cnn,resnet50,bert,gpt2,vit] [--quick] [--repeat N]
+                                 [--fixed-threads] [--profile] [--overhead] [--wait-policy]
+
+The transformers (``bert``: BERT-base, ``gpt2``: GPT-2 small, both seq 128; ``vit``: ViT-B/16 at 224x224;
+batch 1) are checked to 1e-4 relative.  Thread counts follow OMP_NUM_THREADS (``OMP_NUM_THREADS=1`` compares
+one thread with onnxruntime on one).
 """
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ from .timing import side_by_side
 VARIANTS = (("tvmlab", ()), ("no FuseOps", ("FuseOps",)), ("no AlterOpLayout", ("AlterOpLayout",)))
 
 
+FIXED_THREADS = False       # --fixed-threads: every run on all threads (GraphModule.adaptive_threads off)
+
+
 def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
     """from_onnx + relay.build + GraphModule: the TVM tutorial's three steps; also returns build seconds."""
     import tvmlab as tvm
@@ -35,6 +43,8 @@ def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
     with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass)):
         lib = relay.build(mod, target=target, params=params)
     gmod = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    if FIXED_THREADS:
+        gmod.adaptive_threads = False
     return gmod, time.perf_counter() - t0
 
 
@@ -62,37 +72,69 @@ class Result:
         return self.ort_s / self.tvmlab_s
 
 
-def _checked_build(name, variant, model, shape, disabled, x, want):
-    gmod, build_s = compile_onnx(model, {model.graph.input[0].name: shape}, disabled_pass=disabled)
-    gmod.set_input(model.graph.input[0].name, x)
+def model_feeds(model, shape=None, seed=0):
+    """Random inputs for every graph input of ``model``: floats from a normal distribution (the first input
+    shaped ``shape`` when given), int64 token ids below the size of the embedding table that reads them, an
+    ``attention_mask`` of ones with the last quarter padded (zeros)."""
+    import onnx
+    rng = np.random.default_rng(seed)
+    tables = {i.name: i.dims[0] for i in model.graph.initializer if len(i.dims) == 2}
+    readers = {}
+    for n in model.graph.node:
+        if n.op_type == "Gather" and n.input[0] in tables:
+            readers[n.input[1]] = tables[n.input[0]]
+    inits = {i.name for i in model.graph.initializer}
+    feeds = {}
+    for k, info in enumerate(i for i in model.graph.input if i.name not in inits):
+        dims = tuple(d.dim_value for d in info.type.tensor_type.shape.dim)
+        if k == 0 and shape is not None:
+            dims = tuple(shape)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
+        if dtype.kind == "f":
+            feeds[info.name] = rng.standard_normal(dims).astype(dtype)
+        elif info.name == "attention_mask":
+            mask = np.ones(dims, dtype)
+            mask[..., dims[-1] - dims[-1] // 4:] = 0
+            feeds[info.name] = mask
+        else:
+            feeds[info.name] = rng.integers(0, readers.get(info.name, 2), dims).astype(dtype)
+    return feeds
+
+
+def _checked_build(name, variant, model, feeds, disabled, want, rtol=1e-3):
+    gmod, build_s = compile_onnx(model, {k: v.shape for k, v in feeds.items()}, disabled_pass=disabled)
+    for k, v in feeds.items():
+        gmod.set_input(k, v)
     gmod.run()
-    got = gmod.get_output(0).numpy()
-    scale = float(np.abs(want).max()) or 1.0
-    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
-                               err_msg=f"{name} ({variant}) disagrees with onnxruntime")
-    return gmod, build_s, float(np.max(np.abs(got - want)) / scale)
+    errs = []
+    for i, w in enumerate(want):
+        got = gmod.get_output(i).numpy()
+        scale = float(np.abs(w).max()) or 1.0
+        np.testing.assert_allclose(got, w, rtol=rtol, atol=rtol / 10 * scale,
+                                   err_msg=f"{name} ({variant}) output {i} disagrees with onnxruntime")
+        errs.append(float(np.max(np.abs(got - w)) / scale))
+    return gmod, build_s, max(errs)
 
 
-def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0, min_ms=200):
+def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0, min_ms=200, rtol=1e-3):
     """One Result per variant; raises AssertionError if an output disagrees with onnxruntime.
 
-    The first variant is timed against onnxruntime; each other one against
-    onnxruntime and against the first, so a pass's effect is a ratio of two
-    timings taken side by side.
+    ``shape`` is the first input's shape (the others random as ``model_feeds`` makes them) or a dict of
+    inputs by name. The first variant is timed against onnxruntime; each other one against onnxruntime
+    and against the first, so a pass's effect is a ratio of two timings taken side by side.
     """
     nthreads = threads()
-    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    feeds = dict(shape) if isinstance(shape, dict) else model_feeds(model, shape, seed)
     sess = ort_session(model, nthreads)
-    feed = {model.graph.input[0].name: x}
-    want = sess.run(None, feed)[0]
+    want = sess.run(None, feeds)
     results, full = [], None
     from tvmlab.relay import transform as rt
     for variant, disabled in variants:
         missing = [p for p in disabled if not hasattr(rt, p)]
         if missing:
             variant += " (absent)"          # the pass is not in this build: the row measures noise
-        gmod, build_s, err = _checked_build(name, variant, model, shape, disabled, x, want)
-        ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feed), rounds=rounds, min_ms=min_ms)
+        gmod, build_s, err = _checked_build(name, variant, model, feeds, disabled, want, rtol)
+        ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feeds), rounds=rounds, min_ms=min_ms)
         slowdown = 1.0
         if full is None:
             full = gmod
@@ -138,7 +180,12 @@ MODELS = {
     "small_cnn": lambda: (models.small_cnn(size=64), (1, 3, 64, 64)),
     "resnet50": lambda: (models.resnet50(), (1, 3, 224, 224)),
     "mobilenet_v2": lambda: (models.mobilenet_v2(), (1, 3, 224, 224)),
+    "bert": lambda: (models.bert(), None),          # BERT-base, seq 128, batch 1
+    "gpt2": lambda: (models.gpt2(), None),          # GPT-2 small, seq 128, batch 1
+    "vit": lambda: (models.vit(), None),            # ViT-B/16, 224x224, batch 1
+    "bert_small": lambda: (models.bert(layers=2, hidden=256, heads=4, seq=64, vocab=1000), None),
 }
+RTOL = {"bert": 1e-4, "gpt2": 1e-4, "vit": 1e-4}    # the transformers are checked to 1e-4 relative
 
 
 def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, rounds=3):
@@ -147,7 +194,7 @@ def run(names=("small_cnn", "resnet50"), variants=VARIANTS, out=sys.stdout, roun
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; choose from {sorted(MODELS)}")
         model, shape = MODELS[name]()
-        results += bench_model(name, model, shape, variants=variants, rounds=rounds)
+        results += bench_model(name, model, shape, variants=variants, rounds=rounds, rtol=RTOL.get(name, 1e-3))
     print(format_table(results), file=out, flush=True)
     return results
 
@@ -166,14 +213,17 @@ def format_profile(rows, top=15):
     return "\n".join(out)
 
 
-def ort_profile(model, x, nthreads=None, runs=20):
-    """onnxruntime's own per-node profile (SessionOptions.enable_profiling) of ``runs`` runs:
-    ``{op type: ms per run}`` and the mean whole-run ms, for comparison with ``GraphModule.profile``."""
+def ort_profile(model, feeds, nthreads=None, runs=20):
+    """onnxruntime's own per-node profile (SessionOptions.enable_profiling) of ``runs`` runs on ``feeds`` (a dict
+    of inputs, or the first input's array): ``{op type: ms per run}`` and the mean whole-run ms, for comparison
+    with ``GraphModule.profile``."""
     import json
     import os
     import tempfile
 
     import onnxruntime as ort
+    if not isinstance(feeds, dict):
+        feeds = {model.graph.input[0].name: feeds}
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = nthreads or threads()
     opts.inter_op_num_threads = 1
@@ -182,9 +232,8 @@ def ort_profile(model, x, nthreads=None, runs=20):
         opts.enable_profiling = True
         opts.profile_file_prefix = os.path.join(d, "ort")
         sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        feed = {model.graph.input[0].name: x}
         for _ in range(runs + 3):
-            sess.run(None, feed)
+            sess.run(None, feeds)
         with open(sess.end_profiling()) as f:
             events = json.load(f)
     runs_at = sorted((e["ts"], e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
@@ -235,12 +284,19 @@ WAIT_POLICIES = (("libgomp's own (spin 300000)", {"GOMP_SPINCOUNT": "300000"}),
                  ("OMP_WAIT_POLICY=passive", {"OMP_WAIT_POLICY": "passive"}))
 
 
+def _compiled(model, feeds):
+    """``model`` compiled for the shapes of ``feeds``, its inputs set."""
+    gmod, _ = compile_onnx(model, {k: v.shape for k, v in feeds.items()})
+    for k, v in feeds.items():
+        gmod.set_input(k, v)
+    return gmod
+
+
 def _loop_child(name, seconds):
     """Run ``name`` back to back for ``seconds``; print best / median / wall ms per run as JSON (one line)."""
     import json
     model, shape = MODELS[name]()
-    gmod, _ = compile_onnx(model, {model.graph.input[0].name: shape})
-    gmod.set_input(model.graph.input[0].name, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    gmod = _compiled(model, model_feeds(model, shape))
     run = gmod.module.run
     run()
     ts, t0 = [], time.perf_counter()
@@ -303,8 +359,13 @@ def main(argv=None):
     p.add_argument("--overhead", action="store_true", help="executor cost per node (native runner vs Python loop)")
     p.add_argument("--wait-policy", action="store_true",
                    help="libgomp wait policies, each in a fresh process, alone and beside another tvmlab process")
+    p.add_argument("--fixed-threads", action="store_true",
+                   help="tvmlab runs on all threads every run (no switch to one thread when runs slow down)")
+    p.add_argument("--repeat", type=int, default=1, help="run the comparison this many times; the median ratio")
     p.add_argument("--loop-child", nargs=2, metavar=("MODEL", "SECONDS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    global FIXED_THREADS
+    FIXED_THREADS = args.fixed_threads
     if args.loop_child:
         _loop_child(args.loop_child[0], float(args.loop_child[1]))
         return
@@ -321,14 +382,31 @@ def main(argv=None):
     if args.profile:
         for name in names:
             model, shape = MODELS[name]()
-            gmod, _ = compile_onnx(model, {model.graph.input[0].name: shape})
-            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-            gmod.set_input(model.graph.input[0].name, x)
-            rep = gmod.profile(number=10, repeat=3)
+            feeds = model_feeds(model, shape)
+            rep = _compiled(model, feeds).profile(number=10, repeat=3)
             print(f"{name} (tvmlab, each kernel alone):\n{rep.table(top=25)}\n", flush=True)
-            print(f"{name} (onnxruntime):\n{format_ort_profile(*ort_profile(model, x))}\n", flush=True)
+            print(f"{name} (onnxruntime):\n{format_ort_profile(*ort_profile(model, feeds))}\n", flush=True)
+        return
+    if args.repeat > 1:
+        repeated(names, args.repeat, VARIANTS[:1] if args.quick else VARIANTS)
         return
     run(names, VARIANTS[:1] if args.quick else VARIANTS)
+
+
+def repeated(names, times, variants=VARIANTS[:1], out=sys.stdout):
+    """``run`` ``times`` times (each model built once per time): every ratio, then the median per model and
+    variant (the machine is shared: one run's ratio says little)."""
+    ratios = {}
+    for k in range(times):
+        print(f"-- run {k + 1} of {times}", file=out, flush=True)
+        for r in run(names, variants, out=out):
+            ratios.setdefault((r.model, r.variant), []).append(r.ratio)
+    print(f"median of {times} runs (onnxruntime time / tvmlab time, {threads()} threads"
+          f"{', tvmlab on all threads every run' if FIXED_THREADS else ''}):", file=out)
+    for (model, variant), rs in ratios.items():
+        print(f"  {model:<12}{variant:<18}{float(np.median(rs)):.2f}x   ({', '.join(f'{x:.2f}' for x in rs)})",
+              file=out, flush=True)
+    return ratios
 
 
 if __name__ == "__main__":

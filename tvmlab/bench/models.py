@@ -186,3 +186,201 @@ def mobilenet_v2(batch=1, size=224, classes=1000, width_mult=0.5, seed=0, opset=
     x = relu6(b.bn(b.conv(x, c, last, 1), last))
     x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
     return b.model([b.gemm(x, last, classes)], "mobilenet_v2")
+
+
+# ---------------------------------------------------------------- transformers, as torch.onnx exports them
+class TransformerBuilder(OnnxBuilder):
+    """The pieces of BERT-, GPT-2- and ViT-style graphs spelled as ``torch.onnx.export`` writes them:
+    ``MatMul`` by a (in, out) weight then ``Add`` of the bias, heads split by a ``Reshape`` whose shape is
+    computed from ``Shape`` / ``Gather`` / ``Unsqueeze`` / ``Concat``, ``Transpose``, 4-D ``MatMul``.
+
+    ``layer_norm``: "op" (LayerNormalization, opset 17) or "manual" (ReduceMean / Sub / Pow / Sqrt / Div);
+    ``gelu``: "erf" (x * 0.5 * (1 + erf(x / sqrt 2))), "tanh" (GPT-2's gelu_new, with Pow) or "op" (Gelu,
+    opset 20)."""
+
+    def __init__(self, seed=0, opset=17, layer_norm="op", gelu="erf"):
+        need = max(17 if layer_norm == "op" else 0, 20 if gelu == "op" else 0)
+        if opset < need:
+            raise ValueError(f"layer_norm={layer_norm!r}, gelu={gelu!r} need opset {need} or later, got {opset}")
+        if layer_norm not in ("op", "manual") or gelu not in ("erf", "tanh", "op"):
+            raise ValueError(f"layer_norm must be 'op' or 'manual', gelu 'erf', 'tanh' or 'op'; got "
+                             f"{layer_norm!r}, {gelu!r}")
+        super().__init__(seed, opset)
+        self.ln_kind, self.gelu_kind = layer_norm, gelu
+
+    def const(self, value, dtype=np.float32, prefix="c"):
+        return self.weight(prefix, np.asarray(value, dtype))
+
+    def ints(self, values):
+        return self.const(values, np.int64, "shape")
+
+    def unsqueeze(self, x, axes):
+        if self.opset >= 13:
+            return self.op("Unsqueeze", [x, self.ints(axes)])
+        return self.op("Unsqueeze", [x], axes=list(axes))
+
+    def reduce_mean(self, x, axes):
+        if self.opset >= 18:
+            return self.op("ReduceMean", [x, self.ints(axes)], keepdims=1)
+        return self.op("ReduceMean", [x], axes=list(axes), keepdims=1)
+
+    def dim(self, x, axis):
+        """``x.size(axis)`` as torch exports it: a 1-element int64 tensor (Shape, Gather, Unsqueeze)."""
+        s = self.op("Gather", [self.op("Shape", [x]), self.const(axis, np.int64, "axis")], axis=0)
+        return self.unsqueeze(s, [0])
+
+    def view(self, x, sizes):
+        """``x.view(...)`` with sizes from ``x.size(i)`` (ints: that axis of ``x``) or constants (tuples)."""
+        parts = [self.dim(x, s) if isinstance(s, int) else self.ints(list(s)) for s in sizes]
+        return self.op("Reshape", [x, self.op("Concat", parts, axis=0)])
+
+    def linear(self, x, cin, cout, std=None):
+        std = 1.0 / np.sqrt(cin) if std is None else std
+        w = self.weight("w", (self.rng.standard_normal((cin, cout)) * std).astype(np.float32))
+        b = self.weight("b", self.rng.uniform(-0.1, 0.1, cout).astype(np.float32))
+        return self.op("Add", [self.op("MatMul", [x, w]), b])
+
+    def layer_norm(self, x, hidden, eps=1e-5):
+        g = self.weight("ln_g", self.rng.uniform(0.8, 1.2, hidden).astype(np.float32))
+        b = self.weight("ln_b", self.rng.uniform(-0.1, 0.1, hidden).astype(np.float32))
+        if self.ln_kind == "op":
+            return self.op("LayerNormalization", [x, g, b], axis=-1, epsilon=eps)
+        d = self.op("Sub", [x, self.reduce_mean(x, [-1])])
+        var = self.reduce_mean(self.op("Pow", [d, self.const(2.0)]), [-1])
+        y = self.op("Div", [d, self.op("Sqrt", [self.op("Add", [var, self.const(eps)])])])
+        return self.op("Add", [self.op("Mul", [y, g]), b])
+
+    def gelu(self, x):
+        if self.gelu_kind == "op":
+            return self.op("Gelu", [x])
+        if self.gelu_kind == "erf":
+            e = self.op("Erf", [self.op("Div", [x, self.const(np.sqrt(2.0))])])
+            return self.op("Mul", [self.op("Mul", [x, self.op("Add", [e, self.const(1.0)])]), self.const(0.5)])
+        cube = self.op("Pow", [x, self.const(3.0)])
+        inner = self.op("Add", [x, self.op("Mul", [cube, self.const(0.044715)])])
+        t = self.op("Tanh", [self.op("Mul", [inner, self.const(np.sqrt(2.0 / np.pi))])])
+        return self.op("Mul", [self.op("Mul", [x, self.const(0.5)]), self.op("Add", [t, self.const(1.0)])])
+
+    def heads(self, x, heads, head_dim, key=False):
+        """(B, S, H) -> (B, heads, S, d), or (B, heads, d, S) for a key (``transpose(-1, -2)`` folded in)."""
+        y = self.view(x, [0, 1, (heads, head_dim)])
+        return self.op("Transpose", [y], perm=[0, 2, 3, 1] if key else [0, 2, 1, 3])
+
+    def merge_heads(self, x, hidden):
+        y = self.op("Transpose", [x], perm=[0, 2, 1, 3])
+        return self.view(y, [0, 1, (hidden,)])
+
+    def attention(self, q, k, v, heads, head_dim, hidden, mask=None, causal=None):
+        """softmax(q k^T / sqrt(d) + mask) v, heads merged back; ``mask`` is added, ``causal`` (a bool
+        (S, S) tensor) selects the scores kept (``Where``, the rest set to the float minimum)."""
+        s = self.op("Div", [self.op("MatMul", [q, k]), self.const(np.sqrt(head_dim))])
+        if causal is not None:
+            s = self.op("Where", [causal, s, self.const(np.finfo(np.float32).min)])
+        if mask is not None:
+            s = self.op("Add", [s, mask])
+        p = self.op("Softmax", [s], axis=-1 if self.opset >= 13 else 3)
+        return self.merge_heads(self.op("MatMul", [p, v]), hidden)
+
+    def mlp(self, x, hidden, inner):
+        return self.linear(self.gelu(self.linear(x, hidden, inner)), inner, hidden)
+
+    def embedding(self, ids, vocab, hidden, std=0.5):
+        table = self.weight("emb", (self.rng.standard_normal((vocab, hidden)) * std).astype(np.float32))
+        return self.op("Gather", [table, ids], axis=0)
+
+
+def bert(layers=12, hidden=768, heads=12, seq=128, batch=1, vocab=30522, inner=None, max_pos=512, seed=0,
+         opset=17, layer_norm="op", gelu="erf"):
+    """A BERT-style encoder (post-norm): inputs "input_ids" and "attention_mask" (int64, (batch, seq)),
+    output the last hidden state (batch, seq, hidden). Word, position and token-type embeddings (Gather;
+    positions a constant slice of a buffer), the padding mask as ``(1 - mask) * float min`` added to the
+    scores, separate Q/K/V projections, erf GELU. ``bert()`` is BERT-base; ``bert(layers=2, hidden=64,
+    heads=4, seq=16, vocab=100)`` a small one for tests."""
+    b = TransformerBuilder(seed, opset, layer_norm, gelu)
+    head_dim, inner = hidden // heads, inner or 4 * hidden
+    ids = b.input("input_ids", (batch, seq), np.int64)
+    mask = b.input("attention_mask", (batch, seq), np.int64)
+    pos_buf = b.const(np.arange(max_pos)[None], np.int64, "position_ids")
+    pos = b.op("Slice", [pos_buf, b.ints([0]), b.dim(ids, 1), b.ints([1])])
+    types = b.const(np.zeros((1, max_pos)), np.int64, "token_type_ids")
+    types = b.op("Slice", [types, b.ints([0]), b.dim(ids, 1), b.ints([1])])
+    x = b.op("Add", [b.embedding(ids, vocab, hidden), b.embedding(types, 2, hidden)])
+    x = b.layer_norm(b.op("Add", [x, b.embedding(pos, max_pos, hidden)]), hidden, 1e-12)
+    m = b.op("Cast", [b.unsqueeze(b.unsqueeze(mask, [1]), [2])], to=b.onnx.TensorProto.FLOAT)
+    m = b.op("Mul", [b.op("Sub", [b.const(1.0), m]), b.const(np.finfo(np.float32).min)])
+    for _ in range(layers):
+        q, k, v = (b.linear(x, hidden, hidden) for _ in range(3))
+        a = b.attention(b.heads(q, heads, head_dim), b.heads(k, heads, head_dim, key=True),
+                        b.heads(v, heads, head_dim), heads, head_dim, hidden, mask=m)
+        x = b.layer_norm(b.op("Add", [b.linear(a, hidden, hidden), x]), hidden, 1e-12)
+        x = b.layer_norm(b.op("Add", [b.mlp(x, hidden, inner), x]), hidden, 1e-12)
+    return b.model([x], "bert")
+
+
+def gpt2(layers=12, hidden=768, heads=12, seq=128, batch=1, vocab=50257, max_pos=1024, seed=0, opset=14,
+         layer_norm="manual", gelu="tanh", causal="trilu"):
+    """A GPT-2-style decoder (pre-norm): input "input_ids" (int64, (batch, seq)), output the final hidden
+    state after ``ln_f``. One (hidden, 3 hidden) projection split into Q, K, V (``Split``), positions from
+    ``Range`` over the input's length, the causal mask either ``Trilu`` of ones (``causal="trilu"``) or
+    a constant lower-triangular buffer sliced to the length (``"constant"``), applied with ``Where``;
+    tanh GELU with ``Pow``. ``gpt2()`` is GPT-2 small (without the LM head)."""
+    b = TransformerBuilder(seed, opset, layer_norm, gelu)
+    head_dim = hidden // heads
+    ids = b.input("input_ids", (batch, seq), np.int64)
+    n = b.op("Gather", [b.op("Shape", [ids]), b.const(1, np.int64, "axis")], axis=0)
+    pos = b.unsqueeze(b.op("Range", [b.const(0, np.int64), n, b.const(1, np.int64)]), [0])
+    x = b.op("Add", [b.embedding(ids, vocab, hidden), b.embedding(pos, max_pos, hidden, std=0.1)])
+    length = b.unsqueeze(n, [0])
+    if causal == "trilu":
+        ones = b.op("ConstantOfShape", [b.op("Concat", [length, length], axis=0)],
+                    value=b.onnx.helper.make_tensor("one", b.onnx.TensorProto.BOOL, [1], [True]))
+        keep = b.op("Trilu", [ones], upper=0)
+    elif causal == "constant":
+        buf = b.const(np.tril(np.ones((max_pos, max_pos), bool))[None, None], bool, "bias")
+        zero = b.ints([0, 0])
+        keep = b.op("Slice", [buf, zero, b.op("Concat", [length, length], axis=0), b.ints([2, 3])])
+    else:
+        raise ValueError(f"causal must be 'trilu' or 'constant', got {causal!r}")
+    for _ in range(layers):
+        qkv = b.linear(b.layer_norm(x, hidden), hidden, 3 * hidden)
+        if b.opset >= 13:
+            q, k, v = b.op("Split", [qkv, b.ints([hidden] * 3)], n_out=3, axis=2)
+        else:
+            q, k, v = b.op("Split", [qkv], n_out=3, axis=2, split=[hidden] * 3)
+        a = b.attention(b.heads(q, heads, head_dim), b.heads(k, heads, head_dim, key=True),
+                        b.heads(v, heads, head_dim), heads, head_dim, hidden, causal=keep)
+        x = b.op("Add", [x, b.linear(a, hidden, hidden)])
+        x = b.op("Add", [x, b.mlp(b.layer_norm(x, hidden), hidden, 4 * hidden)])
+    return b.model([b.layer_norm(x, hidden)], "gpt2")
+
+
+def vit(layers=12, hidden=768, heads=12, image=224, patch=16, channels=3, classes=1000, batch=1, seed=0,
+        opset=20, layer_norm="op", gelu="op"):
+    """A ViT-style encoder (pre-norm): input "pixel_values" (batch, channels, image, image), output the
+    class logits. Patch embedding by a strided Conv, ``flatten(2).transpose(1, 2)`` (a Reshape with a
+    computed shape and a Transpose), a class token expanded to the batch and concatenated in front, a
+    position embedding added; the classifier reads the class token (Gather). ``vit()`` is ViT-B/16."""
+    b = TransformerBuilder(seed, opset, layer_norm, gelu)
+    head_dim, tokens = hidden // heads, (image // patch) ** 2 + 1
+    x = b.input("pixel_values", (batch, channels, image, image))
+    std = 1.0 / np.sqrt(channels * patch * patch)
+    w = b.weight("patch_w", (b.rng.standard_normal((hidden, channels, patch, patch)) * std).astype(np.float32))
+    pb = b.weight("patch_b", b.rng.uniform(-0.1, 0.1, hidden).astype(np.float32))
+    x = b.op("Conv", [x, w, pb], kernel_shape=[patch, patch], strides=[patch, patch])
+    x = b.op("Transpose", [b.view(x, [0, 1, (-1,)])], perm=[0, 2, 1])
+    cls = b.weight("cls", (b.rng.standard_normal((1, 1, hidden)) * 0.5).astype(np.float32))
+    size = b.op("Concat", [b.dim(x, 0), b.ints([-1, -1])], axis=0)      # expand(batch, -1, -1) as torch writes it
+    size = b.op("Where", [b.op("Equal", [size, b.ints([-1])]), b.ints([1]), size])
+    cls = b.op("Expand", [cls, size])
+    pos = b.weight("pos", (b.rng.standard_normal((1, tokens, hidden)) * 0.1).astype(np.float32))
+    x = b.op("Add", [b.op("Concat", [cls, x], axis=1), pos])
+    for _ in range(layers):
+        h = b.layer_norm(x, hidden, 1e-12)
+        q, k, v = (b.linear(h, hidden, hidden) for _ in range(3))
+        a = b.attention(b.heads(q, heads, head_dim), b.heads(k, heads, head_dim, key=True),
+                        b.heads(v, heads, head_dim), heads, head_dim, hidden)
+        x = b.op("Add", [b.linear(a, hidden, hidden), x])
+        x = b.op("Add", [b.mlp(b.layer_norm(x, hidden, 1e-12), hidden, 4 * hidden), x])
+    x = b.layer_norm(x, hidden, 1e-12)
+    first = b.op("Gather", [x, b.const(0, np.int64, "index")], axis=1)
+    return b.model([b.gemm(first, hidden, classes)], "vit")

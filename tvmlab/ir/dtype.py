@@ -119,7 +119,7 @@ def bool_like(dtype):
 
 def itemsize(dtype):
     k, b, ln = parse(dtype)
-    return (8 if k == "bool" else b // 8) * ln
+    return (1 if k == "bool" else b // 8) * ln       # a bool is stored as one byte (numpy's bool_, LLVM's i8)
 
 
 def to_numpy(dtype):

@@ -63,7 +63,7 @@ def optimize(mod, target="llvm", params=None):
     from ..codegen.registry import Target
     tgt = target if isinstance(target, Target) else Target(str(target))
     layout = [T.AlterOpLayout(target), T.FoldConstant()] if tgt.kind == "llvm" else []   # NCHW[x]c is for CPUs
-    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), *layout,
+    seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(), *layout,
                       T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0, name="relay.optimize")
     out = seq(IRModule({"main": func}))
     if not _is_fused(out["main"]):       # FuseOps disabled: every operator on its own

@@ -16,6 +16,7 @@ from .op.typerel import tensor_arg
 
 _DATA = re.compile(r"^NCHW(\d+)c$")
 _KERNEL = re.compile(r"^OIHW(\d+)i(\d+)o$")
+_DENSE = re.compile(r"^NK(\d+)n$")
 
 
 def block_of(layout):
@@ -29,12 +30,19 @@ def block_of(layout):
 def _check(src, dst):
     data = block_of(src) is not None and block_of(dst) is not None
     kernel = src == "OIHW" and _KERNEL.match(dst or "")
-    if not (data or kernel):
+    dense = src == "NK" and _DENSE.match(dst or "")
+    if not (data or kernel or dense):
         raise RelayError(f"layout_transform from {src!r} to {dst!r} is not supported; supported: NCHW <-> "
-                         "NCHW{x}c (any blocks) and OIHW -> OIHW{i}i{o}o")
+                         "NCHW{x}c (any blocks), OIHW -> OIHW{i}i{o}o and NK -> NK{n}n (a dense weight in "
+                         "panels of n rows)")
 
 
 def transformed_shape(shape, src, dst):
+    if src == "NK":
+        if len(shape) != 2:
+            raise TypeInferenceError(f"a tensor of shape {tuple(shape)} is not in layout NK")
+        b = int(_DENSE.match(dst).group(1))
+        return (-(-shape[0] // b), shape[1], b)      # the last panel zero-padded
     if src == "OIHW":
         i_b, o_b = map(int, _KERNEL.match(dst).groups())
         o, i, kh, kw = shape

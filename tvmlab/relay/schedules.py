@@ -65,8 +65,19 @@ def schedule_flat(s, t, target, vectorize=True):
             fused = stage.fuse(*keep) if len(keep) > 1 else keep[0]
             stage.parallel(fused)
         return
-    x = stage.fuse(*axes) if len(axes) > 1 else axes[0]
     lanes = _lanes(t.dtype, target)
+    last = _size([axes[-1].dom.extent])
+    if vectorize and len(axes) > 1 and last >= lanes:
+        # vectors along the last axis, tasks of whole rows: a vector split of a fused axis would index
+        # through divisions that the vectorizer cannot turn into a ramp (the loop would stay scalar)
+        rows = stage.fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+        _, xi = stage.split(axes[-1], factor=lanes)
+        stage.vectorize(xi)
+        if total >= 2 * TASK:
+            ro, _ = stage.split(rows, factor=max(1, TASK // last))
+            stage.parallel(ro)
+        return
+    x = stage.fuse(*axes) if len(axes) > 1 else axes[0]
     if vectorize and total >= 2 * lanes:
         x, xi = stage.split(x, factor=lanes)
         stage.vectorize(xi)
@@ -118,6 +129,7 @@ _TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d
          "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
          "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul",
          "softmax_output": "schedule_softmax", "log_softmax_output": "schedule_softmax", "lrn": "schedule_lrn",
-         "instance_norm": "schedule_instance_norm", "conv2d_transpose_nchw": "schedule_conv2d_transpose_nchw",
+         "instance_norm": "schedule_instance_norm", "layer_norm": "schedule_layer_norm",
+         "conv3d_ncdhw": "schedule_conv3d_ncdhw", "conv2d_transpose_nchw": "schedule_conv2d_transpose_nchw",
          "pool_max": "schedule_pool", "pool_avg": "schedule_pool", "adaptive_pool_max": "schedule_adaptive_pool",
          "adaptive_pool_avg": "schedule_adaptive_pool"}

@@ -110,22 +110,20 @@ def matmul(r, shape_of, a, b):
         raise FrontendError(f"shapes {a_shape} and {b_shape} do not multiply")
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
     batch_a, batch_b = a_shape[:-2], b_shape[:-2]
-    if not batch_b:
-        flat = r.reshape(a, newshape=(prod(batch_a) * m, k)) if batch_a else a
-        out = r.nn.dense(flat, r.transpose(b, axes=[1, 0]))
+    if not batch_b:     # dense over the leading axes as they are: a bias or activation after it keeps its shape
+        out = r.nn.dense(a, r.transpose(b, axes=[1, 0]))
         out_shape = batch_a + [m, n]
-    else:
-        batch = broadcast_shapes(batch_a, batch_b)
-        if batch_a != batch:
-            a = r.broadcast_to(a, shape=batch + [m, k])
-        if batch_b != batch:
-            b = r.broadcast_to(b, shape=batch + [k, n])
-        a3 = r.reshape(a, newshape=(prod(batch), m, k))
-        b3 = r.reshape(b, newshape=(prod(batch), k, n))
-        out = r.nn.batch_matmul(a3, r.transpose(b3, axes=[0, 2, 1]))
-        out_shape = batch + [m, n]
-    if len(out_shape) != 2:
-        out = r.reshape(out, newshape=tuple(out_shape))
+        if squeeze:
+            out = r.squeeze(out, axis=sorted(len(out_shape) + s for s in squeeze))
+        return out
+    # one rank, batch axes of 1 broadcast by the product itself; b read as (..., K, N) in place
+    rank = max(len(batch_a), len(batch_b))
+    if len(batch_a) < rank:
+        a = r.reshape(a, newshape=tuple([1] * (rank - len(batch_a)) + batch_a + [m, k]))
+    if len(batch_b) < rank:
+        b = r.reshape(b, newshape=tuple([1] * (rank - len(batch_b)) + batch_b + [k, n]))
+    out = r.nn.batch_matmul(a, b, transpose_b=False)
+    out_shape = broadcast_shapes(batch_a, batch_b) + [m, n]
     if squeeze:
         out = r.squeeze(out, axis=sorted(len(out_shape) + s for s in squeeze))
     return out
@@ -142,8 +140,16 @@ def broadcast_shapes(a, b):
     return out
 
 
-def layer_norm(r, x, axes, gamma, beta, epsilon, dtype):
-    """(x - mean) / sqrt(var + epsilon) * gamma + beta over ``axes`` (gamma/beta may be None)."""
+def layer_norm(r, x, axes, gamma, beta, epsilon, dtype, shape_of=None):
+    """(x - mean) / sqrt(var + epsilon) * gamma + beta over ``axes`` (gamma/beta may be None): one
+    ``nn.layer_norm`` over a single axis with 1-D gamma and beta (``shape_of`` tells), else its composition."""
+    if shape_of is not None and len(axes) == 1:
+        n = shape_of(x)[axes[0]]
+        if all(v is None or tuple(shape_of(v)) == (n,) for v in (gamma, beta)):
+            g = gamma if gamma is not None else r.const(np.ones(n, dtype))
+            b = beta if beta is not None else r.const(np.zeros(n, dtype))
+            return r.nn.layer_norm(x, g, b, axis=axes[0], epsilon=float(epsilon), center=beta is not None,
+                                   scale=gamma is not None)
     centred = r.subtract(x, r.mean(x, axis=axes, keepdims=True))
     var = r.mean(r.multiply(centred, centred), axis=axes, keepdims=True)
     out = r.multiply(centred, r.rsqrt(r.add(var, r.const(float(epsilon), dtype))))

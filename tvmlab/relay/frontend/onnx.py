@@ -268,6 +268,36 @@ def _dtype_name(value, what):
         raise FrontendError(f"{what} must be a dtype such as 'float32', got {value!r}") from None
 
 
+class OpsetConversionWarning(UserWarning):
+    """An ONNX model older than the importer reads was upgraded with ``onnx.version_converter``."""
+
+
+def upgrade(model, opset):
+    """``model`` (default-domain opset ``opset`` < MIN_OPSET) converted to MIN_OPSET by
+    ``onnx.version_converter``, with an OpsetConversionWarning saying so; (model, MIN_OPSET)."""
+    from onnx import version_converter
+    if not any(imp.domain in ("", "ai.onnx") for imp in model.opset_import):
+        model = _copy_with_opset(model, opset)      # opset= given for a model that imports none
+    try:
+        new = version_converter.convert_version(model, MIN_OPSET)
+    except Exception as e:          # the converter's own errors: an operator it has no adapter for
+        raise FrontendError(f"ONNX opset {opset} is not supported (expected {MIN_OPSET} or later), and "
+                            f"onnx.version_converter could not upgrade the model: "
+                            f"{str(e).strip().splitlines()[0]}") from None
+    import warnings
+    warnings.warn(f"the model's ONNX opset {opset} was converted to opset {MIN_OPSET} with "
+                  f"onnx.version_converter before importing", OpsetConversionWarning, stacklevel=3)
+    return new, MIN_OPSET
+
+
+def _copy_with_opset(model, opset):
+    onnx = _onnx()
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    out.opset_import.append(onnx.helper.make_opsetid("", opset))
+    return out
+
+
 def _default_opset(model):
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -302,8 +332,7 @@ def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=Fals
             raise FrontendError("the model imports no default-domain opset; pass opset=")
     opset = int(opset)
     if opset < MIN_OPSET:
-        raise FrontendError(f"ONNX opset {opset} is not supported (expected {MIN_OPSET} or later); "
-                            f"upgrade it with onnx.version_converter.convert_version(model, {MIN_OPSET})")
+        model, opset = upgrade(model, opset)
     graph = model.graph
     nodes = [Node(p, k) for k, p in enumerate(graph.node)]
     imp = Importer(graph, opset, freeze_params)

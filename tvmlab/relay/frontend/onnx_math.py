@@ -15,9 +15,24 @@ _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", 
 _NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
 
 
+def _float_operands(ctx, node):
+    """Both operands, a constant of another float width taking the other operand's dtype (PyTorch's old
+    exports mix float64 constants with float32 tensors, and float64 tensors with constants read as float32)."""
+    a, b = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
+    da, db = ctx.dtype_of(a), ctx.dtype_of(b)
+    if da != db and "float" in da and "float" in db:
+        for k, other in ((0, db), (1, da)):
+            value = ctx.known.get(node.inputs[k])
+            if value is not None and node.inputs[k] not in ctx.param_vars:
+                c = ctx.relay.const(np.asarray(value).astype(other), other)
+                a, b = (c, b) if k == 0 else (a, c)
+                break
+    return a, b
+
+
 @converter(*_BINARY)
 def _binary(ctx, node):
-    a, b = expr_input(ctx, node, 0), expr_input(ctx, node, 1)
+    a, b = _float_operands(ctx, node)
     if node.op_type == "Pow":
         dt = ctx.dtype_of(a)
         if ctx.dtype_of(b) != dt:
@@ -143,6 +158,10 @@ def _prelu(ctx, node):
     if len(xs) >= 2 and len(padded) == len(xs) and padded[1] == xs[1] > 1 and \
             prod(padded) == xs[1]:
         return r.nn.prelu(x, r.reshape(slope, newshape=(xs[1],)), axis=1)
+    if len(xs) >= 3 and tuple(ss) == (xs[1],) and xs[-1] != xs[1]:
+        # one slope per channel that does not broadcast from the right: how PyTorch's opset-6 exports
+        # (and ONNX before opset 7) meant it
+        return r.nn.prelu(x, slope, axis=1)
     return r.subtract(r.nn.relu(x), r.multiply(slope, r.nn.relu(r.negative(x))))
 
 
@@ -281,5 +300,5 @@ def _layer_norm(ctx, node):
     if node.attr("stash_type", 1) != 1:
         raise FrontendError("only stash_type=1 (float32 statistics) is supported")
     bias = expr_input(ctx, node, 2) if has_input(node, 2) else None
-    out = layer_norm(ctx.relay, x, axes, scale, bias, node.attr("epsilon", 1e-5), ctx.dtype_of(x))
+    out = layer_norm(ctx.relay, x, axes, scale, bias, node.attr("epsilon", 1e-5), ctx.dtype_of(x), ctx.shape_of)
     return [out] + [None] * (len(node.outputs) - 1)

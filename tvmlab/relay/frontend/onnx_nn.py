@@ -1,6 +1,7 @@
 """ONNX convolutions, pooling, normalisation and matrix products as ``relay.nn`` calls.
 
-1-D convolutions and pools run as 2-D ones over a height of 1. ONNX pads
+1-D convolutions and pools run as 2-D ones over a height of 1; 3-D ones are ``nn.conv3d`` /
+``nn.max_pool3d`` / ``nn.avg_pool3d``. ONNX pads
 list all begins then all ends, which for two spatial axes is Relay's
 (top, left, bottom, right). ``auto_pad`` SAME_UPPER/SAME_LOWER is resolved here
 from the static input shape.
@@ -52,7 +53,7 @@ def _as_2d(r, x, rank):
     if rank == 3:
         return r.expand_dims(x, axis=2)
     if rank != 4:
-        raise FrontendError(f"expected a 1-D or 2-D spatial input (rank 3 or 4), got rank {rank}")
+        raise FrontendError(f"expected a 1-D, 2-D or 3-D spatial input (rank 3, 4 or 5), got rank {rank}")
     return x
 
 
@@ -70,6 +71,10 @@ def _conv(ctx, node):
     if xs[1] != ws[1] * groups:
         raise FrontendError(f"input has {xs[1]} channels, but the weight expects {ws[1]} x group {groups}")
     strides, dilations, pads = _spatial(ctx, node, xs[2:], kernel)
+    if len(xs) == 5:
+        out = r.nn.conv3d(x, w, strides=strides, padding=pads, dilation=dilations, groups=groups, channels=ws[0],
+                          kernel_size=kernel)
+        return r.nn.bias_add(out, expr_input(ctx, node, 2), axis=1) if has_input(node, 2) else out
     out = r.nn.conv2d(_as_2d(r, x, len(xs)), _as_2d(r, w, len(ws)), strides=strides, padding=pads,
                       dilation=dilations, groups=groups, channels=ws[0],
                       kernel_size=kernel if len(kernel) == 2 else [1, kernel[0]])
@@ -121,8 +126,16 @@ def _pool(ctx, node):
     if node.attr("storage_order", 0):
         raise FrontendError("MaxPool with storage_order=1 is not supported")
     strides, dilations, pads = _spatial(ctx, node, xs[2:], kernel)
-    size = kernel if len(kernel) == 2 else [1, kernel[0]]
     ceil = bool(node.attr("ceil_mode", 0))
+    if len(xs) == 5:
+        if node.op_type == "MaxPool":
+            out = r.nn.max_pool3d(x, pool_size=kernel, strides=strides, dilation=dilations, padding=pads,
+                                  ceil_mode=ceil)
+        else:
+            out = r.nn.avg_pool3d(x, pool_size=kernel, strides=strides, padding=pads, ceil_mode=ceil,
+                                  count_include_pad=bool(node.attr("count_include_pad", 0)))
+        return [out, None]
+    size = kernel if len(kernel) == 2 else [1, kernel[0]]
     x2 = _as_2d(r, x, len(xs))
     if node.op_type == "MaxPool":
         kw = {} if dilations == [1, 1] else {"dilation": dilations}

@@ -16,6 +16,7 @@ from .common import (FrontendError, OpNotImplemented, ShapeCache, gelu, layer_no
                      prod, relay_module)
 from .pytorch_more import MORE
 from .pytorch_rnn import RNN_CONVERTERS
+from .pytorch_transformer import TRANSFORMER
 
 
 def _torch():
@@ -272,7 +273,7 @@ def _layer_norm(c, a):
     x = a[0]
     rank = len(c.shape(x))
     axes = list(range(rank - len(_ints(a[1])), rank))
-    return layer_norm(c.relay, x, axes, a[2], a[3], float(a[4]), c.shapes.dtype(x))
+    return layer_norm(c.relay, x, axes, a[2], a[3], float(a[4]), c.shapes.dtype(x), c.shape)
 
 
 def _floor_divide(c, a):
@@ -322,6 +323,7 @@ CONVERTERS = {
 }
 CONVERTERS.update(MORE)        # comparisons, where, argmax, cumsum, einsum, interpolation ... (pytorch_more)
 CONVERTERS.update(RNN_CONVERTERS)      # nn.LSTM / nn.GRU / nn.RNN (pytorch_rnn)
+CONVERTERS.update(TRANSFORMER)         # embedding, masked_fill, tril, baddbmm, sdpa ... (pytorch_transformer)
 _IN_PLACE = ("relu", "relu6", "silu", "sigmoid", "tanh", "exp", "sqrt", "neg", "abs", "leaky_relu", "hardtanh", "clamp",
              "hardsigmoid", "hardswish", "add", "sub", "mul", "div", "pow", "t", "transpose", "unsqueeze",
              "squeeze")

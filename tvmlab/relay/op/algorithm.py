@@ -31,7 +31,13 @@ def _arg_rel(types, attrs):
 def _arg(name):
     def compute(attrs, inputs, out_type):
         from ... import topi
+        from ...ir.tensor import PlaceholderOp
         x = inputs[0]
+        # two vectorisable reductions (topi.nn.arg_reduce) when both read stored values: an expression
+        # fused in is computed in each, and a GPU may round the two alike only by luck
+        if isinstance(x.op, PlaceholderOp) and ("float" in x.dtype or "int" in x.dtype):
+            from ...topi.nn.arg_reduce import arg_reduce
+            return [arg_reduce(x, attrs.axis[0] % len(x.shape), attrs.keepdims, largest=name == "argmax")]
         out = getattr(topi, name)(x, attrs.axis[0] % len(x.shape), attrs.keepdims)
         if attrs.select_last_index:
             raise RelayError(f"{name}: select_last_index=True is not supported")
@@ -144,9 +150,20 @@ def _topk_rel(types, attrs):
     return {"both": TupleType([vals, idx]), "values": vals, "indices": idx}[attrs.ret_type]
 
 
+TOPK_ROUNDS = 8          # k up to this, of an axis of 8 k or more: picked in rounds (topi.nn.arg_reduce)
+
+
 def _topk_compute(attrs, inputs, out_type):
+    from ...ir.tensor import PlaceholderOp
+    x = inputs[0]
+    n = int(x.shape[attrs.axis % len(x.shape)])
+    if attrs.k <= TOPK_ROUNDS and n >= 8 * attrs.k and isinstance(x.op, PlaceholderOp) and \
+            ("float" in x.dtype or "int" in x.dtype):
+        from ...topi.nn.arg_reduce import topk_by_rounds
+        vals, idx = topk_by_rounds(x, attrs.k, attrs.axis, not attrs.is_ascend, attrs.dtype)
+        return {"both": [vals, idx], "values": [vals], "indices": [idx]}[attrs.ret_type]
     from ...topi.sort import topk as f
-    out = f(inputs[0], attrs.k, attrs.axis, attrs.ret_type, attrs.is_ascend, attrs.dtype)
+    out = f(x, attrs.k, attrs.axis, attrs.ret_type, attrs.is_ascend, attrs.dtype)
     return out if isinstance(out, list) else [out]
 
 

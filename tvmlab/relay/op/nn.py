@@ -224,14 +224,15 @@ def matmul(tensor_a, tensor_b, units=None, out_dtype="", transpose_a=False, tran
 def _bmm_rel(types, attrs):
     a, b = tensor_arg(types, 0), tensor_arg(types, 1, "y")
     same_dtype(a, b, "x", "y")
-    if len(a.shape) != 3 or len(b.shape) != 3:
-        raise TypeInferenceError(f"nn.batch_matmul needs 3-D tensors, got {a.shape} and {b.shape}")
-    ba, m, k = (a.shape[0], a.shape[2], a.shape[1]) if attrs.transpose_a else a.shape
-    bb, n, k2 = (b.shape[0], b.shape[2], b.shape[1]) if not attrs.transpose_b else b.shape
-    if k != k2 or (ba != bb and 1 not in (ba, bb)):
+    if len(a.shape) < 3 or len(a.shape) != len(b.shape):
+        raise TypeInferenceError(f"nn.batch_matmul needs 3-D tensors (or N-D of one rank: leading axes are "
+                                 f"batches), got {a.shape} and {b.shape}")
+    *ba, m, k = a.shape if not attrs.transpose_a else a.shape[:-2] + (a.shape[-1], a.shape[-2])
+    *bb, n, k2 = b.shape if attrs.transpose_b else b.shape[:-2] + (b.shape[-1], b.shape[-2])
+    if k != k2 or any(x != y and 1 not in (x, y) for x, y in zip(ba, bb)):
         raise TypeInferenceError(f"batch_matmul shapes do not fit: {a.shape} x {b.shape} "
                                  f"(transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})")
-    return TensorType((max(ba, bb), m, n), attrs.out_dtype or a.dtype)
+    return TensorType(tuple(max(x, y) for x, y in zip(ba, bb)) + (m, n), attrs.out_dtype or a.dtype)
 
 
 def _bmm_compute(attrs, inputs, out_type):
@@ -246,7 +247,10 @@ register("nn.batch_matmul", _bmm_rel, OUT_FUSABLE, _bmm_compute,
 
 
 def batch_matmul(x, y, out_dtype="", transpose_a=False, transpose_b=True):
-    """``relay.nn.batch_matmul(x, y)``: (B, M, K) x (B, N, K) -> (B, M, N) by default."""
+    """``relay.nn.batch_matmul(x, y)``: (B, M, K) x (B, N, K) -> (B, M, N) by default; ``transpose_b=False``
+    reads y as (B, K, N).  Beyond TVM, x and y may have more leading batch axes (one rank; each equal or 1,
+    broadcast): attention's (batch, heads, tokens, dim) products need no reshapes, and a scale or mask
+    after them keeps the product's shape (and fuses)."""
     return make_call("nn.batch_matmul", [x, y], out_dtype=out_dtype, transpose_a=bool(transpose_a),
                      transpose_b=bool(transpose_b))
 
@@ -395,8 +399,10 @@ def _softmax(log):
     return compute
 
 
-register("nn.softmax", _softmax_rel, OpPattern.OPAQUE, _softmax(False), {"axis": -1}, 1)
-register("nn.log_softmax", _softmax_rel, OpPattern.OPAQUE, _softmax(True), {"axis": -1}, 1)
+# reductions by pattern (TVM: opaque): the scale and mask computing a softmax's input and the element-wise
+# ops after it join its kernel, which topi.x86.schedule_softmax runs one row at a time
+register("nn.softmax", _softmax_rel, OpPattern.COMM_REDUCE, _softmax(False), {"axis": -1}, 1)
+register("nn.log_softmax", _softmax_rel, OpPattern.COMM_REDUCE, _softmax(True), {"axis": -1}, 1)
 
 
 def softmax(data, axis=-1):
@@ -594,3 +600,7 @@ def batch_flatten(data):
 __all__ = ["conv2d", "contrib_conv2d_nchwc", "contrib_depthwise_conv2d_nchwc", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu",
            "prelu", "batch_norm", "dropout", "instance_norm", "softmax", "log_softmax", "lrn", "max_pool2d",
            "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "pad", "batch_flatten"]
+
+from .dense_pack import contrib_dense_pack  # noqa: E402,F401  (relay.nn.contrib_dense_pack)
+from .norm import layer_norm  # noqa: E402,F401  (relay.nn.layer_norm)
+from .nn3d import avg_pool3d, conv3d, max_pool3d  # noqa: E402,F401  (relay.nn.conv3d, max_pool3d, avg_pool3d)

@@ -66,8 +66,16 @@ log = _float_unary("log")
 sqrt = _float_unary("sqrt")
 rsqrt = _float_unary("rsqrt")
 sigmoid = _float_unary("sigmoid")
-tanh = _float_unary("tanh")
-erf = _float_unary("erf")
+def _topi_float_math(name):
+    """``topi.nn.float_math.<name>``: written with vector arithmetic for float32 (libm's is scalar per lane)."""
+    def call(x, attrs, dtype):
+        from ...topi.nn import float_math
+        return getattr(float_math, name)(x)
+    return call
+
+
+tanh = _unary("tanh", rel=_float_only("tanh"), topi=_topi_float_math("tanh"))
+erf = _unary("erf", rel=_float_only("erf"), topi=_topi_float_math("erf"))
 floor = _float_unary("floor")
 ceil = _float_unary("ceil")
 # half to even, as ONNX and numpy round (topi.round rounds halves away from zero)

@@ -49,6 +49,21 @@ def FoldConstant():
     return module_pass(lambda mod, ctx: _map_functions(mod, fold), opt_level=2, name="FoldConstant")
 
 
+def SimplifyExpr():
+    """Layer norms written out become ``nn.layer_norm``; ``power`` by 1, 2, 3, 0.5 becomes multiplications;
+    division by a power of two, a multiplication (see ``simplify_expr``)."""
+    from .simplify_expr import simplify
+    from .infer_type import infer_function
+
+    def run(mod, ctx):
+        def one(f):
+            infer_function(f)
+            body = simplify(f.body)
+            return f if body is f.body else Function(f.params, body, None, f.type_params, f.attrs)
+        return _map_functions(mod, one)
+    return module_pass(run, opt_level=0, name="SimplifyExpr")
+
+
 def DeadCodeElimination(inline_once=False):
     """Let bindings nothing reads removed (``inline_once``: a binding read once is substituted)."""
     from .dead_code import eliminate

@@ -18,6 +18,9 @@ vectors, else the largest divisor that fits one vector.  Depthwise convolutions 
 ``contrib_depthwise_conv2d_NCHWc`` (kernel ``OIHW1i{o}o``) reading their
 producer's blocks as they are; grouped ones become ``contrib_conv2d_NCHWc``
 with ``groups`` when the blocks divide each group's channels, else stay NCHW.
+
+A ``nn.dense`` with a constant weight becomes ``nn.contrib_dense_pack`` reading ``layout_transform(weight, "NK", "NK{b}n")`` (panels of two vectors of
+output rows), which FoldConstant computes once: the product no longer repacks its weight on every call.
 """
 from __future__ import annotations
 
@@ -83,6 +86,17 @@ def _per_channel(t, out4):
         return False
     full = (1,) * (4 - len(s)) + tuple(s)
     return full[0] == 1 and full[2] == 1 and full[3] == 1 and full[1] in (1, out4[1])
+
+
+def _packs_dense(n):
+    """Whether ``nn.dense`` call ``n`` gets its constant float weight packed into panels once, at compile
+    time (``nn.contrib_dense_pack``).  With few rows too: a tile of those rows by a panel accumulates in
+    vector registers, where reading the weight in place reduces each output across vector lanes."""
+    if not (isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "nn.dense"
+            and isinstance(n.args[1], Constant)):
+        return False
+    d, w = n.args[0]._checked_type, n.args[1]._checked_type
+    return w.dtype == d.dtype and "float" in w.dtype and (n.attrs.out_dtype or d.dtype) == d.dtype
 
 
 def _same_block(fields, layout):
@@ -156,6 +170,14 @@ def alter(func, target="llvm"):
                                    data_layout=f"NCHW{ib}c", kernel_layout=f"OIHW{ib}i{ob}o",
                                    out_layout=f"NCHW{ob}c", out_dtype=a.out_dtype)
                 layout[n] = f"NCHW{ob}c"
+            elif _packs_dense(n):
+                w = n.args[1]._checked_type
+                block = vector_block(w.dtype, target)
+                if (n.args[1], block) not in converted:      # one packed copy however many products read it
+                    converted[(n.args[1], block)] = layout_transform(new[n.args[1]], "NK", f"NK{block}n")
+                packed = converted[(n.args[1], block)]
+                new[n] = make_call("nn.contrib_dense_pack", [as_layout(n.args[0], "NCHW"), packed],
+                                   weight_layout=f"NK{block}n", units=w.shape[0], out_dtype=a.out_dtype)
             elif name == "concatenate" and isinstance(n.args[0], Tuple) and _same_block(n.args[0].fields, layout) \
                     and len(n._checked_type.shape) == 4 and a.axis % 4 == 1:
                 fields = n.args[0].fields       # channel blocks of one size: concatenate the blocks

@@ -9,7 +9,8 @@ it is not an output of the graph):
   kernel, and a reduction absorbs the injective operators computing its input;
 - a complex-out-fusable operator (conv2d, dense, pooling) absorbs the
   element-wise and broadcast operators after it (same output shape), e.g.
-  conv2d + bias_add + add + relu;
+  conv2d + bias_add + add + relu, and the injective operators that only that
+  tail reads (a slice or reshape of another operand of its add);
 - a reduction (and a global pooling, a reduction over whole axes) absorbs
   the injective operators after it when they form a group without another
   reduction or anchor (global_avg_pool2d + layout_transform + batch_flatten
@@ -96,12 +97,24 @@ def _can_join(node, p, group, users):
         us = users[node]
         return len(us) == 1 and isinstance(us[0], Call) and getattr(us[0].op, "name", "") == "concatenate"
     if p <= P.INJECTIVE:
-        return group.pattern <= P.COMM_REDUCE or _packs_conv_input(node, group, users)
+        return group.pattern <= P.COMM_REDUCE or _packs_conv_input(node, group, users) or \
+            _feeds_epilogue(node, group, users)
     if p == P.OUT_ELEMWISE_FUSABLE:
         if group.pattern > P.INJECTIVE:
             return False
         return _downstream_ok(node, group, users, node._checked_type.shape)
     return False
+
+
+def _feeds_epilogue(node, group, users):
+    """Whether ``node`` (injective) is read only by the element-wise tail of the complex-out-fusable op anchoring
+    ``group`` (an RNN step's slice of the input projection added after its recurrent product; a residual
+    read through a reshape): inlined there, it is read as each output tile is stored, instead of being copied
+    by a kernel of its own.  The anchor itself takes no injective input (its schedule reads plain tensors)."""
+    if group.pattern != P.OUT_ELEMWISE_FUSABLE:
+        return False
+    us = users.get(node, ())        # (all in ``group``: its other members follow the anchor)
+    return bool(us) and all(u is not group.anchor for u in us)
 
 
 def _packs_conv_input(node, group, users):

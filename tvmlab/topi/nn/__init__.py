@@ -8,6 +8,7 @@ from .conv2d import (conv2d, conv2d_hwcn, conv2d_NCHWc, conv2d_nchw, conv2d_tran
                      dilate, group_conv2d_nchw)
 from .depthwise_conv2d import depthwise_conv2d_NCHWc  # noqa: F401
 from .dense import batch_matmul, dense, dense_pack, matmul  # noqa: F401
+from .layer_norm import layer_norm  # noqa: F401
 from .elemwise import elu, gelu, hard_sigmoid, leaky_relu, prelu, relu, selu, softplus  # noqa: F401
 from .pad import mirror_pad, pad  # noqa: F401
 from .pooling import (adaptive_pool, adaptive_pool1d, adaptive_pool3d, global_pool, pool, pool1d, pool2d,  # noqa: F401

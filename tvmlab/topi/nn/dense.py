@@ -42,7 +42,8 @@ def _with_bias(op, out, bias, n):
         return out
     check_tensor(op, bias, "bias", 1)
     _check_k(f"{op} (bias)", n, bias.shape[0], out, bias)
-    return te.compute(out.shape, lambda i, j: out[i, j] + _cast(out.dtype, bias[j]), name="T_add", tag=tag.BROADCAST)
+    return te.compute(out.shape, lambda *i: out(*i) + _cast(out.dtype, bias[i[-1]]), name="T_add",
+                      tag=tag.BROADCAST)
 
 
 @with_cpu_target
@@ -78,11 +79,15 @@ def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
     """``dense`` with the weight already packed: packed_weight (N / block, K, block) is
     ``layout_transform(weight, "NK", f"NK{block}n")``, done once for a constant weight. Tag ``dense_pack``.
 
+    ``data`` may have leading axes (..., M, K) (a transformer's (batch, tokens, hidden)): the output is
+    (..., M, N), each leading index a product of its own, so an element-wise tail of that shape fuses.
     ``units`` is N when ``block`` does not divide it (the packed weight's last block is zero-padded)."""
-    check_tensor("dense_pack", data, "data", 2)
+    check_tensor("dense_pack", data, "data")
     check_tensor("dense_pack", packed_weight, "packed_weight", 3)
+    if len(data.shape) < 2:
+        raise OperatorError(f"dense_pack: data must have 2 or more axes (..., M, K), got {shape_str(data)}")
     out_dtype = _out_dtype("dense_pack", data, packed_weight, out_dtype)
-    M, K = data.shape
+    K = data.shape[-1]
     nb, K2, block = packed_weight.shape
     _check_k("dense_pack", K, K2, data, packed_weight)
     block = const_or_none(block)
@@ -90,8 +95,9 @@ def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
         raise OperatorError(f"dense_pack: the packed weight's block must be constant, got {shape_str(packed_weight)}")
     N = units if units is not None else nb * block
     k = te.reduce_axis((0, K), name="k")
-    out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, data[i, k]) *
-                                                 _cast(out_dtype, packed_weight[j // block, k, j % block]), axis=k),
+    out = te.compute((*data.shape[:-1], N),
+                     lambda *i: te.sum(_cast(out_dtype, data[(*i[:-1], k)]) *
+                                       _cast(out_dtype, packed_weight[i[-1] // block, k, i[-1] % block]), axis=k),
                      name="T_dense", tag="dense_pack", attrs={"block": block, "packed": 1})
     return _with_bias("dense_pack", out, bias, N)
 
@@ -122,22 +128,34 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
 @with_cpu_target
 def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True, target=None):
     """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K),
-    read through panels of ``block`` columns (``T_batch_matmul_pack``, as ``dense``)."""
-    check_tensor("batch_matmul", tensor_a, "tensor_a", 3)
-    check_tensor("batch_matmul", tensor_b, "tensor_b", 3)
+    read through panels of ``block`` columns (``T_batch_matmul_pack``, as ``dense``); ``transpose_b=False``:
+    b (b, K, N), read in place (its rows are already contiguous columns of the output).
+
+    Operands of more axes (one rank) have several leading batch axes, each equal or 1 (broadcast)."""
+    check_tensor("batch_matmul", tensor_a, "tensor_a")
+    check_tensor("batch_matmul", tensor_b, "tensor_b")
+    if len(tensor_a.shape) < 3 or len(tensor_a.shape) != len(tensor_b.shape):
+        raise OperatorError(f"batch_matmul: needs 3-D tensors (or N-D of one rank), got {shape_str(tensor_a)} "
+                            f"and {shape_str(tensor_b)}")
     out_dtype = _out_dtype("batch_matmul", tensor_a, tensor_b, out_dtype)
-    ba, bb = const_or_none(tensor_a.shape[0]), const_or_none(tensor_b.shape[0])
-    if ba is not None and bb is not None and ba != bb and 1 not in (ba, bb):
-        raise OperatorError(f"batch_matmul: batch sizes {ba} and {bb} differ (one may be 1)")
-    batch = tensor_b.shape[0] if ba == 1 else tensor_a.shape[0]
-    M, K = (tensor_a.shape[2], tensor_a.shape[1]) if transpose_a else (tensor_a.shape[1], tensor_a.shape[2])
-    N, K2 = (tensor_b.shape[1], tensor_b.shape[2]) if transpose_b else (tensor_b.shape[2], tensor_b.shape[1])
+    lead = len(tensor_a.shape) - 2
+    batch = []
+    for x, y in zip(tensor_a.shape[:lead], tensor_b.shape[:lead]):
+        cx, cy = const_or_none(x), const_or_none(y)
+        if cx is not None and cy is not None and cx != cy and 1 not in (cx, cy):
+            raise OperatorError(f"batch_matmul: batch sizes {cx} and {cy} differ (one may be 1)")
+        batch.append(y if cx == 1 else x)
+    M, K = (tensor_a.shape[-1], tensor_a.shape[-2]) if transpose_a else (tensor_a.shape[-2], tensor_a.shape[-1])
+    N, K2 = (tensor_b.shape[-2], tensor_b.shape[-1]) if transpose_b else (tensor_b.shape[-1], tensor_b.shape[-2])
     _check_k("batch_matmul", K, K2, tensor_a, tensor_b)
     k = te.reduce_axis((0, K), name="k")
 
+    def index(t, b):        # the batch index into operand t (0 where it broadcasts)
+        return tuple(0 if const_or_none(d) == 1 else x for d, x in zip(t.shape[:lead], b))
+
     def a(b, i):
-        b = 0 if ba == 1 else b
-        return tensor_a[b, k, i] if transpose_a else tensor_a[b, i, k]
+        b = index(tensor_a, b)
+        return tensor_a[(*b, k, i)] if transpose_a else tensor_a[(*b, i, k)]
 
     packed = None
 
@@ -148,17 +166,18 @@ def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=Fa
         exact = const_or_none(N) is not None and const_or_none(N) % block == 0
         zero = _op.const(0, tensor_b.dtype)
 
-        def pack(b, jo, kk, ji):
+        def pack(*idx):
+            *b, jo, kk, ji = idx
             j = jo * block + ji
-            v = tensor_b[b, _op.min(j, N - 1) if not exact else j, kk]
+            v = tensor_b[(*b, _op.min(j, N - 1) if not exact else j, kk)]
             return v if exact else _op.if_then_else(j < N, v, zero)
-        packed = te.compute((tensor_b.shape[0], nb, K, block), pack, name="T_batch_matmul_pack")
+        packed = te.compute((*tensor_b.shape[:lead], nb, K, block), pack, name="T_batch_matmul_pack")
 
     def bmat(b, j):
-        b = 0 if bb == 1 else b
+        b = index(tensor_b, b)
         if transpose_b:
-            return packed[b, j // block, k, j % block] if packed is not None else tensor_b[b, j, k]
-        return tensor_b[b, k, j]
-    return te.compute((batch, M, N), lambda b, i, j: te.sum(_cast(out_dtype, a(b, i)) * _cast(out_dtype, bmat(b, j)),
-                                                            axis=k), name="T_batch_matmul", tag="batch_matmul",
-                      attrs={"block": block})
+            return packed[(*b, j // block, k, j % block)] if packed is not None else tensor_b[(*b, j, k)]
+        return tensor_b[(*b, k, j)]
+    return te.compute((*batch, M, N), lambda *i: te.sum(_cast(out_dtype, a(i[:lead], i[-2])) *
+                                                        _cast(out_dtype, bmat(i[:lead], i[-1])), axis=k),
+                      name="T_batch_matmul", tag="batch_matmul", attrs={"block": block})

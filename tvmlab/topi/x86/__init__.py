@@ -11,8 +11,8 @@ from .dense import (dense_nopack, dense_pack, schedule_batch_matmul, schedule_de
                     schedule_dense_pack, schedule_matmul)
 from .injective import (schedule_broadcast, schedule_concatenate, schedule_elemwise,  # noqa: F401
                         schedule_injective, schedule_injective_from_existing)
-from .reduction import (schedule_adaptive_pool, schedule_instance_norm, schedule_lrn, schedule_pool,  # noqa: F401
-                        schedule_reduce, schedule_softmax)
+from .reduction import (schedule_adaptive_pool, schedule_instance_norm, schedule_layer_norm,  # noqa: F401
+                        schedule_lrn, schedule_pool, schedule_reduce, schedule_softmax)
 from ..nn import conv2d_transpose_nchw, conv3d_ncdhw, conv3d_ndhwc, conv3d_transpose_ncdhw  # noqa: F401,E402
 from .conv_direct import (schedule_conv1d_ncw, schedule_conv1d_nwc, schedule_conv1d_transpose_ncw,  # noqa: F401,E402
                           schedule_conv2d_nhwc, schedule_conv3d_ncdhw, schedule_conv3d_ndhwc,

@@ -54,14 +54,16 @@ def _packed(s, dense, out, target):
         acc = s.cache_write(dense.output(0), "global")
     else:
         acc = dense
-    i, j = s[out].op.axis
-    M = const_or_none(out.shape[0])
+    *lead, i, j = s[out].op.axis       # leading axes (dense_pack of (..., M, K) data): a product each
+    M = const_or_none(out.shape[-2])
+    if M is not None:
+        rows = min(rows, M)            # few rows (an RNN step, a batch-1 classifier): a tile of all of them
     row_block = 2 * rows if M is None else min(2 * rows, -(-M // rows) * rows)
     io, ii = s[out].split(i, factor=row_block)
     jo, ji = s[out].split(j, factor=block)
     iio, iii = s[out].split(ii, factor=rows)
-    s[out].reorder(jo, io, iio, iii, ji)
-    s[out].parallel(s[out].fuse(jo, io))
+    s[out].reorder(jo, *lead, io, iio, iii, ji)
+    s[out].parallel(s[out].fuse(jo, *lead, io))
     s[out].unroll(iii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], iio)
@@ -137,6 +139,6 @@ def schedule_batch_matmul(outs, target=None):
     s, outs, bm, out = fused_group(outs, ("batch_matmul",), "schedule_batch_matmul", target)
     for t in bm.input_tensors:
         if isinstance(t.op, ComputeOp) and t.op.name.endswith("_pack"):
-            transpose_blocks(s, t, lead=2)
+            transpose_blocks(s, t, lead=len(t.shape) - 2)
     _register_tiles(s, bm, out, int(bm.attrs["block"]), target)
     return schedule_others(s, outs, bm, out, target)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from ... import te
 from ...errors import ScheduleError
-from ...ir.tensor import ComputeOp
+from ...ir.tensor import ComputeOp, PlaceholderOp
 from ..generic import as_outputs
 from ..utils import const_or_none, with_cpu_target
 from .injective import check_target, find_anchor, lanes_of, parallel_vectorize, post_order
 
 def _reductions(outs):
-    return [op for o in outs for op in post_order(o.op) if op.reduce_axis]
+    found = [op for o in outs for op in post_order(o.op) if op.reduce_axis]
+    return list(dict.fromkeys(found))       # once each (two outputs of one stage reach the same ones)
 
 
 def _shape(t):
@@ -126,6 +127,26 @@ def _lanes_of_partials(s, op, target):
     s[rf].vectorize(lanes)
 
 
+SERIAL_BYTES = 1 << 16      # a group reading and writing less than this runs on one thread (as the graph
+                            # runner runs such kernels): waking a second thread costs more than its share
+
+
+def _bytes(s):
+    """Bytes of the group's inputs and outputs (infinite when a shape is symbolic)."""
+    from ...ir.dtype import itemsize
+    total = 0
+    for st in s.stages:
+        if isinstance(st.op, PlaceholderOp) or st.op in s.outputs:
+            for t in [st.op.output(k) for k in range(st.op.num_outputs)]:
+                n = 1
+                for d in _shape(t):
+                    if d is None:
+                        return float("inf")
+                    n *= d
+                total += n * itemsize(t.dtype)
+    return total
+
+
 def _schedule_group(outs, target, what, anchor_pred=None):
     check_target(what, target)
     outs = as_outputs(outs, what)
@@ -149,23 +170,26 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             s[op].compute_inline()
     oshape = _shape(out)
     axes = list(s[out].op.axis)
+    few = _bytes(s) < SERIAL_BYTES
     if len(axes) >= 2:
         outer = s[out].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
-        s[out].parallel(outer)
+        if not few:
+            s[out].parallel(outer)
         if not out.op.reduce_axis:
             _vector_last(s, out, target)
         elif out.op.tag in ("comm_reduce", "comm_reduce_idx") or _channels_last(out.op):
             _vector_reduce(s, out, outer, target)
     elif axes:
         outer = _vector_1d(s, out, reds, target)
-        s[out].parallel(outer)
+        if not few:
+            s[out].parallel(outer)
     else:
         outer = None
     if out.op.reduce_axis and _trailing(out.op):
         _lanes_of_partials(s, out.op, target)      # a sum over rows: partial sums in vector lanes
     at_outer = set()
     inner_reds = [r for r in reds if r is not out.op and r not in s.outputs]
-    for op in inner_reds + shared:
+    for op in inner_reds + shared[::-1]:     # a shared stage after the readers it waits for (consumers first)
         t = op.output(0)
         ok = outer is not None and _per_row(_shape(t), oshape)
         if op in shared:     # every reader must run inside the same loop
@@ -177,8 +201,9 @@ def _schedule_group(outs, target, what, anchor_pred=None):
                 _vector_last(s, t, target)
             elif op.reduce_axis and _keeps_last(op):
                 _vector_reduce_at(s, t, target)       # mean's sum over a leading axis: lanes of the kept one
-            elif op.reduce_axis and const_or_none(out.shape[-1]) == const_or_none(op.reduce_axis[0].dom.extent):
-                _lanes_of_partials(s, op, target)      # a row reduction (softmax's max and sum)
+            elif op.reduce_axis and (const_or_none(out.shape[-1]) == const_or_none(op.reduce_axis[0].dom.extent)
+                                     or _trailing(op)):
+                _lanes_of_partials(s, op, target)      # a row reduction (softmax's max and sum, argmax's)
         elif s[op].op.axis:
             axes = s[op].op.axis
             s[op].parallel(s[op].fuse(*axes) if len(axes) > 1 else axes[0])
@@ -192,7 +217,7 @@ def _schedule_group(outs, target, what, anchor_pred=None):
             pa = s[op].op.axis
             s[op].parallel(s[op].fuse(pa[0], pa[1]))
     for o in outs[1:]:
-        if not o.op.reduce_axis:
+        if not o.op.reduce_axis and o.op is not out.op:     # (the other output of a two-output stage is done)
             parallel_vectorize(s, o, target)
     return s
 
@@ -233,3 +258,10 @@ def schedule_instance_norm(outs, target=None):
     """Instance normalisation."""
     return _schedule_group(outs, target, "schedule_instance_norm", lambda t: t == "instance_norm")
 
+
+
+@with_cpu_target
+def schedule_layer_norm(outs, target=None):
+    """Layer normalisation groups (tag ``layer_norm``): per row, the two sums (vector partial sums), then the
+    output with the element-wise ops after it, while the row is in cache."""
+    return _schedule_group(outs, target, "schedule_layer_norm", lambda t: t == "layer_norm")
