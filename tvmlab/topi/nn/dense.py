@@ -129,7 +129,8 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
 def batch_matmul(tensor_a, tensor_b, oshape=None, out_dtype=None, transpose_a=False, transpose_b=True, target=None):
     """Batched product of 3-D tensors; a batch of 1 broadcasts. Default (TVM's): a (b, M, K), b (b, N, K),
     read through panels of ``block`` columns (``T_batch_matmul_pack``, as ``dense``); ``transpose_b=False``:
-    b (b, K, N), read in place (its rows are already contiguous columns of the output).
+    b (b, K, N), read in place (its rows are already contiguous columns of the output). Under a GPU target b
+    is read in place too (a GPU schedule tiles the operands in shared memory instead).
 
     Operands of more axes (one rank) have several leading batch axes, each equal or 1 (broadcast)."""
     check_tensor("batch_matmul", tensor_a, "tensor_a")
