@@ -3,13 +3,14 @@
 Rows: vector add (2^26 floats), row sum (4096 x 4096, rfactor + cross-thread reduction), TVM's
 opt_conv_cuda tutorial schedule (HWCN, batch 256, 256 -> 512 channels, 14 x 14, 3 x 3) against cuDNN,
 matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed tiles of 64 and 128), batch_matmul
-(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS.  Float32, TF32
+(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50 at batch 1 and 16 built by
+``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch eager.  Float32, TF32
 off on the torch side; every tvmlab result is checked against numpy before it is timed.  Each pair is
 timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv] [--quick] [--simulate]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,resnet50] [--quick] [--simulate]
 """
 from __future__ import annotations
 
@@ -172,6 +173,68 @@ def time_case(c, torch, repeat=20):
     return mine, torch_ms(torch, c.torch_call(torch, *ins), repeat)
 
 
+def time_model(torch, batch, out, repeat=20):
+    """ResNet-50 (random weights) through ``relay.build(target="cuda")``: the graph executor, the same graph
+    as one CUDA graph, and torchvision's ResNet-50 in torch eager on the same GPU.  tvmlab's output is
+    checked against onnxruntime on the CPU first."""
+    import time
+
+    import tvmlab as tvm
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    from tvmlab.contrib.cuda_graph import cuda_graph_executor
+
+    from .models import resnet50
+    model = resnet50(batch=batch)
+    x = np.random.rand(batch, 3, 224, 224).astype("float32")
+    mod, params = relay.frontend.from_onnx(model, shape={"data": x.shape})
+    t = time.perf_counter()
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="cuda", params=params)
+    build_s = time.perf_counter() - t
+    dev = tvm.cuda(0)
+    plain = graph_executor.GraphModule(lib["default"](dev))
+    graph = cuda_graph_executor.create(lib.get_graph_json(), lib.get_lib(), dev)
+    for m in (plain, graph):
+        m.set_input("data", x)
+        m.run()
+    try:
+        import onnxruntime as ort
+        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"data": x})[0]
+        for m in (plain, graph):
+            np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-3, atol=1e-3)
+        checked = "checked against onnxruntime"
+    except ImportError:
+        checked = "not checked (no onnxruntime)"
+
+    def best(fn):
+        fn()
+        tvm.cuda(0).sync()
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            tvm.cuda(0).sync()
+            times.append(time.perf_counter() - t)
+        return min(times) * 1e3
+    plain_ms, graph_ms = best(plain.run), best(graph.run)
+    line = f"resnet50 batch {batch} ({len(graph.module.calls)} kernels, built in {build_s:.1f} s, {checked})"
+    try:
+        import torchvision
+        net = torchvision.models.resnet50().cuda().eval()
+        tx = torch.from_numpy(x).cuda()
+        with torch.no_grad():
+            ref = torch_ms(torch, lambda: net(tx), repeat)
+    except ImportError:
+        print(f"{line}: graph executor {plain_ms:.3f} ms, CUDA graph {graph_ms:.3f} ms; torchvision is not "
+              "installed: no reference", file=out, flush=True)
+        return
+    print(line, file=out, flush=True)
+    for label, ms in (("  graph executor", plain_ms), ("  as one CUDA graph", graph_ms)):
+        print(f"{label:<34}{ms:>11.3f}{ref:>10.3f}{ref / ms:>7.2f}x  torch eager (torchvision)", file=out, flush=True)
+
+
 def simulate_case(c):
     """Run case ``c`` on the thread-level simulator and check it against numpy."""
     import tvmlab as tvm
@@ -183,11 +246,13 @@ def simulate_case(c):
 
 def main(argv=None, out=sys.stdout):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from {', '.join(ROWS)}")
+    p.add_argument("--rows", default=",".join([*ROWS, "resnet50"]),
+                   help=f"comma-separated, from {', '.join(ROWS)}, resnet50 (batch 1 and 16)")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
     p.add_argument("--simulate", action="store_true", help="no GPU needed: small sizes on the simulator")
     args = p.parse_args(argv)
-    rows = [make for name in args.rows.split(",") for make in ROWS.get(name.strip(), [])]
+    names = [name.strip() for name in args.rows.split(",")]
+    rows = [make for name in names for make in ROWS.get(name, [])]
     if args.simulate:
         for make in rows:
             c = make("small")
@@ -210,6 +275,9 @@ def main(argv=None, out=sys.stdout):
         c = make("quick" if args.quick else "full")
         t, r = time_case(c, torch)
         print(f"{c.label:<34}{t:>11.3f}{r:>10.3f}{r / t:>7.2f}x  {c.reference}", file=out, flush=True)
+    if "resnet50" in names:
+        for batch in (1, 16):
+            time_model(torch, batch, out)
     print("ratio = reference time / tvmlab time (> 1: tvmlab is faster); float32, TF32 off", file=out)
     return 0
 

@@ -83,6 +83,10 @@ class _PyCUDA:
     def compute_capability(self, dev_id):
         return self.drv.Device(dev_id).compute_capability()
 
+    def capture(self, fn):
+        raise DeviceError("CUDA graphs need the cuda-python binding (tvmlab.runtime.cuda_driver."
+                          "use_binding('cuda-python')); pycuda is in use")
+
 
 class _CudaPython:
     name = "cuda-python"
@@ -94,6 +98,7 @@ class _CudaPython:
         self.d = driver
         self._check(driver.cuInit(0), "cuInit")
         self.ctx = {}
+        self.stream = 0         # launches go here: the default stream, or a stream being captured
 
     def _check(self, res, what):
         err = res[0] if isinstance(res, tuple) else res
@@ -134,8 +139,32 @@ class _CudaPython:
     def launch(self, fn, grid, block, shared, args):
         vals = [ct(v) for v, ct in args]
         ptrs = (ctypes.c_void_p * max(len(vals), 1))(*[ctypes.addressof(v) for v in vals])
-        self._check(self.d.cuLaunchKernel(fn, *grid, *block, shared, 0, ctypes.addressof(ptrs), 0),
+        self._check(self.d.cuLaunchKernel(fn, *grid, *block, shared, self.stream, ctypes.addressof(ptrs), 0),
                     "cuLaunchKernel")
+
+    def capture(self, fn):
+        """The kernel launches ``fn()`` makes, captured into a CUDA graph and instantiated: a ``CUDAGraph``.
+
+        The launches go to a stream of their own that orders itself with the default stream (so copies in
+        and out stay in order around each replay); ``fn`` may launch kernels and allocate, nothing else."""
+        d = self.d
+        stream = self._check(d.cuStreamCreate(0), "cuStreamCreate")
+        self._check(d.cuStreamBeginCapture(stream, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+                    "cuStreamBeginCapture")
+        self.stream = stream
+        try:
+            fn()
+        except BaseException:
+            self.stream = 0
+            d.cuStreamEndCapture(stream)
+            d.cuStreamDestroy(stream)
+            raise
+        self.stream = 0
+        graph = self._check(d.cuStreamEndCapture(stream), "cuStreamEndCapture")
+        exe = self._check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        nodes = self._check(d.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")
+        count = nodes[-1] if isinstance(nodes, (tuple, list)) else nodes
+        return CUDAGraph(self, graph, exe, stream, int(count))
 
     def sync(self):
         self._check(self.d.cuCtxSynchronize(), "cuCtxSynchronize")
@@ -148,6 +177,27 @@ class _CudaPython:
         minor = self._check(self.d.cuDeviceGetAttribute(
             attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
         return major, minor
+
+
+class CUDAGraph:
+    """An instantiated CUDA graph: ``launch()`` replays every captured kernel with one driver call and
+    waits for it; ``kernels`` is how many launches it holds."""
+
+    def __init__(self, backend, graph, exe, stream, kernels):
+        self.b, self.graph, self.exe, self.stream, self.kernels = backend, graph, exe, stream, kernels
+
+    def launch(self, sync=True):
+        self.b._check(self.b.d.cuGraphLaunch(self.exe, self.stream), "cuGraphLaunch")
+        if sync:
+            self.b._check(self.b.d.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def __repr__(self):
+        return f"<CUDAGraph of {self.kernels} kernel launches>"
+
+
+def capture(device, fn):
+    """``fn()``'s kernel launches on ``device`` (a cuda Device) as a replayable ``CUDAGraph``."""
+    return require(device).capture(fn)
 
 
 BINDINGS = {c.name: c for c in (_CudaPython, _PyCUDA)}
