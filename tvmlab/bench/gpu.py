@@ -194,7 +194,7 @@ def time_model(torch, batch, out, repeat=20):
     build_s = time.perf_counter() - t
     dev = tvm.cuda(0)
     plain = graph_executor.GraphModule(lib["default"](dev))
-    graph = cuda_graph_executor.create(lib.get_graph_json(), lib.get_lib(), dev)
+    graph = cuda_graph_executor.create(lib.get_graph_json(), lib, dev)
     for m in (plain, graph):
         m.set_input("data", x)
         m.run()

@@ -6,7 +6,7 @@ with one driver call.  Inputs are copied into the executor's fixed buffers befor
 read from them after, so ``set_input`` / ``get_output`` work as with the plain graph executor.
 
     from tvmlab.contrib.cuda_graph import cuda_graph_executor
-    m = cuda_graph_executor.create(lib.get_graph_json(), lib.get_lib(), tvm.cuda(0))
+    m = cuda_graph_executor.create(lib.get_graph_json(), lib, tvm.cuda(0))
     m.set_input("data", x); m.run(); y = m.get_output(0).numpy()
 """
 from __future__ import annotations
@@ -47,10 +47,17 @@ class GraphModuleCudaGraph(GraphModule):
 
 
 def create(graph_json_str, libmod, device):
-    """``cuda_graph_executor.create(graph_json, lib, dev)`` -> GraphModuleCudaGraph (``dev`` a CUDA device)."""
+    """``cuda_graph_executor.create(graph_json, lib, dev)`` -> GraphModuleCudaGraph (``dev`` a CUDA device).
+
+    ``lib`` is ``relay.build``'s result (its params are set, as ``lib["default"](dev)`` does) or its
+    ``get_lib()`` (then set the params yourself: ``m.set_input(**lib.get_params())``, as in TVM)."""
     if isinstance(device, (list, tuple)):
         device = device[0]
     if getattr(device, "device_type", None) != "cuda":
         raise RuntimeArgError(f"cuda_graph_executor.create: CUDA graphs run on a CUDA device (tvm.cuda(0)), "
                               f"got {device!r}")
-    return GraphModuleCudaGraph(GraphExecutor(graph_json_str, libmod, device))
+    params = None
+    if hasattr(libmod, "get_graph_json") and hasattr(libmod, "get_params"):    # what relay.build returns
+        params = libmod.get_params()
+        libmod = libmod.get_lib()
+    return GraphModuleCudaGraph(GraphExecutor(graph_json_str, libmod, device, params))

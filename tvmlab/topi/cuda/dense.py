@@ -25,6 +25,7 @@ TILE = 64          # output tile per block, each way
 THREADS = 16       # threads per block, each way (16 x 16 = 256)
 VTHREAD = 2        # virtual threads per block, each way
 TILE_K = None      # reduction step held in shared memory (None: by the reduction's length)
+SHARED_BYTES = 48 * 1024   # a block's static shared memory
 SMALL_ROWS = 16    # at most this many rows: the matrix-vector schedule
 WARP = 32
 
@@ -77,6 +78,8 @@ def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, thre
         k = C.op.reduce_axis[0].dom.extent
         k = k.value if hasattr(k, "value") else 1 << 30
         tile_k = 32 if k >= 256 else 16 if k >= 16 else 8
+        while tile_k > 8 and 2 * 2 * tile * (tile_k + 1) * 4 > SHARED_BYTES:   # two operands, double buffered
+            tile_k //= 2
     return _tiled(s, C, outs, tile, threads, tile_k)
 
 
