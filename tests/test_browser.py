@@ -127,23 +127,32 @@ PROMPTS = "[...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].m
 def _run_all(page, timeout_s):
     """Run -> Run All Cells, then wait until no cell is queued or running."""
     started = f"() => {PROMPTS}.some(t => /\\[(\\*|\\d+)\\]/.test(t))"
-    for _ in range(3):
-        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-        try:
-            page.wait_for_function(started, timeout=5_000)
-            break
-        except playwright.TimeoutError:
-            page.keyboard.press("Escape")
-    else:
+
+    def run_all():
+        for _ in range(3):
+            page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            try:
+                page.wait_for_function(started, timeout=5_000)
+                return
+            except playwright.TimeoutError:
+                page.keyboard.press("Escape")
         raise AssertionError("Run All Cells did not start the notebook")
-    deadline, quiet = time.monotonic() + timeout_s, 0
+    run_all()
+    # done: no cell running or queued ('*') and every code cell numbered, for three polls in a row; cells
+    # left unnumbered with nothing running (a Run All a loaded browser cut short) get one more Run All
+    deadline, quiet, stalled, again = time.monotonic() + timeout_s, 0, 0, True
     while quiet < 3:
         if time.monotonic() > deadline:
             raise AssertionError(f"the notebook was still running after {timeout_s} s")
         busy = page.evaluate(f"() => {PROMPTS}.some(t => t.includes('*'))")
-        quiet = 0 if busy else quiet + 1
+        left = _unexecuted(page)
+        quiet = 0 if busy or left else quiet + 1
+        stalled = stalled + 1 if left and not busy else 0
+        if stalled > 15 and again:
+            again, stalled = False, 0
+            run_all()
         time.sleep(0.3)
     _kernel_idle(page, 10_000)
 
