@@ -8,6 +8,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import tvmlab as tvm  # noqa: E402
 from tvmlab import relay  # noqa: E402
+from tvmlab.bench.models import finish_model  # noqa: E402
 from tvmlab.contrib import graph_executor  # noqa: E402
 
 
@@ -16,7 +17,7 @@ def run_both(node, inputs, consts):
         [node], "g", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(v, k) for k, v in consts.items()])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m = finish_model(graph, 13)          # the lowest IR version opset 13 allows: any onnxruntime reads it
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     mod, params = relay.frontend.from_onnx(m, shape={k: v.shape for k, v in inputs.items()})
     with tvm.transform.PassContext(opt_level=3):
