@@ -3,14 +3,15 @@
 Rows: vector add (2^26 floats), row sum (4096 x 4096, rfactor + cross-thread reduction), TVM's
 opt_conv_cuda tutorial schedule (HWCN, batch 256, 256 -> 512 channels, 14 x 14, 3 x 3) against cuDNN,
 matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed tiles of 64 and 128), batch_matmul
-(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50 at batch 1 and 16 built by
+(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50's convolutions one by one (batch 16, bias and relu fused)
+against cuDNN; ResNet-50 at batch 1 and 16 built by
 ``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch eager.  Float32, TF32
 off on the torch side; every tvmlab result is checked against numpy before it is timed.  Each pair is
 timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,resnet50] [--quick] [--simulate]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,resnet50] [--quick] [--simulate]
 """
 from __future__ import annotations
 
@@ -127,10 +128,46 @@ def case_gemv(size):
                 lambda a, w: a @ w.T, lambda torch, a, w: lambda: a @ w.T, "cuBLAS gemv", 1e-3)
 
 
+def case_conv(c, hw, o, k, stride, batch=16):
+    """One of ResNet-50's convolutions (NCHW, batch 16) with ``topi.cuda.schedule_conv2d_nchw``, bias and
+    relu fused, beside cuDNN."""
+    def make(size):
+        import tvmlab as tvm
+        from tvmlab import te, topi
+        from tvmlab.topi.testing import conv2d_nchw_python
+        n, ci, h, co = (1, max(c // 16, 3), min(hw, 9), max(o // 16, 4)) if size == "small" else (batch, c, hw, o)
+        pad = k // 2
+        X, W = te.placeholder((n, ci, h, h), name="X"), te.placeholder((co, ci, k, k), name="W")
+        B = te.placeholder((co, 1, 1), name="B")
+        with tvm.target.Target("cuda"):
+            Y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(X, W, stride, pad, 1), B))
+            s = topi.cuda.schedule_conv2d_nchw([Y])
+        x = np.random.rand(n, ci, h, h).astype("float32")
+        w = (np.random.rand(co, ci, k, k).astype("float32") - 0.5) / (ci * k * k) ** 0.5
+        b = np.random.rand(co, 1, 1).astype("float32")
+        oh = (h + 2 * pad - k) // stride + 1
+
+        def ref(x, w, b):
+            return np.maximum(conv2d_nchw_python(x, w, stride, pad) + b, 0)
+
+        def conv(torch, x, w, b):
+            f = torch.nn.functional
+            return lambda: f.relu(f.conv2d(x, w, b.reshape(-1), stride=stride, padding=pad))
+        return Case(f"conv {ci}x{h}^2 -> {co} {k}x{k}/{stride} b{n}", _build(s, [X, W, B, Y]),
+                    [x, w, b, np.zeros((n, co, oh, oh), "float32")], ref, conv, "cuDNN", 1e-3)
+    return make
+
+
+# ResNet-50's convolutions, one per kind and stage: (in channels, size, out channels, kernel, stride)
+RESNET50_CONVS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
+                  (512, 28, 128, 1, 1), (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (512, 7, 512, 3, 1),
+                  (2048, 7, 512, 1, 1)]
+
 ROWS = {"add": [case_add], "rowsum": [case_rowsum], "opt_conv": [case_opt_conv],
         "matmul": [case_matmul(1024), case_matmul(2048), case_matmul(4096)],
         "tiles": [case_matmul(n, t) for n in (1024, 4096) for t in (64, 128)],
-        "batch_matmul": [case_batch_matmul], "gemv": [case_gemv]}
+        "batch_matmul": [case_batch_matmul], "gemv": [case_gemv],
+        "convs": [case_conv(*shape) for shape in RESNET50_CONVS]}
 
 
 def _torch_cuda():

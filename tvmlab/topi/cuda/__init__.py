@@ -86,7 +86,7 @@ def _named(name, own_kernels=False):
 
 
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_softmax",
-           "schedule_conv2d_nchw", "schedule_depthwise_conv2d_nchw",
+           "schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
            "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
            "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
@@ -118,7 +118,10 @@ from .dense import schedule_batch_matmul, schedule_dense, schedule_matmul, sched
 schedule_dense_small_batch = schedule_dense_large_batch = schedule_dense
 
 # relay's fused groups: the schedule of the group's anchor operator, by its tag
-_ANCHORS = {"dense": schedule_dense, "matmul": schedule_matmul, "batch_matmul": schedule_batch_matmul}
+from .conv2d import schedule_conv2d_nchw, schedule_conv2d_nchw_direct  # noqa: E402,F401
+
+_ANCHORS = {"dense": schedule_dense, "matmul": schedule_matmul, "batch_matmul": schedule_batch_matmul,
+            "conv2d_nchw": schedule_conv2d_nchw}
 
 
 def schedule_anchor(outs, anchor, target="cuda", what="schedule"):

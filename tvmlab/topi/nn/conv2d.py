@@ -10,7 +10,8 @@ The NCHW convolutions compute as ``topi.conv2d_nchw`` does: the kernel packed in
 ``oc_block`` output channels (``<name>_packK``, zero past the last channel), the sum in the blocked
 layout (``<name>_NCHWc``, channels of a block in vector lanes), copied out to NCHW by the tagged
 output stage (tag ``conv2d_nchw`` / ``group_conv2d_nchw`` / ``depthwise_conv2d_nchw``, attribute
-``oc_block``).  A group's output channels are blocked within the group, so the input channels a block
+``oc_block``).  Under a GPU target a plain convolution is the sum in NCHW itself (attribute ``direct``):
+the GPU schedule tiles it in shared memory instead.  A group's output channels are blocked within the group, so the input channels a block
 reads do not depend on the lane.  A depthwise convolution (one output channel per input channel) also
 packs the padded input into channel blocks (``<name>_pad_pack``), so its lanes load contiguously;
 with unit stride and wide rows it is computed directly in NCHW instead (attribute ``direct``), output
@@ -22,7 +23,7 @@ from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
 from ..util import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, shape_str, with_cpu_target
+from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
 from .pad import pad as _pad
 from .utils import get_pad_tuple, out_size, pair
 
@@ -78,12 +79,22 @@ def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtyp
         raise OperatorError(f"{op}: data has {C} channels but the kernel expects {IPG} x {groups} groups = "
                             f"{IPG * groups}")
     opg = O // groups
+    oh = out_size(op, h, pads[0] + pads[2], kh, sh, dh)
+    ow = out_size(op, w, pads[1] + pads[3], kw, sw, dw)
+    attrs = {"groups": groups, "strides": (sh, sw), "dilation": (dh, dw), "padding": pads}
+    if groups == 1 and oc_block is None and gpu_target_current():
+        # a GPU schedule tiles channels in shared memory and registers: the sum in NCHW, the kernel read in place
+        pad = _padded(Input, pads, name)
+        rc = te.reduce_axis((0, IPG), name="rc")
+        ry = te.reduce_axis((0, kh), name="ry")
+        rx = te.reduce_axis((0, kw), name="rx")
+        return te.compute((n, O, oh, ow), lambda b, f, y, x: te.sum(
+            _cast(out_dtype, pad[b, rc, y * sh + ry * dh, x * sw + rx * dw]) * _cast(out_dtype, Filter[f, rc, ry, rx]),
+            axis=[rc, ry, rx]), name=name, tag=tag, attrs={**attrs, "oc_block": 1, "direct": 1})
     vb = vector_block(out_dtype, target)
     ob = oc_block or (vb if groups == 1 else _largest_divisor(opg, vb))
     if groups > 1 and opg % ob:
         raise OperatorError(f"{op}: oc_block {ob} must divide the {opg} output channels of a group")
-    oh = out_size(op, h, pads[0] + pads[2], kh, sh, dh)
-    ow = out_size(op, w, pads[1] + pads[3], kw, sw, dw)
     pad = _padded(Input, pads, name)
     packed = pack_blocks(((O + ob - 1) // ob, IPG, kh, kw, ob),
                          lambda fo, ch, y, x, fi: Filter[fo * ob + fi, ch, y, x], O, Filter.dtype, name + "_packK")
@@ -99,8 +110,7 @@ def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtyp
                              _cast(out_dtype, packed[fo, rc, ry, rx, fi]), axis=[rc, ry, rx]),
                          name=name + "_NCHWc")
     return te.compute((n, O, oh, ow), lambda b, f, y, x: blocked[b, f // ob, y, x, f % ob], name=name, tag=tag,
-                      attrs={"oc_block": ob, "groups": groups, "strides": (sh, sw), "dilation": (dh, dw),
-                             "padding": pads})
+                      attrs={**attrs, "oc_block": ob})
 
 
 @with_cpu_target

@@ -1,0 +1,162 @@
+"""CUDA schedule for the direct NCHW convolution: output channels and pixels tiled over a block, the input
+channels stepped through shared memory.
+
+A block computes ``FB`` output channels of a ``TY x (TX * VX)`` tile of pixels (of one image): threads
+``(threadIdx.z, threadIdx.y, threadIdx.x) = (TF, TY, TX)``, each thread ``FB / TF`` channels of ``VX``
+pixels ``TX`` apart (so neighbouring threads read and write neighbouring words), split over ``VF x VX``
+virtual threads; a weight read from shared memory serves all of a thread's pixels.
+The input channels run in steps of ``rc_step``: each step fetches the padded input window the tile reads
+(its halo included) and the kernel slice for the block's channels into shared memory, all threads of the
+block together, double buffered where it fits; the window is then read once for every kernel position.
+Elementwise operators after the convolution (bias, batch norm, activation, a residual add) are computed
+where each output is written.  Shapes the tiles do not divide are guarded.
+
+This is the direct form ``topi.nn.conv2d_nchw`` computes under a GPU target (attribute ``direct``);
+other convolutions get the one-thread-per-output schedule.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..generic import as_outputs
+
+FB = 64            # output channels per block
+TF, VF = 8, 2      # threads and virtual threads along the channels
+SHARED_BYTES = 48 * 1024
+
+
+def _const(x):
+    return getattr(x, "value", x) if not hasattr(x, "dtype") or hasattr(x, "value") else None
+
+
+def find_direct_conv(outs):
+    """The direct NCHW convolution among ``outs``' stages (tag ``conv2d_nchw``, attribute ``direct``), or None."""
+    seen = set()
+
+    def visit(t):
+        op = t.op
+        if not isinstance(op, ComputeOp) or op in seen:
+            return None
+        seen.add(op)
+        if op.tag == "conv2d_nchw" and op.attrs.get("direct") and op.reduce_axis:
+            return t
+        for x in op.input_tensors:
+            r = visit(x)
+            if r is not None:
+                return r
+        return None
+    for o in outs:
+        r = visit(o)
+        if r is not None:
+            return r
+    return None
+
+
+def _pixel_tile(extent):
+    """Threads along one pixel axis: 7 where it divides (ResNet's 112 / 56 / 28 / 14 / 7), else 8."""
+    if extent is not None and extent % 7 == 0:
+        return 7
+    if extent is not None and extent < 8:
+        return extent
+    return 8
+
+
+def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=None):
+    """The tiled schedule of a group whose anchor is a direct NCHW convolution (see the module docstring):
+    ``fb`` output channels per block over ``tf`` threads and ``vf`` virtual threads, ``vx`` pixels per
+    thread along each row (virtual threads too; default 2 where the rows are wide enough, else 1)."""
+    if str(target).split()[0] != "cuda":
+        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw is a CUDA schedule (target 'cuda'), got {target!r}")
+    outs = as_outputs(outs, "topi.cuda.schedule_conv2d_nchw")
+    conv = find_direct_conv(outs)
+    if conv is None:
+        raise ScheduleError("topi.cuda.schedule_conv2d_nchw: no direct NCHW convolution among the outputs (build "
+                            "the compute under `with tvm.target.Target('cuda')`)")
+    if len(outs) != 1 or len(outs[0].shape) != 4:
+        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: one 4-D output expected, got "
+                            f"{[o.op.name for o in outs]}")
+    out = outs[0]
+    s = te.create_schedule([out.op])
+    data, kernel = conv.op.input_tensors
+    for st in list(s.stages):
+        op = st.op
+        if isinstance(op, ComputeOp) and op is not conv.op and op is not out.op and not op.reduce_axis:
+            s[op].compute_inline()
+    if out.op is conv.op:
+        OL = s.cache_write(conv, "local")
+    else:
+        s[conv].set_scope("local")
+        OL = conv
+    AA = s.cache_read(data, "shared", [OL])
+    WW = s.cache_read(kernel, "shared", [OL])
+
+    _, _, oh, ow = (_const(x) for x in out.shape)
+    kh, kw = (_const(x) for x in kernel.shape[2:])
+    sh, sw = conv.op.attrs["strides"]
+    dh, dw = conv.op.attrs["dilation"]
+    ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
+    if fb % (tf * vf):
+        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: fb={fb} must be a multiple of tf x vf = {tf} x {vf}")
+    if vx is None:
+        vx = 2 if ow is not None and ow >= 2 * tx_n else 1
+
+    n, f, y, x = s[out].op.axis
+    bf, fr = s[out].split(f, factor=fb)
+    vf_ax, fr = s[out].split(fr, nparts=vf)
+    tf_ax, fi_ax = s[out].split(fr, nparts=tf)
+    by, ty = s[out].split(y, factor=ty_n)
+    bx, xr = s[out].split(x, factor=tx_n * vx)
+    vx_ax, tx = s[out].split(xr, nparts=vx)      # pixel tx + tx_n * v: neighbouring threads, neighbouring words
+    s[out].reorder(n, bf, by, bx, vf_ax, vx_ax, tf_ax, ty, tx, fi_ax)
+    bz = s[out].fuse(n, bf)
+    s[out].bind(bz, te.thread_axis("blockIdx.z"))
+    s[out].bind(by, te.thread_axis("blockIdx.y"))
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(vf_ax, te.thread_axis("vthread", name="vf"))
+    s[out].bind(vx_ax, te.thread_axis("vthread", name="vx"))
+    s[out].bind(tf_ax, te.thread_axis("threadIdx.z"))
+    s[out].bind(ty, te.thread_axis("threadIdx.y"))
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    s[out].unroll(fi_ax)
+    s[OL].compute_at(s[out], tx)
+
+    # input channels per step: as many as fit a block's shared memory (twice, to double buffer)
+    rc, ry, rx = s[OL].op.reduce_axis
+    channels = _const(rc.dom.extent) or 1 << 30
+    win_h = (ty_n - 1) * sh + (kh - 1) * dh + 1
+    win_w = (tx_n * vx - 1) * sw + (kw - 1) * dw + 1
+
+    def shared_bytes(step):
+        return (fb * step * kh * kw + step * win_h * (win_w + 1)) * 4
+    step = next((c for c in (16, 8, 4, 2, 1) if shared_bytes(c) <= SHARED_BYTES), 1)
+    step = min(step, channels)
+    double = 2 * shared_bytes(step) <= SHARED_BYTES and channels > step
+    rco, rci = s[OL].split(rc, factor=step)
+    ol_axes = list(s[OL].op.axis)
+    s[OL].reorder(rco, rci, ry, rx, *ol_axes)
+    for ax in (ry, rx, *ol_axes):
+        s[OL].unroll(ax)
+    threads = (tf, ty_n, tx_n)
+    for X in (AA, WW):
+        s[X].compute_at(s[OL], rco)
+        if double:
+            s[X].double_buffer()
+        fused = s[X].fuse(*s[X].op.axis)
+        _, t = s[X].split(fused, factor=tf * ty_n * tx_n)
+        t_z, t = s[X].split(t, nparts=threads[0])
+        t_y, t_x = s[X].split(t, nparts=threads[1])
+        s[X].bind(t_z, te.thread_axis("threadIdx.z"))
+        s[X].bind(t_y, te.thread_axis("threadIdx.y"))
+        s[X].bind(t_x, te.thread_axis("threadIdx.x"))
+    return s
+
+
+def schedule_conv2d_nchw(outs, target="cuda"):
+    """CUDA ``schedule_conv2d_nchw``: the tiled schedule for the direct convolution a GPU target computes,
+    one thread per output element for the blocked one (a compute made outside a GPU target)."""
+    from . import schedule_simple
+    outs = as_outputs(outs, "topi.cuda.schedule_conv2d_nchw")
+    if find_direct_conv(outs) is None or len(outs) != 1:
+        return schedule_simple(outs, target, "schedule_conv2d_nchw")
+    return schedule_conv2d_nchw_direct(outs, target)
