@@ -19,7 +19,7 @@ def test_conv2d_bias_relu(cuda_run, rng, N, C, H, W, O, K, S, P):
     with tvm.target.Target("cuda"):
         conv = topi.nn.conv2d_nchw(X, Wt, S, P, 1)
         Y = topi.nn.relu(topi.add(conv, B))
-        s = topi.cuda.schedule_conv2d_nchw([Y])
+        s = topi.cuda.schedule_conv2d_nchw_direct([Y])
     assert conv.op.attrs["direct"] == 1
     f = tvm.build(s, [X, Wt, B, Y], "cuda")
     src = f.imported_modules[0].get_source()
@@ -46,8 +46,24 @@ def test_blocked_compute_gets_the_simple_schedule():
         topi.cuda.schedule_conv2d_nchw_direct([Yd], target="llvm")
 
 
-def test_relay_residual_block_on_cuda(rng):
+def test_small_layers_keep_a_thread_per_output(monkeypatch):
+    """Below MIN_BLOCKS blocks (a batch-1 layer) the dispatcher keeps one thread per output."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    X, Wt = te.placeholder((1, 16, 14, 14), name="X"), te.placeholder((64, 16, 3, 3), name="W")
+    with tvm.target.Target("cuda"):
+        Y = topi.nn.conv2d_nchw(X, Wt, 1, 1, 1)
+    assert cuda_conv2d.tiled_blocks(Y) == 2 < cuda_conv2d.MIN_BLOCKS        # 64 channels, 7 x 14 pixels a block
+    src = tvm.build(topi.cuda.schedule_conv2d_nchw([Y]), [X, Wt, Y], "cuda").imported_modules[0].get_source()
+    assert "__shared__" not in src
+    monkeypatch.setattr(cuda_conv2d, "MIN_BLOCKS", 2)
+    src = tvm.build(topi.cuda.schedule_conv2d_nchw([Y]), [X, Wt, Y], "cuda").imported_modules[0].get_source()
+    assert "__shared__" in src
+
+
+def test_relay_residual_block_on_cuda(rng, monkeypatch):
     """relay.build for cuda: each convolution group (bias, relu, the residual add fused) is tiled."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    monkeypatch.setattr(cuda_conv2d, "MIN_BLOCKS", 1)       # tile even this small model's layers
     x = relay.var("x", shape=(1, 8, 9, 9))
     w1 = rng.standard_normal((16, 8, 3, 3)).astype("float32") * 0.2
     w2 = rng.standard_normal((16, 16, 1, 1)).astype("float32") * 0.2

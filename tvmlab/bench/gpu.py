@@ -129,8 +129,8 @@ def case_gemv(size):
 
 
 def case_conv(c, hw, o, k, stride, batch=16):
-    """One of ResNet-50's convolutions (NCHW, batch 16) with ``topi.cuda.schedule_conv2d_nchw``, bias and
-    relu fused, beside cuDNN."""
+    """One of ResNet-50's convolutions (NCHW, batch 16) with ``topi.cuda.schedule_conv2d_nchw``'s tiled
+    schedule, bias and relu fused, beside cuDNN."""
     def make(size):
         import tvmlab as tvm
         from tvmlab import te, topi
@@ -141,7 +141,7 @@ def case_conv(c, hw, o, k, stride, batch=16):
         B = te.placeholder((co, 1, 1), name="B")
         with tvm.target.Target("cuda"):
             Y = topi.nn.relu(topi.add(topi.nn.conv2d_nchw(X, W, stride, pad, 1), B))
-            s = topi.cuda.schedule_conv2d_nchw([Y])
+            s = topi.cuda.schedule_conv2d_nchw_direct([Y])     # the tiled schedule, also at the small size
         x = np.random.rand(n, ci, h, h).astype("float32")
         w = (np.random.rand(co, ci, k, k).astype("float32") - 0.5) / (ci * k * k) ** 0.5
         b = np.random.rand(co, 1, 1).astype("float32")

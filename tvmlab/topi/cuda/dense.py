@@ -20,6 +20,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
+from .tiling import cooperative_fetch, register_tile
 
 TILE = 64          # output tile per block, each way
 THREADS = 16       # threads per block, each way (16 x 16 = 256)
@@ -100,13 +101,7 @@ def _tiled(s, C, outs, tile, threads, tile_k):
         raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
                             f"({threads} x {VTHREAD})")
     A, B = C.op.input_tensors[:2]
-    if out.op is C.op:
-        CL = s.cache_write(C, "local")
-    else:
-        s[C].set_scope("local")
-        CL = C
-    AA = s.cache_read(A, "shared", [CL])
-    BB = s.cache_read(B, "shared", [CL])
+    CL, (AA, BB) = register_tile(s, C, out, [A, B])
     AL = s.cache_read(AA, "local", [CL])
     BL = s.cache_read(BB, "local", [CL])
     axes = list(s[out].op.axis)
@@ -139,11 +134,7 @@ def _tiled(s, C, outs, tile, threads, tile_k):
         s[X].double_buffer()
         # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
         s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
-        fused = s[X].fuse(*s[X].op.axis)
-        o, t = s[X].split(fused, factor=threads * threads)
-        t_y, t_x = s[X].split(t, nparts=threads)
-        s[X].bind(t_y, te.thread_axis("threadIdx.y"))
-        s[X].bind(t_x, te.thread_axis("threadIdx.x"))
+        cooperative_fetch(s, X, (("threadIdx.y", threads), ("threadIdx.x", threads)))
     for X in (AL, BL):
         s[X].compute_at(s[CL], ki)
         for ax in s[X].op.axis:
