@@ -1,7 +1,6 @@
 """GPU-scheduled test programs shared by the CUDA and GPU-lowering tests: (schedule, args, reference)."""
 import numpy as np
 
-import tvmlab as tvm
 from tvmlab import te
 
 

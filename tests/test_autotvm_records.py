@@ -1,7 +1,6 @@
 """Config spaces and TVM-format records: round trips, lines written by TVM, corrupt lines."""
 import json
 import time
-import warnings
 
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """topi.schedule_matmul / schedule_conv2d_nchw as AutoTVM templates: the hand-written schedule is the
 fallback, and inside apply_history_best the tuned knobs are used."""
 import numpy as np
-import pytest
 
 import tvmlab as tvm
 from tvmlab import autotvm, te, topi

@@ -178,7 +178,7 @@ def test_parallel_loop_with_live_ins_and_per_thread_allocation():
     buffer is per thread."""
     rows, cols = 6, 50
     A, C = Buffer("A", (rows, cols), "float32"), Buffer("C", (rows, cols), "float32")
-    r, j, k = Var("r"), Var("j"), Var("k")
+    r, k = Var("r"), Var("k")
     s, scale = Var("s", "handle"), Var("scale", "float32")
     row = Mul(r, I(cols))
     inner = Allocate(s, "float32", (I(cols),), I(1, "bool"), SeqStmt((

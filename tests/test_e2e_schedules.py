@@ -365,7 +365,7 @@ def test_cache_read_local(check_build):
 def test_cache_write_local(check_build):
     A, B, C = matmul(17, 19, 23)
     s = te.create_schedule(C.op)
-    CL = s.cache_write(C, "local")
+    s.cache_write(C, "local")
     check_build(s, [A, B, C], mm_ref, rtol=1e-5, atol=1e-5)
 
 
@@ -410,7 +410,7 @@ def test_rfactor_split_part(check_build):
     A, B = vsum(1000)
     s = te.create_schedule(B.op)
     ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    BF = s.rfactor(B, ki)
+    s.rfactor(B, ki)
     check_build(s, [A, B], lambda a: a.sum(dtype="float64").reshape(1).astype("float32"),
                 rtol=1e-5, atol=1e-4)
 
@@ -650,7 +650,7 @@ def test_cache_read_readers_given_as_operations(check_build):
     A = te.placeholder((12,), name="A")
     B = te.compute((12,), lambda i: A[i] + 1.0, name="B")
     s = te.create_schedule(B.op)
-    AL = s.cache_read(A, "local", [B.op])
+    s.cache_read(A, "local", [B.op])
     assert [st.primitive for st in s.trace] == ["cache_read"]
     check_build(s, [A, B], lambda a: a + 1)
 

@@ -367,7 +367,6 @@ def test_bad_uses_are_clear_errors():
 def test_bad_onnx_attributes_name_the_node():
     from tvmlab import relay
     from tvmlab.errors import TVMLabError
-    x = rand(2, 5, seed=40)
     cases = [(mk("TopK", ["x", "k"], ["v", "i"], name="t"), {"k": np.array([9], np.int64)}, "TopK node 't'.*K must"),
              (mk("CumSum", ["x", "ax"], ["y"], name="c"), {"ax": np.array(4, np.int64)}, "CumSum node 'c'.*axis 4"),
              (mk("ArgMax", ["x"], ["y"], axis=3, name="a"), {}, "ArgMax node 'a'.*axis 3")]

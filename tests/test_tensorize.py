@@ -1,7 +1,4 @@
 """Tensorize: te.decl_tensor_intrin and s[C].tensorize, checked against numpy on random data."""
-import ctypes
-import json
-import os
 import shutil
 import subprocess
 
@@ -306,7 +303,7 @@ def test_pragma_import_llvm_links_the_kernel_as_in_the_tutorial():
 def test_matmul_with_the_micro_kernel_intrinsic(shape):
     from tvmlab import topi
     from tvmlab.topi.matmul import tile_rows
-    from tvmlab.topi.util import vector_block
+    from tvmlab.topi.utils import vector_block
     M, K, N = shape
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
@@ -323,7 +320,7 @@ def test_matmul_with_the_micro_kernel_intrinsic(shape):
 def test_matmul_micro_kernel_symbolic_shapes_and_avx2():
     from tvmlab import topi
     from tvmlab.topi.matmul import tile_rows
-    from tvmlab.topi.util import vector_block
+    from tvmlab.topi.utils import vector_block
     M, K, N = te.var("M"), te.var("K"), te.var("N")
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")
@@ -349,7 +346,7 @@ def test_matmul_micro_kernel_symbolic_shapes_and_avx2():
 def test_matmul_micro_kernel_reads_a_in_place_when_a_tile_height_divides_m(shape):
     from tvmlab import topi
     from tvmlab.topi.matmul import tile_rows
-    from tvmlab.topi.util import vector_block
+    from tvmlab.topi.utils import vector_block
     M, K, N = shape
     A = te.placeholder((M, K), name="A")
     B = te.placeholder((K, N), name="B")

@@ -105,7 +105,7 @@ def test_hoist_if_then_else_keeps_conditions_reading_memory_the_loop_writes(rng)
         a = ib.buffer_ptr(ins[0])
         with ib.for_range(0, 8, "i") as i:
             b[i] = a[i]
-            with ib.for_range(0, 8, "j") as j:
+            with ib.for_range(0, 8, "j"):
                 with ib.if_scope(b[0] > 0.0):        # b[0] is written in the i loop
                     b[i] = b[i] + 1.0
         return ib.get()

@@ -13,9 +13,8 @@ import tvmlab
 from tvmlab import te, topi
 from tvmlab.errors import ScheduleError
 from tvmlab.ir.functor import IRVisitor
-from tvmlab.ir.stmt import Allocate
 from tvmlab.topi.matmul import tile_rows
-from tvmlab.topi.util import vector_block as default_block
+from tvmlab.topi.utils import vector_block as default_block
 
 
 def _ref_matmul(a, b):

@@ -4,7 +4,6 @@ their CPU and CUDA schedules, against numpy on random data (the CUDA build on th
 import numpy as np
 import pytest
 
-import tvmlab as tvm
 from tvmlab import te, topi
 from tvmlab.topi import testing as ref
 from tvmlab.topi.utils import OperatorError

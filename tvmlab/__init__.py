@@ -3,13 +3,14 @@
     import tvmlab as tvm
     from tvmlab import te
 """
+import sys as _sys
+
 from . import errors, ir, te, tir  # noqa: F401
 from . import codegen, runtime  # noqa: F401
 from . import lower as _passes  # noqa: F401  (the pass package; tvmlab.lower is the function)
 from .codegen.registry import Target, register_target  # noqa: F401
 from .driver import build, lower  # noqa: F401
 from .errors import TVMError, TVMLabError  # noqa: F401
-from . import error  # noqa: F401  (tvm.error.TVMError)
 from . import arith  # noqa: F401  (tvm.arith.Analyzer)
 from .runtime import container  # noqa: F401  (tvm.container.Map / Array)
 from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vulkan  # noqa: F401
@@ -19,7 +20,6 @@ from .ir import transform  # noqa: F401  (tvm.transform: Pass, Sequential, PassC
 from .ir import instrument  # noqa: F401  (tvm.instrument: PassTimingInstrument, ...)
 from .ir.function import IRModule  # noqa: F401
 from .lower.intrin_rules import register_intrin_lowering as _ril
-ir.register_intrin_lowering = _ril       # tvm.ir.register_intrin_lowering (the rules live in lower/)
 from .runtime.registry import get_global_func, list_global_func_names, register_func  # noqa: F401
 
 target = codegen.registry
@@ -44,3 +44,8 @@ def load_ipython_extension(ip):
     """``%load_ext tvmlab``: register the ``%tvmlab`` magics."""
     from .widgets.magics import load_ipython_extension as _load
     _load(ip)
+
+
+ir.register_intrin_lowering = _ril       # tvm.ir.register_intrin_lowering (the rules live in lower/)
+error = errors          # TVM's tvm.error: the same module (tvm.error.TVMError)
+_sys.modules[__name__ + ".error"] = errors

@@ -2,6 +2,8 @@
 
 Messages name the stage, axis or argument involved and what was expected
 versus what was given, so they can be shown verbatim in the explorer.
+This module is also TVM's ``tvm.error`` (``tvm.error.TVMError``,
+``tvm.error.InternalError``).
 """
 
 
@@ -14,6 +16,7 @@ class TVMLabError(RuntimeError):
 
 
 TVMError = TVMLabError
+InternalError = TVMLabError
 
 
 class DSLError(TVMLabError, TypeError):

@@ -24,8 +24,8 @@ CONV2D = "conv2d_nchw.x86"
 
 
 def _const(x):
-    from ..topi.util import const_int
-    return const_int(x)
+    from ..topi.utils import const_or_none
+    return const_or_none(x)
 
 
 def _module(name):
@@ -53,7 +53,7 @@ def _matmul_hook(C, target):
     from ..codegen.llvm_vector import vector_registers
     from ..ir import dtype as dt
     mm = _module("matmul")
-    from ..topi.util import vector_block
+    from ..topi.utils import vector_block
     M, N = _const(C.shape[0]), _const(C.shape[1])
     K = _const(C.op.reduce_axis[0].dom.extent)
     block, dtype = int(C.op.attrs["block"]), C.dtype
@@ -82,7 +82,7 @@ def _conv2d_hook(out, target):
         return None
     from ..codegen.llvm_vector import vector_registers
     cv = _module("conv2d")
-    from ..topi.util import vector_block
+    from ..topi.utils import vector_block
     oc_block = int(out.op.attrs["oc_block"])
     blocked = cv.find_stage_input(out, "_NCHWc")
     pad = cv.find_stage_input(blocked, "_pad")

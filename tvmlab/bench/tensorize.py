@@ -18,7 +18,7 @@ from .. import driver, te, topi
 from ..errors import ScheduleError
 from ..runtime import ndarray as nd
 from ..topi.matmul import tile_rows
-from ..topi.util import vector_block
+from ..topi.utils import vector_block
 from .timing import side_by_side
 
 SIZES = [(256, 256, 256), (500, 300, 700), (1024, 1024, 1024), (257, 256, 256)]

@@ -1,7 +1,7 @@
 """build_opengl: AST3 -> GLSL shaders -> a runtime module that runs them on the OpenGL device.
 
 Target spellings:
-  ``"opengl"``           fragment-shader mode (the seeds' design): every stage
+  ``"opengl"``           fragment-shader mode (TVM's OpenGL design): every stage
                          scheduled with ``s[X].opengl()`` is one pass that renders
                          one pixel per output element into a texture.
   ``"opengl -compute"``  compute-shader mode (GLSL 430): the GPU lowering's

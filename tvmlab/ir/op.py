@@ -281,7 +281,7 @@ def truncmod(a, b):
 def floordiv(a, b):
     a, b = match_types(a, b)
     if dt.is_float(a.dtype):
-        return floor(true_div(a, b))
+        return floor(true_div(a, b))  # noqa: F821  (floor is made below, with the other float intrinsics)
     _check_nonzero(b, "floordiv")
     ca, cb = _int_of(a), _int_of(b)
     if ca is not None and cb is not None:
@@ -294,7 +294,7 @@ def floordiv(a, b):
 def floormod(a, b):
     a, b = match_types(a, b)
     if dt.is_float(a.dtype):
-        return sub(a, mul(b, floor(true_div(a, b))))
+        return sub(a, mul(b, floor(true_div(a, b))))  # noqa: F821
     _check_nonzero(b, "floormod")
     ca, cb = _int_of(a), _int_of(b)
     if ca is not None and cb is not None:

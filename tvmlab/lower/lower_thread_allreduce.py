@@ -173,7 +173,6 @@ class _Lower(IRMutator):
 
     def _two_level(self, comb, red, res, stores, var, warps, row, rows):
         ws = self.warp_size
-        zero = IntImm("int32", 0)
         lane = _op.floormod(var, ws)
         warp = _op.floordiv(var, ws)
         bufs = [Var(f"red_buf{self.count + k}", "handle") for k in range(len(red))]

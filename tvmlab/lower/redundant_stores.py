@@ -17,9 +17,9 @@ store, so they stay uniform.
 from __future__ import annotations
 
 from ..ir import op as _op
-from ..ir.expr import Call, IntImm, Load, Var
+from ..ir.expr import IntImm
 from ..ir.functor import IRMutator, IRVisitor, collect_vars, post_order_visit
-from ..ir.stmt import Allocate, For, IfThenElse, LetStmt, Store
+from ..ir.stmt import Allocate, IfThenElse
 
 
 def _uses(e, tainted_vars, tainted_bufs, lanes=None):

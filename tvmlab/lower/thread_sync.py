@@ -39,8 +39,7 @@ from ..errors import DivergentBarrierError, LoweringError
 from ..ir.expr import Call, IntImm, Load, StringImm, Var
 from ..ir.functor import IRVisitor, collect_vars, post_order_visit
 from ..ir.printer import astext
-from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Store,
-                       While, seq)
+from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt, While, seq)
 from ..ir.tensor import IterVar
 from .remove_no_op import same_expr
 

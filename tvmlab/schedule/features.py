@@ -22,7 +22,7 @@ from dataclasses import replace
 from ..errors import LoweringError, ScheduleError
 from ..ir import dtype as dt
 from ..ir import op as _op
-from ..ir.expr import Call, IntImm, ProducerLoad, StringImm, Var
+from ..ir.expr import Call, IntImm, ProducerLoad, Var
 from ..ir.functor import IRMutator, substitute
 from ..ir.stmt import AttrStmt, Evaluate, For, IfThenElse, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import PlaceholderOp, Range, Tensor

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir.arith import Analyzer
-from ..ir.expr import And, Call, IntImm, StringImm, Var
+from ..ir.expr import And, Call, IntImm, Var
 from ..ir.functor import collect_vars, substitute
 from ..ir.stmt import (THREAD_ALLREDUCE, AllreduceInfo, AttrStmt, For, IfThenElse, LetStmt, ProducerRealize,
                        ProducerStore, seq)
-from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, is_thread_tag
+from ..ir.tensor import IterVar, PlaceholderOp, Range, is_thread_tag
 from . import extern_ops
 from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
 from .passes import leaf_values, pass_up_index

@@ -25,4 +25,3 @@ from ..ir.stmt import While  # noqa: F401,E402
 from ..ir.stmt import ForKind  # noqa: F401,E402
 from .buffer_access import BufferLoad, BufferStore  # noqa: F401,E402  (TVM's names for flat Store / Load)
 from ..ir.op import CallEffectKind, call_intrin  # noqa: F401,E402
-from ..ir.expr import Expr as PrimExpr  # noqa: F401,E402  (TVM's base class of expressions)

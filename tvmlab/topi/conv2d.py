@@ -20,7 +20,7 @@ from __future__ import annotations
 from .. import te
 from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
-from .util import check_options, const_int, find_stage_input, pack_blocks, vector_block
+from .utils import check_options, const_or_none, find_stage_input, pack_blocks, vector_block
 
 
 # Set by tvmlab.autotvm when it is imported: ``hook(out, target)`` gives a tuned tile ``width`` or None.
@@ -37,9 +37,9 @@ def conv2d_nchw(data, kernel, stride=1, padding=1, name="conv2d", oc_block=None,
                             f"{tuple(kernel.shape)}")
     n, c, h, w = data.shape
     o, c2, kh, kw = kernel.shape
-    if const_int(c) is not None and const_int(c2) is not None and const_int(c) != const_int(c2):
-        raise ScheduleError(f"conv2d_nchw: data has {const_int(c)} channels but the kernel expects "
-                            f"{const_int(c2)}")
+    if const_or_none(c) is not None and const_or_none(c2) is not None and const_or_none(c) != const_or_none(c2):
+        raise ScheduleError(f"conv2d_nchw: data has {const_or_none(c)} channels but the kernel expects "
+                            f"{const_or_none(c2)}")
     if not isinstance(stride, int) or stride < 1 or not isinstance(padding, int) or padding < 0:
         raise ScheduleError(f"conv2d_nchw: stride must be an int >= 1 and padding an int >= 0, "
                             f"got {stride!r} and {padding!r}")
@@ -111,7 +111,7 @@ def register_tile(s, out, blocked, oc_block, target, width=None):
     """Tile ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks; each task computes
     ``blocked`` (the NCHWc sum) one (width x oc_block) register tile at a time, channels in
     vector lanes, accumulated over the whole reduction."""
-    width = width or tile_width(const_int(out.shape[3]), oc_block, out.dtype, target)
+    width = width or tile_width(const_or_none(out.shape[3]), oc_block, out.dtype, target)
     b, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, factor=oc_block)
     xo, xi = s[out].split(x, factor=width)
@@ -125,8 +125,8 @@ def register_tile_blocked(s, out, acc, target, width=None, rows=None):
     """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
     channel block, row) -- or ``rows`` rows -- each computing ``acc`` one (width x b) register tile at a
     time.  Returns the task axis."""
-    block = const_int(out.shape[4])
-    width = width or tile_width(const_int(out.shape[3]), block, out.dtype, target)
+    block = const_or_none(out.shape[4])
+    width = width or tile_width(const_or_none(out.shape[3]), block, out.dtype, target)
     b, fo, y, x, fi = s[out].op.axis
     ys = s[out].split(y, factor=rows) if rows else (y,)
     xo, xi = s[out].split(x, factor=width)

@@ -7,7 +7,6 @@ leading axes an operand has beyond its letters, broadcast across operands).
 from __future__ import annotations
 
 from .. import te
-from . import tag
 from .utils import OperatorError, check_tensor, const_or_none
 
 

@@ -27,7 +27,7 @@ from .. import te
 from ..codegen.llvm_vector import vector_registers
 from ..errors import ScheduleError
 from ..ir import dtype as dt
-from .util import check_options, const_int, find_stage_input, pack_blocks, vector_block
+from .utils import check_options, const_or_none, find_stage_input, pack_blocks, vector_block
 
 MAX_ROWS = 12           # rows per register tile, at most
 B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the last-level cache
@@ -73,8 +73,8 @@ def matmul(A, B, transp_a=False, transp_b=False, block=None, rows=0, name="C", t
         return _transposed(A, B, bool(transp_a), bool(transp_b), name)
     M, K = A.shape
     K2, N = B.shape
-    if const_int(K) is not None and const_int(K2) is not None and const_int(K) != const_int(K2):
-        raise ScheduleError(f"matmul: A has {const_int(K)} columns but B has {const_int(K2)} rows")
+    if const_or_none(K) is not None and const_or_none(K2) is not None and const_or_none(K) != const_or_none(K2):
+        raise ScheduleError(f"matmul: A has {const_or_none(K)} columns but B has {const_or_none(K2)} rows")
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
     check_options("matmul", block=block, rows=rows or None)
@@ -82,7 +82,7 @@ def matmul(A, B, transp_a=False, transp_b=False, block=None, rows=0, name="C", t
         raise ScheduleError(f"matmul: pack_b must be True, False or None (choose), got {pack_b!r}")
     block = vector_block(A.dtype, target) if block is None else block
     if pack_b is None:
-        pack_b = rows > 0 or const_int(M) is None or const_int(M) > SMALL_M
+        pack_b = rows > 0 or const_or_none(M) is None or const_or_none(M) > SMALL_M
     if not pack_b:
         if rows:
             raise ScheduleError("matmul: rows > 0 packs A, which needs pack_b (B packed too)")
@@ -106,8 +106,8 @@ def _transposed(A, B, ta, tb, name):
     """``op(A) @ op(B)`` with A and/or B read transposed: plain loops (``schedule_matmul`` is for A @ B)."""
     M, K = (A.shape[1], A.shape[0]) if ta else tuple(A.shape)
     K2, N = (B.shape[1], B.shape[0]) if tb else tuple(B.shape)
-    if const_int(K) is not None and const_int(K2) is not None and const_int(K) != const_int(K2):
-        raise ScheduleError(f"matmul: op(A) has {const_int(K)} columns but op(B) has {const_int(K2)} rows "
+    if const_or_none(K) is not None and const_or_none(K2) is not None and const_or_none(K) != const_or_none(K2):
+        raise ScheduleError(f"matmul: op(A) has {const_or_none(K)} columns but op(B) has {const_or_none(K2)} rows "
                             f"(transp_a={ta}, transp_b={tb})")
     if A.dtype != B.dtype:
         raise ScheduleError(f"matmul: A is {A.dtype} but B is {B.dtype}")
@@ -161,13 +161,13 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
 
     i, j = s[C].op.axis
     (k,) = s[C].op.reduce_axis
-    M, K = const_int(C.shape[0]), const_int(k.dom.extent)
+    M, K = const_or_none(C.shape[0]), const_or_none(k.dom.extent)
     if not int(C.op.attrs.get("packed_b", 1)) and M is not None and M <= STREAM_ROWS and not tuned:
         # matrix-vector: memory-bound, so stream whole rows of B once, each added into the
         # (few) rows of C of this task's columns, which stay in the first-level cache
         lanes = vector_registers(target).lanes(C.dtype)
         cols = max(lanes, STREAM_BYTES // (M * max(1, dt.parse(C.dtype)[1] // 8)) // lanes * lanes)
-        N = const_int(C.shape[1])
+        N = const_or_none(C.shape[1])
         if N is not None:           # at least two tasks
             cols = max(lanes, min(cols, -(-N // (2 * lanes)) * lanes))
         jo, ji = s[C].split(j, factor=cols)
@@ -184,7 +184,7 @@ def schedule_matmul(C, target="llvm", rows=None, row_block=None, k_chunk=None, c
         # each tile accumulates over the whole reduction in a write cache held in registers, stored once
         if col_block is None:
             col_block = B_BLOCK_BYTES // ((K or 512) * max(1, dt.parse(C.dtype)[1] // 8))
-        N = const_int(C.shape[1])
+        N = const_or_none(C.shape[1])
         panels = max(1, col_block // block)
         if N is not None:
             panels = min(panels, -(-N // block))

@@ -79,7 +79,7 @@ def kernel_ir(rows, vectors, lanes, dtype, a_rows=False):
                   f"  store {vt} %f{r}_{v}, ptr %pc{r}_{v}, align {size}"]
     L += ["  ret i32 0", "}", f"declare {vt} @{fma}({vt}, {vt}, {vt})",
           "attributes #0 = { alwaysinline nounwind }",
-          f"!0 = distinct !{{!0, !1}}", f"!1 = !{{!\"llvm.loop.unroll.count\", i32 {K_UNROLL}}}", ""]
+          "!0 = distinct !{!0, !1}", f"!1 = !{{!\"llvm.loop.unroll.count\", i32 {K_UNROLL}}}", ""]
     return "\n".join(L)
 
 
@@ -128,11 +128,11 @@ def schedule_tensorized(C, target="llvm", col_block=None):
     reads past them.
     """
     from .matmul import B_BLOCK_BYTES
-    from .util import const_int, find_stage_input
+    from .utils import const_or_none, find_stage_input
     from ..ir import dtype as dt
     from .matmul import tile_rows
     rows, block = int(C.op.attrs["rows"]), int(C.op.attrs["block"])
-    M = const_int(C.shape[0])
+    M = const_or_none(C.shape[0])
     a_rows = False
     if not rows and int(C.op.attrs.get("packed_b", 1)) and M is not None:
         # A read in place: a tile height near the registers' that divides M (no edge tile to read past A)
@@ -151,12 +151,12 @@ def schedule_tensorized(C, target="llvm", col_block=None):
         s[P].vectorize(s[P].op.axis[2])
     i, j = s[C].op.axis
     (k,) = s[C].op.reduce_axis
-    K = const_int(k.dom.extent)
+    K = const_or_none(k.dom.extent)
     if col_block is None:
         col_block = B_BLOCK_BYTES // ((K or 512) * max(1, dt.parse(C.dtype)[1] // 8))
     # Every tile the kernel computes must lie in the packed panels (the edge tiles are
     # padded), so the column blocks hold a number of panels that divides the panel count.
-    N = const_int(C.shape[1])
+    N = const_or_none(C.shape[1])
     panels = 1
     if N is not None:
         count = -(-N // block)

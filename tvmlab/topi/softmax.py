@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import te
 from ..errors import ScheduleError
-from .util import const_int, vector_block
+from .utils import const_or_none, vector_block
 
 
 def softmax(x, name="softmax"):
@@ -40,7 +40,7 @@ def schedule_softmax(out, target="llvm"):
         e, sm = sm, e
     mx = [t for t in e.op.input_tensors if t.op.name.endswith("_max")][0]
     s = te.create_schedule(out.op)
-    n = const_int(out.shape[1])
+    n = const_or_none(out.shape[1])
     vec = vector_block(out.dtype, target)    # two registers: partial sums in two independent chains
     vec = vec if n is None or n >= vec else max(1, n)
 

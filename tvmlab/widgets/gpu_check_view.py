@@ -44,7 +44,7 @@ def _finding_html(f, shapes):
              f'<span style="font-size:11px">at <code>{html.escape(f.stmt)}</code>'
              + (f'; threads: {html.escape(who)}' if who else "") + '</span></div>']
     if f.arrived or f.missing:
-        parts.append(png_img(map_png(block_map(f), f"threads of the block: 1 reach it, 2 do not"),
+        parts.append(png_img(map_png(block_map(f), "threads of the block: 1 reach it, 2 do not"),
                              f"{f.kind}: which threads take part"))
     elif f.buffer in shapes:
         m = element_map(f, shapes[f.buffer])

@@ -4,7 +4,7 @@
 stages are the module as given, then after each pass relay.build runs
 (SimplifyInference, FoldConstant, AlterOpLayout, FoldConstant again,
 DeadCodeElimination, FuseOps), recorded while ``relay.optimize`` runs them.
-An operator is filled with the colour of its pattern kind (the seeds' four:
+An operator is filled with the colour of its pattern kind (TVM's four:
 injective, reduction, complex-out-fusable, opaque) and outlined when it is
 new since the stage before; after FuseOps each fused group is a box around
 its operators, in the colour of its kind. Choosing a group opens its TE

@@ -1,6 +1,6 @@
 """The operator registry: name -> type relation, TE compute, schedule, pattern kind.
 
-Pattern kinds follow the seeds' four (TVM's numbering): element-wise and
+Pattern kinds are TVM's four (with its numbering): element-wise and
 broadcast are the simplest injective maps, ``INJECTIVE`` covers layout maps
 (reshape, transpose, concatenate), ``COMM_REDUCE`` reductions,
 ``OUT_ELEMWISE_FUSABLE`` operators such as conv2d whose output can absorb

@@ -105,7 +105,7 @@ def _same_block(fields, layout):
 
 
 def alter(func, target="llvm"):
-    from ...topi.util import vector_block
+    from ...topi.utils import vector_block
     from .infer_type import infer_function
     infer_function(func)
     vb = vector_block("float32", target)

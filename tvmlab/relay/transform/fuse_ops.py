@@ -1,6 +1,6 @@
 """FuseOps: operators grouped by pattern kind into primitive functions, one kernel each.
 
-The seeds' rules, applied from the outputs back to the inputs (a node joins
+The operator-fusion rules (TVM's FuseOps), applied from the outputs back to the inputs (a node joins
 the group of its users only when all of its users are in that one group and
 it is not an output of the graph):
 

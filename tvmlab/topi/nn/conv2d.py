@@ -22,7 +22,7 @@ from __future__ import annotations
 from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
-from ..util import pack_blocks, vector_block
+from ..utils import pack_blocks, vector_block
 from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
 from .pad import pad as _pad
 from .utils import get_pad_tuple, out_size, pair

@@ -14,7 +14,7 @@ from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
 from .. import tag
-from ..util import pack_blocks, vector_block
+from ..utils import pack_blocks, vector_block
 from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
 
 SMALL_M = 16

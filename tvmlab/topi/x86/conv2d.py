@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...ir.tensor import ComputeOp
 from ..conv2d import register_tile, register_tile_blocked
 from ..nn.conv2d import _largest_divisor
-from ..util import vector_block
+from ..utils import vector_block
 from ..utils import with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 

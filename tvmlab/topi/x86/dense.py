@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
 from ..matmul import accumulate_in_registers, tile_rows
-from ..util import vector_block
+from ..utils import vector_block
 from ..utils import const_or_none, with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 

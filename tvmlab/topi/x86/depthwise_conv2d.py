@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
 from ..conv2d import register_tile_blocked
-from ..util import const_int
+from ..utils import const_or_none
 from ..utils import with_cpu_target
 from .injective import fused_group, schedule_others
 
@@ -35,7 +35,7 @@ def schedule_depthwise_conv2d_NCHWc(outs, target=None, width=None, rows=None):
                                           target)
     ct = conv.output(0)
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
-    rows = rows or _rows(const_int(tile_out.shape[2]))
+    rows = rows or _rows(const_or_none(tile_out.shape[2]))
     task = register_tile_blocked(s, tile_out, acc, target, width, rows)
     for r in s[acc].op.reduce_axis:
         s[acc].unroll(r)
