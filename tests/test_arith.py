@@ -281,7 +281,7 @@ def test_vector_rewrites_keep_values():
     (x < y, {}, (0, 1)),
 ])
 def test_const_int_bound(e, ranges, want):
-    assert ana_with(**ranges).const_int_bound(e) == want
+    assert ana_with(**ranges).bounds(e) == want
 
 
 def test_can_prove_with_symbolic_extents():
@@ -314,8 +314,8 @@ def test_bindings_scoped_substituted_and_checked():
     with ana.with_bindings(j, Range(0, 8)):
         assert same(ana.simplify(fm(i * 8 + j, 8)), j)
         with ana.with_bindings({i: (0, 4)}):
-            assert ana.const_int_bound(i * 8 + j) == (0, 31)
-        assert ana.const_int_bound(i) == (-math.inf, math.inf)
+            assert ana.bounds(i * 8 + j) == (0, 31)
+        assert ana.bounds(i) == (-math.inf, math.inf)
     assert same(ana.simplify(fm(i * 8 + j, 8)), fm(j, 8))
     ana.bind(x, y * 2 + 1)                      # an expression binding substitutes
     assert same(ana.simplify(x - y), y + 1)
@@ -491,8 +491,8 @@ def test_simplify_stmt_uses_given_analyzer_and_leaves_it_unchanged():
     ana.bind(n, Range(op.const(1), op.const(8)))
     out = simplify_stmt(S.IfThenElse(n < 9, _store(n)), ana)
     assert not isinstance(out, S.IfThenElse)
-    assert ana.const_int_bound(n) == (1, 8)
-    assert ana.const_int_bound(i) == (-math.inf, math.inf)
+    assert ana.bounds(n) == (1, 8)
+    assert ana.bounds(i) == (-math.inf, math.inf)
 
 
 # ------------------------------------------------------------ speed

@@ -558,18 +558,18 @@ def test_profile_times_every_kernel_call(rng):
 
 def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
     from tvmlab import te
-    from tvmlab.contrib.graph_runner import make_runner
+    from tvmlab.contrib.native_runner import make_runner
     from tvmlab.runtime.packed import PackedFuncError
     seen = []
 
     def bad(x, y):
         seen.append(float(x.numpy()[0]))
         raise ValueError("boom in the graph")
-    tvm.register_func("test.graph_runner.bad", bad, override=True)
+    tvm.register_func("test.native_runner.bad", bad, override=True)
     A = te.placeholder((8,), name="A")
     B = te.compute(A.shape, lambda i: A[i] * 2 + 1, name="B")
     f_ok = tvm.build(te.create_schedule(B.op), [A, B], name="twice_plus_one")["twice_plus_one"]
-    E = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("test.graph_runner.bad", ins[0], outs[0]),
+    E = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("test.native_runner.bad", ins[0], outs[0]),
                   name="E")
     f_bad = tvm.build(te.create_schedule(E.op), [A, E], name="raises")["raises"]
     a = tvm.nd.array(rand(rng, 8))
@@ -736,7 +736,7 @@ def test_small_kernels_run_on_one_thread_and_the_thread_count_is_restored(rng):
 
 
 def test_thread_choice_switches_to_the_faster_count_and_backs_off():
-    from tvmlab.contrib.graph_runner import ThreadChoice
+    from tvmlab.contrib.native_runner import ThreadChoice
     c = ThreadChoice(4, first=4, longest=16, gain=0.8, slow=1.25, window=3, burst=3)
 
     def runs(k, times):

@@ -151,7 +151,7 @@ def test_simplify_preserves_value_and_bounds_hold(prob):
     vs, specs, e, seed = prob
     ana = _analyzer(vs, specs)
     s = ana.simplify(e)
-    lo, hi = ana.const_int_bound(e)
+    lo, hi = ana.bounds(e)
     # relax all variables, then a random subset (the others stay symbols, as in bound inference)
     subset = [v for q, v in enumerate(vs) if (seed >> q) & 1]
     isets = [ana.int_set(e, {v: _range(vs[0], spec) for v, spec in zip(vs, specs)}),
@@ -196,5 +196,5 @@ def test_unbounded_vars_are_symbols():
     assert Analyzer().simplify(E.Sub(e, y)) is not None
     s = Analyzer().simplify(E.Sub(e, x))
     assert isinstance(s, E.IntImm) and s.value == 0
-    lo, hi = Analyzer().const_int_bound(x)
+    lo, hi = Analyzer().bounds(x)
     assert lo == -math.inf and hi == math.inf

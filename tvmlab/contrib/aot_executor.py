@@ -8,7 +8,7 @@
 the memory plan keeps (inputs, intermediates, outputs) at an offset in one
 workspace, every parameter at an offset in one block of constants, and the
 kernel calls in order, each argument a (region, offset) pair.  The plan is
-plain data: ``graph_runner.runner_ir`` turns it into the entry function
+plain data: ``native_runner.runner_ir`` turns it into the entry function
 ``i64 <prefix>_aot_run(ptr workspace, ptr constants)`` (kernels by address
 here, by symbol in an exported library), ``aot_bundle`` writes it into the C
 library's tables, and a loaded library carries it in its metadata.  Only
@@ -26,7 +26,7 @@ from ..errors import DeviceError, RuntimeArgError
 from ..runtime import ndarray as nd
 from ..runtime.device import Device
 from .graph_executor import NOP, _parse_graph
-from .graph_runner import runner_ir, small_calls
+from .native_runner import runner_ir, small_calls
 
 REGIONS = ("workspace", "constants")
 

@@ -7,7 +7,7 @@
 Storage follows the plan in the graph JSON (``storage_id``): entries with one
 id are views of one block, so intermediate tensors reuse memory.  Every
 call's arguments are checked once, when the executor is created; ``run()`` then
-makes only the native calls, on the CPU all in one (``graph_runner``).  Only runtime imports here: a library loaded in
+makes only the native calls, on the CPU all in one (``native_runner``).  Only runtime imports here: a library loaded in
 a fresh process runs without the compiler.
 """
 from __future__ import annotations
@@ -198,10 +198,10 @@ class GraphExecutor:
             self.call_nodes.append(nid)
             funcs.append(fn)
             arg_lists.append(args)
-        # on the CPU one native call runs every kernel (graph_runner); else, or if one cannot, a Python loop
+        # on the CPU one native call runs every kernel (native_runner); else, or if one cannot, a Python loop
         self.runner = None
         if dev.device_type == "cpu" and len(self.calls) > 1:
-            from .graph_runner import make_runner
+            from .native_runner import make_runner
             self.runner = make_runner(funcs, arg_lists)
         self.bound_params = [name for name in (params or {}) if name in self.input_index]
         for name in self.bound_params:
@@ -377,7 +377,7 @@ class GraphModule:
 
     @property
     def adaptive_threads(self):
-        """Whether each ``run()`` picks all threads or one by recent timings (graph_runner.ThreadChoice; on by
+        """Whether each ``run()`` picks all threads or one by recent timings (native_runner.ThreadChoice; on by
         default on the CPU). ``False``: every run on all threads."""
         r = self.module.runner
         return r is not None and r.choice is not None

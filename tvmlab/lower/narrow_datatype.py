@@ -46,7 +46,7 @@ class _Bounds:
     def fits(self, e):
         if not dt.is_int(e.dtype):
             return False
-        lo, hi = self.ana.const_int_bound(e)
+        lo, hi = self.ana.bounds(e)
         return lo >= self.lo and hi <= self.hi
 
     def all_fit(self, e):

@@ -31,8 +31,8 @@ from .verify_gpu import verify_gpu
 
 
 @dataclass
-class PassContext:
-    """What a pass may need besides the statement."""
+class LowerContext:
+    """What a lowering pass may need besides the statement (the user's settings are tvm.transform.PassContext)."""
     binds: dict
     simple_mode: bool = False
     config: dict = field(default_factory=dict)
@@ -119,7 +119,7 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
     Returns ``(lowered PrimFunc, history)`` where history maps "AST2" and then
     each pass that ran to the function after it (empty unless keep_history).
     """
-    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}))
+    ctx = LowerContext(dict(binds or {}), simple_mode, dict(config or {}))
     history = {"AST2": func} if keep_history else {}
     current = func
     phases = ctx.config.get("phases", {})   # {phase: [fn(PrimFunc) -> PrimFunc]}, see PHASE_AFTER
@@ -195,7 +195,7 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     "AST2" and each pass to the whole function after it, then
     "split_host_device" to the host function.
     """
-    ctx = PassContext(dict(binds or {}), simple_mode, dict(config or {}) | {"target_kind": target_kind})
+    ctx = LowerContext(dict(binds or {}), simple_mode, dict(config or {}) | {"target_kind": target_kind})
     ctx.config.setdefault("warp_size", 32 if target_kind == "cuda" else None)   # shuffles: CUDA only
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func

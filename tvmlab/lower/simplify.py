@@ -121,7 +121,7 @@ class StmtSimplifier(IRMutator):
 
     def _visit_for(self, s):
         mn, ext = self.ana.simplify(s.min), self.ana.simplify(s.extent)
-        if self.ana.const_int_bound(ext)[1] <= 0:
+        if self.ana.bounds(ext)[1] <= 0:
             return _no_op()
         if type(ext) is E.IntImm and ext.value == 1 and s.kind != "thread_binding":
             return self.visit(substitute(s.body, {s.loop_var: mn}))

@@ -84,7 +84,7 @@ class _Flattener(IRMutator):
         outer = self.layouts.get(t)
         aligns = self.dim_align.pop(t, None)
         if aligns:
-            from ..schedule.features import aligned_strides
+            from ..schedule.storage import aligned_strides
             strides, count = aligned_strides(extents, aligns)
         else:
             strides, count = row_major_strides(extents), _element_count(extents)

@@ -74,7 +74,7 @@ class _Builder:
                     bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
                 body = ProducerRealize(t, bounds, _op.const(True), body, storage_scope(st))
                 if any(st.attr(iv).dim_align for iv in st.op.axis):
-                    from .features import align_realize
+                    from .storage import align_realize
                     body = align_realize(st, t, body)
         return body
 
@@ -82,7 +82,7 @@ class _Builder:
         """Realize at least ``r``; a symbolic extent with a constant bound gets the constant."""
         if isinstance(r.extent, IntImm):
             return r
-        lo, hi = self.ana.const_int_bound(r.extent)
+        lo, hi = self.ana.bounds(r.extent)
         if hi != float("inf") and hi < 2**31:
             return Range(r.min, IntImm(r.extent.dtype, int(hi)))
         return r
@@ -370,10 +370,10 @@ class _Builder:
                     body = IfThenElse(Call("bool", "likely", (c,)), body)
             iv = leaves[k]
             if st.attr(iv).prefetch:
-                from .features import prefetch_stmts
+                from .storage import prefetch_stmts
                 body = prefetch_stmts(self, st, iv, body)
             if any(x.double_buffer_scope for x in self.attached.get(iv, [])):
-                from .features import double_buffer_loop
+                from .storage import double_buffer_loop
                 body = double_buffer_loop(self, st, iv, self.attached[iv], body)
                 continue
             body = self.produce_then(self.attached.get(iv, []), body)

@@ -405,17 +405,17 @@ class Stage:
 
         Used to shift rows of a shared-memory tile across banks.
         """
-        from .features import storage_align
+        from .storage import storage_align
         storage_align(self, axis, factor, offset)
 
     def double_buffer(self):
         """Keep two copies of this stage's buffer: compute the next tile while the current is read."""
-        from .features import double_buffer
+        from .storage import double_buffer
         double_buffer(self)
 
     def prefetch(self, tensor, var, offset):
         """Prefetch the part of ``tensor`` that iteration ``var + offset`` reads, at each ``var``."""
-        from .features import prefetch
+        from .storage import prefetch
         prefetch(self, tensor, var, offset)
 
     def tensorize(self, var, tensor_intrin):

@@ -154,7 +154,7 @@ def _step(name, pname, func, ctx, **config):
     """Run pipeline step ``name`` on ``func``'s body."""
     fn = dict(_pl.PIPELINE + _pl.DEVICE_PASSES)[name]
     binds = func.attrs.get(BINDS_ATTR) or {b.data: b for b in func.buffer_map.values()}
-    pctx = _pl.PassContext(dict(binds), False, pipeline_config(ctx) | config)
+    pctx = _pl.LowerContext(dict(binds), False, pipeline_config(ctx) | config)
     if name in pctx.config.get("skip", ()):
         return func
     return func.with_body(fn(func.body, pctx))

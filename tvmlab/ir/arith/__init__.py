@@ -5,8 +5,8 @@ one-shot conveniences.  Modules: ``keys`` (structural keys), ``linear``
 (linear forms), ``int_bound`` (constant bounds), ``interval`` (symbolic
 intervals), ``rewrite`` (the simplifier), ``analyzer`` (the facade).
 """
-from .analyzer import Analyzer, simplify
+from .analyzer import Analyzer, ConstIntBound, simplify
 from .interval import NEG_INF, POS_INF, IntervalSet, eval_interval, intersect, union
 
-__all__ = ["Analyzer", "simplify", "IntervalSet", "eval_interval", "union", "intersect",
+__all__ = ["Analyzer", "ConstIntBound", "simplify", "IntervalSet", "eval_interval", "union", "intersect",
            "POS_INF", "NEG_INF"]

@@ -31,6 +31,20 @@ from .rewrite import Simplifier, truth
 _MISSING = object()
 
 
+class ConstIntBound:
+    """Inclusive integer bounds (TVM's ``tvm.arith.ConstIntBound``); ``POS_INF`` / ``NEG_INF`` mark an
+    unbounded side."""
+    POS_INF = (1 << 63) - 1
+    NEG_INF = -POS_INF
+
+    def __init__(self, min_value, max_value):
+        self.min_value = min_value
+        self.max_value = max_value
+
+    def __repr__(self):
+        return f"ConstIntBound(min_value={self.min_value}, max_value={self.max_value})"
+
+
 class _Binding:
     """What is known about one variable: ``expr`` (substituted) or inclusive ``lo``/``hi``."""
 
@@ -153,10 +167,41 @@ class Analyzer:
             return _is_const(d) and d.value == 0
         return self._keys(self.simplify(a)) == self._keys(self.simplify(b))
 
-    def const_int_bound(self, expr):
+    def bounds(self, expr):
         """(lo, hi) inclusive as Python ints; ``-inf``/``inf`` where unbounded."""
         e = _op.convert(expr)
         return IB.intersect(self._bound(e), self._bound(self.simplify(e)))
+
+    # ---- TVM's spellings (tvm.arith.Analyzer)
+
+    def const_int_bound(self, expr):
+        """TVM's form of ``bounds``: a ConstIntBound, ``POS_INF`` / ``NEG_INF`` where unbounded."""
+        lo, hi = self.bounds(expr)
+        return ConstIntBound(ConstIntBound.NEG_INF if lo == -math.inf else int(lo),
+                             ConstIntBound.POS_INF if hi == math.inf else int(hi))
+
+    def canonical_simplify(self, expr):
+        return self.simplify(expr)
+
+    def rewrite_simplify(self, expr):
+        return self.simplify(expr)
+
+    def update(self, var, info, override=False):
+        """Tell the analyzer ``var`` lies in ``info`` (a ConstIntBound; its POS_INF / NEG_INF
+        leave that side open). A var that already has a range needs ``override=True``."""
+        if not isinstance(info, ConstIntBound):
+            raise DSLError(f"Analyzer.update of {getattr(var, 'name', var)}: expected a "
+                           f"tvm.arith.ConstIntBound, got {type(info).__name__}")
+        lo, hi = info.min_value, info.max_value
+        if lo != ConstIntBound.NEG_INF and hi != ConstIntBound.POS_INF and lo > hi:
+            raise DSLError(f"Analyzer.update: empty bound [{lo}, {hi}]")
+        name = getattr(getattr(var, "var", var), "name", var)
+        if not override and getattr(var, "var", var) in self._bindings:
+            raise DSLError(f"Analyzer.update: {name} already has a range; pass override=True "
+                           "to replace it")
+        dtype = getattr(getattr(var, "var", var), "dtype", "int32")
+        self.bind(var, IntervalSet(NEG_INF if lo <= ConstIntBound.NEG_INF else _op.const(lo, dtype),
+                                   POS_INF if hi >= ConstIntBound.POS_INF else _op.const(hi, dtype)))
 
     def int_set(self, expr, dom_map=None):
         """Interval of ``expr`` while the vars of ``dom_map`` range over their domains.

@@ -150,22 +150,22 @@ class IntervalEval(NodeMemo):
 
     # ------------------------------------------------------------ helpers
     def _const(self, e):
-        lo, hi = self.ana.const_int_bound(e)
+        lo, hi = self.ana.bounds(e)
         d = dt.element_of(e.dtype)
         return (NEG_INF if lo == float("-inf") else E.IntImm(d, lo),
                 POS_INF if hi == float("inf") else E.IntImm(d, hi))
 
     def _sign(self, e):
         """+1 / -1 when ``e`` is provably >= 0 / <= 0, else 0."""
-        lo, hi = self.ana.const_int_bound(e)
+        lo, hi = self.ana.bounds(e)
         return 1 if lo >= 0 else -1 if hi <= 0 else 0
 
     def _nonneg(self, x):
-        return not _is_inf(x) and self.ana.const_int_bound(self.ana.simplify(x))[0] >= 0
+        return not _is_inf(x) and self.ana.bounds(self.ana.simplify(x))[0] >= 0
 
     def _below(self, x, d):
         """``x < d`` provably (x an upper endpoint)."""
-        return not _is_inf(x) and self.ana.const_int_bound(
+        return not _is_inf(x) and self.ana.bounds(
             self.ana.simplify(_op.sub(d, x)))[0] >= 1
 
     # ------------------------------------------------------------ rules
@@ -249,7 +249,7 @@ class IntervalEval(NodeMemo):
         fn = _op.floordiv if type(e) is E.FloorDiv else _op.truncdiv
         if b[0] is b[1]:
             d = b[0]
-            lo, hi = self.ana.const_int_bound(d)
+            lo, hi = self.ana.bounds(d)
             if lo >= 1:
                 return (NEG_INF if a[0] is NEG_INF else fn(a[0], d),
                         POS_INF if a[1] is POS_INF else fn(a[1], d))
@@ -262,7 +262,7 @@ class IntervalEval(NodeMemo):
         ranged, a, b = self._binary(e)
         if not ranged:
             return (e, e)
-        if b[0] is b[1] and self.ana.const_int_bound(b[0])[0] >= 1:
+        if b[0] is b[1] and self.ana.bounds(b[0])[0] >= 1:
             d = b[0]
             if type(e) is E.Mod and not self._nonneg(a[0]):
                 return self._const(e)
