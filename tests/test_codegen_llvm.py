@@ -699,7 +699,8 @@ def test_float64_to_float16_vector_cast_rounds_correctly(lanes):
                                                   Load(dt.with_lanes("float64", lanes), A.data, idx)), idx))
     m = build_llvm(func("d2h", [A, B], body))
     h = RNG.uniform(-6e4, 6e4, n).astype(np.float16).astype(np.float64)
-    a = h + np.abs(np.spacing(h.astype(np.float16)).astype(np.float64)) * RNG.choice([0.5, 0.5 + 1e-9, 0.5 - 1e-9, 0.25], n)
+    a = h + np.abs(np.spacing(h.astype(np.float16)).astype(np.float64)) * RNG.choice(
+        [0.5, 0.5 + 1e-9, 0.5 - 1e-9, 0.25], n)
     a[:6] = [np.nan, np.inf, -np.inf, -0.0, 65520.0, 1e-300]
     b = poisoned(n, "float16")
     m(nd.array(a), b)

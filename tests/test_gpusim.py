@@ -137,7 +137,8 @@ def test_math_intrinsics_bitwise_ops_and_casts():
         return (te.exp(x) * 0.5 + te.log(te.abs(x) + 1.0) + te.sqrt(te.abs(x)) + te.tanh(x) + te.sigmoid(x)
                 + te.erf(x) + te.floor(x * 3.0) + te.round(x * 3.0) + te.trunc(x * 3.0) + te.power(te.abs(x), 1.5)
                 + te.fmod(x * 5.0, 2.0) + te.rsqrt(te.abs(x) + 1.0)
-                + te.if_then_else(te.isnan(x), 0.0, te.sin(x) * te.cos(x)) + (x * 8.0).astype("int32").astype("float32"))
+                + te.if_then_else(te.isnan(x), 0.0, te.sin(x) * te.cos(x))
+                + (x * 8.0).astype("int32").astype("float32"))
 
     def fi(i):
         v = V[i]

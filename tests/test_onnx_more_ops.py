@@ -437,7 +437,8 @@ def test_cumsum_long_axis_in_blocks(attrs):
           rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("op,attrs,opset", [("ThresholdedRelu", {"alpha": 0.3}, 13), ("Shrink", {"lambd": 0.4, "bias": 0.1}, 13),
+@pytest.mark.parametrize("op,attrs,opset", [("ThresholdedRelu", {"alpha": 0.3}, 13),
+                                            ("Shrink", {"lambd": 0.4, "bias": 0.1}, 13),
                                             ("Sign", {}, 13), ("Hardmax", {}, 13), ("Hardmax", {"axis": 1}, 11),
                                             ("MeanVarianceNormalization", {}, 13)],
                          ids=["thresholded_relu", "shrink", "sign", "hardmax13", "hardmax11", "mvn"])
@@ -525,15 +526,18 @@ def test_trig(op):
 def test_mod():
     a = np.random.default_rng(53).integers(-20, 20, size=(3, 5)).astype(np.int32)
     b = np.array([3, -4, 5, -7, 2], np.int32)
-    fa, fb = rand(3, 5, low=-5, high=5, seed=54), rand(5, low=0.5, high=2, seed=55) * np.array([1, -1, 1, -1, 1], np.float32)
+    fa = rand(3, 5, low=-5, high=5, seed=54)
+    fb = rand(5, low=0.5, high=2, seed=55) * np.array([1, -1, 1, -1, 1], np.float32)
     nodes = [mk("Mod", ["a", "b"], ["y"]), mk("Mod", ["a", "b"], ["z"], fmod=1)]
     exact(model(nodes, {"a": a, "b": b}, [("y", None, TensorProto.INT32), ("z", None, TensorProto.INT32)]),
           {"a": a, "b": b})
     check(model(mk("Mod", ["a", "b"], ["y"], fmod=1), {"a": fa, "b": fb}, ["y"]), {"a": fa, "b": fb})
 
 
-@pytest.mark.parametrize("dshape,ishape,reduction,opset", [((4, 5, 3), (2, 2), None, 13), ((4, 5), (3, 1), None, 11),
-                                                           ((4, 5, 3), (2, 3, 3), "add", 16), ((4, 5), (6, 2), "mul", 16),
+@pytest.mark.parametrize("dshape,ishape,reduction,opset", [((4, 5, 3), (2, 2), None, 13),
+                                                           ((4, 5), (3, 1), None, 11),
+                                                           ((4, 5, 3), (2, 3, 3), "add", 16),
+                                                           ((4, 5), (6, 2), "mul", 16),
                                                            ((6,), (4, 1), "max", 18), ((3, 4), (2,), "min", 18)],
                          ids=["rows", "slices", "add", "mul_dupes", "max_1d", "min_one_tuple"])
 def test_scatter_nd(dshape, ishape, reduction, opset):

@@ -237,7 +237,8 @@ def test_torch_onnx_export_of_newer_ops(tmp_path, opset):
 @pytest.mark.parametrize("size", [(2, 3), (4, 6), 1])
 def test_adaptive_pooling_to_dividing_sizes(size):
     import torch.nn.functional as F
-    check(_module(lambda x: (F.adaptive_avg_pool2d(x, size), F.adaptive_max_pool2d(x, size))), rand(2, 3, 4, 6, seed=13))
+    check(_module(lambda x: (F.adaptive_avg_pool2d(x, size), F.adaptive_max_pool2d(x, size))),
+          rand(2, 3, 4, 6, seed=13))
 
 
 def test_adaptive_pooling_to_other_sizes_is_a_clear_error():

@@ -54,7 +54,8 @@ def test_elementwise_and_broadcast_ops(rng):
     y = relay.var("y", shape=(4, 1))
     xv, yv = rand(rng, 3, 1, 5, lo=0.5, hi=2), rand(rng, 4, 1, lo=0.5, hi=2)
     outs = [getattr(relay, n)(x) for n, _ in UNARY] + [getattr(relay, n)(x, y) for n, _ in BINARY]
-    outs += [relay.clip(x, 0.8, 1.5), relay.nn.relu(x - relay.const(1.0)), relay.nn.leaky_relu(x - relay.const(1.0), 0.2)]
+    outs += [relay.clip(x, 0.8, 1.5), relay.nn.relu(x - relay.const(1.0)),
+             relay.nn.leaky_relu(x - relay.const(1.0), 0.2)]
     got, _ = compile_run(relay.Tuple(outs), {"x": xv, "y": yv})
     want = [f(xv) for _, f in UNARY] + [f(xv, yv) for _, f in BINARY]
     want += [np.clip(xv, 0.8, 1.5), np.maximum(xv - 1, 0), np.where(xv > 1, xv - 1, 0.2 * (xv - 1))]
@@ -125,10 +126,12 @@ def test_pools_after_blocked_convolutions(rng):
     xv, wv = rand(rng, 1, 3, 9, 9), rand(rng, 16, 3, 3, 3)
     x = relay.var("x", shape=xv.shape)
     y = relay.nn.relu(relay.nn.conv2d(x, relay.const(wv), padding=(1, 1)))
-    outs = [relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)), relay.nn.avg_pool2d(y, (2, 2), (2, 2), ceil_mode=True),
+    outs = [relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),
+            relay.nn.avg_pool2d(y, (2, 2), (2, 2), ceil_mode=True),
             relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y))]
     c = np.maximum(ref.conv2d(xv, wv, pad=(1, 1, 1, 1)), 0)
-    want = [ref.pool2d(c, "max", (3, 3), (2, 2), (1, 1, 1, 1)), ref.pool2d(c, "avg", (2, 2), (2, 2), (0, 0, 0, 0), True),
+    want = [ref.pool2d(c, "max", (3, 3), (2, 2), (1, 1, 1, 1)),
+            ref.pool2d(c, "avg", (2, 2), (2, 2), (0, 0, 0, 0), True),
             c.mean((2, 3))]
     for level in (0, 3):
         got, lib = compile_run(relay.Function([x], relay.Tuple(outs)), {"x": xv}, opt_level=level)
@@ -141,7 +144,8 @@ def test_normalisations_and_softmax(rng):
     xv = rand(rng, 2, 6, 3, 4)
     g, b, a = rand(rng, 6, lo=0.5, hi=1.5), rand(rng, 6), rand(rng, 6)
     x = relay.var("x", shape=xv.shape)
-    outs = [relay.nn.softmax(x, axis=1), relay.nn.log_softmax(x), relay.nn.lrn(x, size=3, alpha=0.5, beta=0.75, bias=2.0),
+    outs = [relay.nn.softmax(x, axis=1), relay.nn.log_softmax(x),
+            relay.nn.lrn(x, size=3, alpha=0.5, beta=0.75, bias=2.0),
             relay.nn.instance_norm(x, relay.const(g), relay.const(b), epsilon=1e-3),
             relay.nn.prelu(x, relay.const(a))]
     got, _ = compile_run(relay.Tuple(outs), {"x": xv})

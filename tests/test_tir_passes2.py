@@ -268,7 +268,8 @@ def test_lower_intrin_default_rule_and_missing_target(rng):
 # ------------------------------------------------------------------ NarrowDataType
 def _loop_dtypes(func):
     out = []
-    stmt_functor.post_order_visit(func.body, lambda n: out.append(n.loop_var.dtype) if isinstance(n, tvm.tir.For) else None)
+    stmt_functor.post_order_visit(
+        func.body, lambda n: out.append(n.loop_var.dtype) if isinstance(n, tvm.tir.For) else None)
     return out
 
 

@@ -447,7 +447,8 @@ def test_reduction_groups_fused(check_build):
     sm = topi.exp(topi.nn.log_softmax(topi.transpose(X, (0, 2, 3, 1)), axis=-1))
     for s, o, fn in [(x86.schedule_reduce([m]), m, lambda x: np.maximum(x - 0.5, 0).mean(axis=(2, 3), keepdims=True)),
                      (x86.schedule_pool([p]), p, lambda x: 2 * np.maximum(ref.pool2d_python(x, 3, 2, 1, 1, "max"), 0)),
-                     (x86.schedule_pool([a]), a, lambda x: 1 + ref.pool2d_python(x, 2, 2, 1, (1, 1, 0, 0), "avg", True)),
+                     (x86.schedule_pool([a]), a,
+                      lambda x: 1 + ref.pool2d_python(x, 2, 2, 1, (1, 1, 0, 0), "avg", True)),
                      (x86.schedule_softmax([sm]), sm, lambda x: ref.softmax_python(x.transpose(0, 2, 3, 1), -1))]:
         assert sum(1 for st in s.stages if st.attach_type == "inline") >= 1
         check_build(s, [X, o], fn, rtol=1e-5, atol=1e-5)
@@ -457,8 +458,8 @@ def test_global_and_adaptive_pool(check_build):
     X = ph((2, 5, 7, 9), "X")
     outs = [topi.nn.global_pool(X, "avg"), topi.nn.global_pool(X, "max"), topi.nn.adaptive_pool(X, (3, 4), "avg")]
     for o, (os_, t) in zip(outs, [((1, 1), "avg"), ((1, 1), "max"), ((3, 4), "avg")]):
-        check_build(x86.schedule_adaptive_pool([o]), [X, o], lambda x, os_=os_, t=t: ref.adaptive_pool_python(x, os_, t),
-                    rtol=1e-5, atol=1e-5)
+        check_build(x86.schedule_adaptive_pool([o]), [X, o],
+                    lambda x, os_=os_, t=t: ref.adaptive_pool_python(x, os_, t), rtol=1e-5, atol=1e-5)
     Y = ph((1, 6, 5, 3), "Y")
     for pads, ptype in ((0, "max"), ((1, 0, 1, 1), "avg")):
         nhwc = topi.nn.pool2d(Y, 2, 2, 1, pads, ptype, layout="NHWC")

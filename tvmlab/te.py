@@ -246,7 +246,8 @@ def comm_reducer(fcombine, fidentity, name="comm_reduce"):
     """Make a reducer like ``te.sum`` from a combine function and an identity.
 
     ``fcombine(x, y)`` returns the combined value(s) (for a tuple reducer, x
-    and y are tuples); ``fidentity(dtype, ...)`` the identity element(s).  The result is called as ``reducer(expr, axis=k)``.
+    and y are tuples); ``fidentity(dtype, ...)`` the identity element(s).  The result is called as
+    ``reducer(expr, axis=k)``.
     """
     def reducer(expr, axis, where=None, init=None):
         if where is None and init is None and not isinstance(axis, (IterVar, list, tuple)):

@@ -439,7 +439,8 @@ def _after_lowering(sch, st, ex, lowered):
             ana = Analyzer()
             lines = _dedup(f"for {x[0]} in [{_t(ana.simplify(x[1]))}, "
                            f"{_t(ana.simplify(_op.add(x[1], x[2])))}): "
-                           + ("guards remain inside (this stage's or an attached one's)" if x[4] else "no guard") for x in parts)
+                           + ("guards remain inside (this stage's or an attached one's)" if x[4] else "no guard")
+                           for x in parts)
             ex.steps.append(Step(
                 "partition", f"loop_partition cut loop{'s' if len(cut) > 1 else ''} "
                 f"{', '.join(sorted(cut))} where the guard is provably true: the main part runs "

@@ -3,15 +3,16 @@
 Rows: vector add (2^26 floats), row sum (4096 x 4096, rfactor + cross-thread reduction), TVM's
 opt_conv_cuda tutorial schedule (HWCN, batch 256, 256 -> 512 channels, 14 x 14, 3 x 3) against cuDNN,
 matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed tiles of 64 and 128), batch_matmul
-(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50's convolutions one by one (batch 16, bias and relu fused)
-against cuDNN; ResNet-50 at batch 1 and 16 built by
-``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch eager.  Float32, TF32
-off on the torch side; every tvmlab result is checked against numpy before it is timed.  Each pair is
-timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
+(12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50's convolutions one by one
+(batch 16, bias and relu fused) against cuDNN; ResNet-50 at batch 1 and 16 built by
+``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch
+eager.  Float32, TF32 off on the torch side; every tvmlab result is checked against numpy before it is timed.
+Each pair is timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,resnet50] [--quick] [--simulate]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,resnet50]
+                               [--quick] [--simulate]
 """
 from __future__ import annotations
 

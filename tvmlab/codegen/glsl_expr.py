@@ -290,7 +290,8 @@ class ExprPrinter:
         if op == "fmod":
             return f"({xs[0]} - {xs[1]} * trunc({xs[0]} / {xs[1]}))"
         if op == "copysign":
-            return f"(abs({xs[0]}) * (({xs[1]} < 0.0 || (({xs[1]}) == 0.0 && floatBitsToInt({xs[1]}) < 0)) ? -1.0 : 1.0))"
+            return (f"(abs({xs[0]}) * (({xs[1]} < 0.0 || (({xs[1]}) == 0.0 && floatBitsToInt({xs[1]}) < 0))"
+                    " ? -1.0 : 1.0))")
         if op == "hypot":
             return f"length(vec2({xs[0]}, {xs[1]}))"
         raise BuildError(f"{self.where}: intrinsic {op!r} is not supported by the OpenGL target")

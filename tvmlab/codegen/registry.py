@@ -189,7 +189,8 @@ def current_target(allow_none=True):
 
 
 def build_module(mod, target):
-    """Build a lowered IRModule for ``target`` through ``codegen.build_<kind>`` (TVM's ``target.codegen.build_module``)."""
+    """Build a lowered IRModule for ``target`` through ``codegen.build_<kind>``
+    (TVM's ``target.codegen.build_module``)."""
     from ..runtime.registry import get_global_func
     tgt = target if isinstance(target, Target) else Target(target)
     return get_global_func(f"codegen.build_{tgt.kind}")(mod, tgt)

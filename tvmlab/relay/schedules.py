@@ -126,7 +126,8 @@ def _topi_reduction(op):
 # anchors computed by topi.nn: their topi.x86 schedule (each takes the fused group's outputs)
 _TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d_NCHWc",
          "depthwise_conv2d_NCHWc": "schedule_depthwise_conv2d_NCHWc",
-         "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw", "dense": "schedule_dense", "dense_pack": "schedule_dense",
+         "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw",
+         "dense": "schedule_dense", "dense_pack": "schedule_dense",
          "matmul": "schedule_matmul", "batch_matmul": "schedule_batch_matmul",
          "softmax_output": "schedule_softmax", "log_softmax_output": "schedule_softmax", "lrn": "schedule_lrn",
          "instance_norm": "schedule_instance_norm", "layer_norm": "schedule_layer_norm",

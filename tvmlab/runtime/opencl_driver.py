@@ -76,7 +76,8 @@ def build_program(device, source):
     try:
         return cl.Program(ctx, source).build()
     except cl.RuntimeError as e:
-        raise BuildError(f"the OpenCL compiler rejected the generated OpenCL C:\n{e}\n--- source ---\n{source}") from None
+        raise BuildError(f"the OpenCL compiler rejected the generated OpenCL C:\n{e}\n"
+                         f"--- source ---\n{source}") from None
 
 
 def _sync(dev_id):

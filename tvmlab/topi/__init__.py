@@ -27,12 +27,14 @@ from .trig import acos, asin, atan, cosh, sinh, tan  # noqa: F401,E402
 from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
                         split, squeeze, stack, strided_slice, take, tile, transpose, where)
 
-__all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_elementwise", "schedule_matmul", "schedule_softmax", "softmax"]
+__all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_elementwise", "schedule_matmul",
+           "schedule_softmax", "softmax"]
 # star-imports also get TVM's names (not those shadowing Python's builtins: sum, max, min, abs, round)
 __all__ += ["cuda", "generic", "nn", "tag", "testing", "utils", "x86", "broadcast_to", "divide", "equal",
             "floor_divide", "floor_mod", "greater", "greater_equal", "less", "less_equal", "logical_and",
             "logical_or", "maximum", "minimum", "mod", "multiply", "not_equal", "power", "subtract", "cast",
-            "ceil", "clip", "cos", "elemwise_sum", "erf", "exp", "fast_exp", "floor", "identity", "log", "nearbyint", "negative", "rsqrt",
+            "ceil", "clip", "cos", "elemwise_sum", "erf", "exp", "fast_exp", "floor", "identity", "log", "nearbyint",
+            "negative", "rsqrt",
             "sigmoid", "sin", "sqrt", "tanh", "argmax", "argmin", "mean", "prod", "concatenate", "expand_dims",
             "full", "full_like", "gather", "layout_transform", "repeat", "reshape", "split", "squeeze", "stack",
             "strided_slice", "take", "tile", "transpose", "where"]

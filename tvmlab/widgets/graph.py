@@ -279,7 +279,8 @@ def _draw_stmt(b, s, parent, key, state, edge_label=None):
             label = f"launch {s.node.thread_tag}\nextent {astext(s.value)}"
             attrs.update(fillcolor=KIND_COLORS["thread_binding"], style="filled,rounded")
         else:
-            nd = getattr(s.node, "name", None) or _short(astext(s.node) if isinstance(s.node, E.Expr) else repr(s.node), 24)
+            nd = getattr(s.node, "name", None) or _short(
+                astext(s.node) if isinstance(s.node, E.Expr) else repr(s.node), 24)
             val = astext(s.value) if isinstance(s.value, E.Expr) else repr(s.value)
             label = f"attr {s.attr_key}\n{nd} = {_short(val, 30)}"
             attrs.update(shape="cds", fillcolor="#f8f9fa")

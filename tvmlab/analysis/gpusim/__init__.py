@@ -153,5 +153,6 @@ def run_kernel(kernel, grid, block, *args, check=True, max_threads=MAX_THREADS):
 
 from .schedule_check import ScheduleCheck, binds_gpu_threads, check_schedule  # noqa: E402
 
-__all__ = ["simulate", "run_kernel", "check_schedule", "binds_gpu_threads", "ScheduleCheck", "SimReport", "Finding", "Launch", "SimulationError", "KINDS", "RACE",
+__all__ = ["simulate", "run_kernel", "check_schedule", "binds_gpu_threads", "ScheduleCheck", "SimReport", "Finding",
+           "Launch", "SimulationError", "KINDS", "RACE",
            "DIVERGENT_BARRIER", "DIVERGENT_SHUFFLE", "OUT_OF_BOUNDS", "UNINITIALIZED", "device_program"]

@@ -6,8 +6,9 @@
 AlterOpLayout rewrites a ``nn.dense`` whose weight is a constant into this form: FoldConstant then packs the
 weight once, at compile time, where ``topi.nn.dense`` would repack it on every call (a pass over the whole
 weight: with a 768 x 3072 weight the packing cost more than the product), or with few rows read it in place
-and reduce each output across vector lanes (an LSTM step's 4 x 64 x 256 product: 3x slower).  ``data`` may have leading axes (batch, tokens, hidden), so the
-element-wise tail (bias, GELU, residual add) has the product's shape and fuses into its register tiles.
+and reduce each output across vector lanes (an LSTM step's 4 x 64 x 256 product: 3x slower).  ``data`` may have
+leading axes (batch, tokens, hidden), so the element-wise tail (bias, GELU, residual add) has the product's shape and
+fuses into its register tiles.
 """
 from __future__ import annotations
 

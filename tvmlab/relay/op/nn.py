@@ -528,8 +528,10 @@ def _gpool_compute(kind):
     return compute
 
 
-register("nn.global_avg_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("avg"), {"layout": "NCHW", "out_layout": ""}, 1)
-register("nn.global_max_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("max"), {"layout": "NCHW", "out_layout": ""}, 1)
+register("nn.global_avg_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("avg"),
+         {"layout": "NCHW", "out_layout": ""}, 1)
+register("nn.global_max_pool2d", _gpool_rel, OUT_FUSABLE, _gpool_compute("max"),
+         {"layout": "NCHW", "out_layout": ""}, 1)
 
 
 def global_avg_pool2d(data, layout="NCHW", out_layout=""):
@@ -597,7 +599,8 @@ def batch_flatten(data):
     return make_call("nn.batch_flatten", [data])
 
 
-__all__ = ["conv2d", "contrib_conv2d_nchwc", "contrib_depthwise_conv2d_nchwc", "conv2d_transpose", "dense", "matmul", "batch_matmul", "bias_add", "relu", "leaky_relu",
+__all__ = ["conv2d", "contrib_conv2d_nchwc", "contrib_depthwise_conv2d_nchwc", "conv2d_transpose", "dense", "matmul",
+           "batch_matmul", "bias_add", "relu", "leaky_relu",
            "prelu", "batch_norm", "dropout", "instance_norm", "softmax", "log_softmax", "lrn", "max_pool2d",
            "avg_pool2d", "global_avg_pool2d", "global_max_pool2d", "pad", "batch_flatten"]
 

@@ -523,4 +523,7 @@ def gather(data, axis, indices):
     return make_call("gather", [data, indices], axis=int(axis))
 
 
-__all__ = ["exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor", "ceil", "round", "negative", "abs", "copy", "clip", "cast", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "sum", "max", "min", "mean", "reshape", "transpose", "squeeze", "expand_dims", "concatenate", "split", "strided_slice", "take", "tile", "broadcast_to", "gather"]
+__all__ = ["exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "floor", "ceil", "round", "negative", "abs", "copy",
+           "clip", "cast", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "sum", "max", "min",
+           "mean", "reshape", "transpose", "squeeze", "expand_dims", "concatenate", "split", "strided_slice", "take",
+           "tile", "broadcast_to", "gather"]

@@ -6,8 +6,8 @@ from .init import create_workload
 
 
 def _bn(x, name):
-    return relay.nn.batch_norm(x, _v(name + "_gamma", x), _v(name + "_beta", x), _v(name + "_moving_mean", x), _v(name + "_moving_var", x),
-                               epsilon=2e-5)[0]
+    return relay.nn.batch_norm(x, _v(name + "_gamma", x), _v(name + "_beta", x), _v(name + "_moving_mean", x),
+                               _v(name + "_moving_var", x), epsilon=2e-5)[0]
 
 
 _CHANNELS = {}

@@ -3,8 +3,8 @@
 Layouts flow forward through the graph: a conv2d's output is in
 ``NCHW{o}c``; element-wise operators and pools keep their input's layout;
 broadcast operators keep it when their other operand has the full shape (it
-is transformed, once, if it is in another layout) or is a per-channel vector (transformed once, at compile time when it is a
-constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
+is transformed, once, if it is in another layout) or is a per-channel vector (transformed once, at
+compile time when it is a constant); ``bias_add`` becomes an add of the blocked bias; a concatenate
 along channels of inputs blocked alike concatenates the blocks; a pool
 whose only readers are blocked convolutions pools their blocked input.
 Everything else
@@ -19,8 +19,9 @@ vectors, else the largest divisor that fits one vector.  Depthwise convolutions 
 producer's blocks as they are; grouped ones become ``contrib_conv2d_NCHWc``
 with ``groups`` when the blocks divide each group's channels, else stay NCHW.
 
-A ``nn.dense`` with a constant weight becomes ``nn.contrib_dense_pack`` reading ``layout_transform(weight, "NK", "NK{b}n")`` (panels of two vectors of
-output rows), which FoldConstant computes once: the product no longer repacks its weight on every call.
+A ``nn.dense`` with a constant weight becomes ``nn.contrib_dense_pack`` reading
+``layout_transform(weight, "NK", "NK{b}n")`` (panels of two vectors of output rows), which
+FoldConstant computes once: the product no longer repacks its weight on every call.
 """
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ def _fallback(name):
 
 
 for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_reduce", "schedule_pool",
-           "schedule_adaptive_pool", "schedule_softmax", "schedule_conv2d_nchw", "schedule_conv2d_hwcn", "schedule_group_conv2d_nchw",
+           "schedule_adaptive_pool", "schedule_softmax", "schedule_conv2d_nchw", "schedule_conv2d_hwcn",
+           "schedule_group_conv2d_nchw",
            "schedule_depthwise_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_depthwise_conv2d_NCHWc",
            "schedule_conv2d_transpose_nchw",
            "schedule_dense", "schedule_matmul", "schedule_batch_matmul", "schedule_lrn", "schedule_extern",

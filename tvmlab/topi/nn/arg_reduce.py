@@ -7,10 +7,10 @@ that ``topi.x86.schedule_reduce`` splits into vector lanes:
     m = max_k x[..., k]                   i = min_k (k if x[..., k] == m else n)
 
 (``i`` is the first index on ties; ``select_last_index`` takes the max of the matching indices instead).
-NaN is skipped, as ``topi.argmax`` skips it; a row whose values are all NaN gives 0.  ``topk_by_rounds`` picks k values one round at a time, each
-round the same two reductions over the elements ranked after the previous pick (value, then index):
-for a few of many (5 of 1000) it does 2k vector passes over a row in cache where sorting does n log n
-scalar steps.
+NaN is skipped, as ``topi.argmax`` skips it; a row whose values are all NaN gives 0.  ``topk_by_rounds`` picks k
+values one round at a time, each round the same two reductions over the elements ranked after the previous pick
+(value, then index): for a few of many (5 of 1000) it does 2k vector passes over a row in cache where sorting does
+n log n scalar steps.
 """
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ The NCHW convolutions compute as ``topi.conv2d_nchw`` does: the kernel packed in
 layout (``<name>_NCHWc``, channels of a block in vector lanes), copied out to NCHW by the tagged
 output stage (tag ``conv2d_nchw`` / ``group_conv2d_nchw`` / ``depthwise_conv2d_nchw``, attribute
 ``oc_block``).  Under a GPU target a plain convolution is the sum in NCHW itself (attribute ``direct``):
-the GPU schedule tiles it in shared memory instead.  A group's output channels are blocked within the group, so the input channels a block
-reads do not depend on the lane.  A depthwise convolution (one output channel per input channel) also
-packs the padded input into channel blocks (``<name>_pad_pack``), so its lanes load contiguously;
+the GPU schedule tiles it in shared memory instead.  A group's output channels are blocked within the group, so the
+input channels a block reads do not depend on the lane.  A depthwise
+convolution (one output channel per input channel) also packs the padded input into channel blocks
+(``<name>_pad_pack``), so its lanes load contiguously;
 with unit stride and wide rows it is computed directly in NCHW instead (attribute ``direct``), output
 columns in vector lanes.
 """

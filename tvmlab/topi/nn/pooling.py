@@ -31,8 +31,9 @@ def spatial_axes(op, data, layout, ndim=None):
     primal = m.group(1) if m else ""
     spatial = [k for k, c in enumerate(primal) if c in "DHW"]
     letters = "".join(primal[k] for k in spatial)
-    ok = m and letters in ("W", "HW", "DHW") and sorted(primal) == sorted(set(primal)) and "N" in primal and "C" in primal and spatial and \
-        set(primal) <= set("NCDHW") and (m.group(3) in (None, "c")) and (ndim is None or len(spatial) == ndim)
+    ok = m and letters in ("W", "HW", "DHW") and sorted(primal) == sorted(set(primal)) and "N" in primal and \
+        "C" in primal and spatial and set(primal) <= set("NCDHW") and (m.group(3) in (None, "c")) and \
+        (ndim is None or len(spatial) == ndim)
     if not ok:
         want = {1: "NCW or NWC", 2: "NCHW, NHWC or NCHW[x]c", 3: "NCDHW or NDHWC"}.get(ndim, "e.g. NCHW")
         raise OperatorError(f"{op}: layout must be {want}, got {layout!r}")

@@ -30,7 +30,8 @@ def conv_nd_python(a_np, w_np, stride, padding, dilation=1, groups=1):
         for taps in itertools.product(*[range(k) for k in ks]):
             win = xs[(slice(None), slice(None)) + tuple(
                 slice(t * ds[k], t * ds[k] + (outs[k] - 1) * ss[k] + 1, ss[k]) for k, t in enumerate(taps))]
-            out[:, g * opg:(g + 1) * opg] += np.einsum("nc...,oc->no...", win, w[(slice(g * opg, (g + 1) * opg), slice(None), *taps)])
+            out[:, g * opg:(g + 1) * opg] += np.einsum("nc...,oc->no...", win,
+                                                       w[(slice(g * opg, (g + 1) * opg), slice(None), *taps)])
     return out.astype(a_np.dtype)
 
 
@@ -48,7 +49,8 @@ def conv_transpose_nd_python(a_np, w_np, stride, padding, output_padding=0, grou
     cpg = c // groups
     for g in range(groups):
         for taps in itertools.product(*[range(k) for k in ks]):
-            contrib = np.einsum("nc...,co->no...", a[:, g * cpg:(g + 1) * cpg], w[(slice(g * cpg, (g + 1) * cpg), slice(None), *taps)])
+            contrib = np.einsum("nc...,co->no...", a[:, g * cpg:(g + 1) * cpg],
+                                w[(slice(g * cpg, (g + 1) * cpg), slice(None), *taps)])
             where = tuple(slice(t, t + (s - 1) * st + 1, st) for t, s, st in zip(taps, sizes, ss))
             full[(slice(None), slice(g * og, (g + 1) * og)) + where] += contrib
     crop = tuple(slice(b, full.shape[2 + k] - a_) for k, (b, a_) in enumerate(zip(before, after)))

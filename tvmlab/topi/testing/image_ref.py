@@ -69,7 +69,8 @@ def _resize(data, scale, layout, method, mode):
     return _back(out, layout, data)
 
 
-def resize1d_python(data, scale, layout="NCW", method="nearest_neighbor", coordinate_transformation_mode="align_corners"):
+def resize1d_python(data, scale, layout="NCW", method="nearest_neighbor",
+                    coordinate_transformation_mode="align_corners"):
     """``data`` resized over its width by ``scale`` (a 1-tuple)."""
     return _resize(data, scale, layout, method, coordinate_transformation_mode)
 
