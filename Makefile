@@ -34,6 +34,7 @@ lab: venv
 	$(VENV)/bin/jupyter lab $$args
 
 test: venv
+	$(VENV)/bin/ruff check tvmlab tests
 	$(call need,chromium,chromium,the browser test)
 	$(call need,aarch64-linux-gnu-gcc,gcc-aarch64-linux-gnu libc6-arm64-cross,the aarch64 cross-compilation tests)
 	$(call need,qemu-aarch64,qemu-user,running the aarch64 tests under emulation)
