@@ -7,7 +7,7 @@ the simple ones, compared with numpy too).
 import numpy as np
 import pytest
 
-from ast3_interp import Interpreter, run_ast2, run_ast3
+from tvmlab.analysis.interp import Interpreter, run_ast2, run_ast3
 from tvmlab.errors import LoweringError
 from tvmlab.ir import dtype as dt
 from tvmlab.ir import op

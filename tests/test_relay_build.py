@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-import relay_ref as ref
+from tvmlab.topi import testing as ref
 import tvmlab as tvm
 from tvmlab import relay
 from tvmlab.contrib import graph_executor
@@ -94,7 +94,8 @@ def test_conv2d_variants(rng, stride, pad, dilation, groups):
     y = relay.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dilation, groups=groups)
     for level in ((0, 3) if stride == (2, 2) or groups > 1 else (3,)):     # 0: topi's NCHW, 3: NCHWc
         got, _ = compile_run(y, {"x": xv}, {"w": wv}, opt_level=level)
-        np.testing.assert_allclose(got[0], ref.conv2d(xv, wv, stride, pad, dilation, groups), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got[0], ref.conv2d_nchw_python(xv, wv, stride, pad, groups, dilation),
+                                   rtol=1e-4, atol=1e-4)
 
 
 def test_conv2d_transpose(rng):
@@ -102,8 +103,8 @@ def test_conv2d_transpose(rng):
     x, w = relay.var("x", shape=xv.shape), relay.var("w", shape=wv.shape)
     y = relay.nn.conv2d_transpose(x, w, strides=(2, 2), padding=(1, 1), output_padding=(1, 0))
     got, _ = compile_run(y, {"x": xv, "w": wv})
-    np.testing.assert_allclose(got[0], ref.conv2d_transpose(xv, wv, (2, 2), (1, 1, 1, 1), (1, 0)), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(got[0], ref.conv2d_transpose_nchw_python(xv, wv, (2, 2), (1, 1, 1, 1), (1, 0)),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_pools(rng):
@@ -114,9 +115,9 @@ def test_pools(rng):
             relay.nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1), ceil_mode=True),
             relay.nn.global_avg_pool2d(x), relay.nn.global_max_pool2d(x)]
     got, _ = compile_run(relay.Tuple(outs), {"x": xv})
-    want = [ref.pool2d(xv, "max", (3, 3), (2, 2), (1, 1, 1, 1), ceil_mode=True),
-            ref.pool2d(xv, "avg", (3, 2), (2, 2), (1, 0, 1, 1), count_include_pad=True),
-            ref.pool2d(xv, "avg", (3, 3), (2, 2), (1, 1, 1, 1), ceil_mode=True),
+    want = [ref.pool2d_python(xv, (3, 3), (2, 2), 1, (1, 1, 1, 1), "max", True, False, drop_pad_windows=True),
+            ref.pool2d_python(xv, (3, 2), (2, 2), 1, (1, 0, 1, 1), "avg", False, True, drop_pad_windows=True),
+            ref.pool2d_python(xv, (3, 3), (2, 2), 1, (1, 1, 1, 1), "avg", True, False, drop_pad_windows=True),
             xv.mean((2, 3), keepdims=True), xv.max((2, 3), keepdims=True)]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
@@ -129,9 +130,9 @@ def test_pools_after_blocked_convolutions(rng):
     outs = [relay.nn.max_pool2d(y, (3, 3), (2, 2), padding=(1, 1)),
             relay.nn.avg_pool2d(y, (2, 2), (2, 2), ceil_mode=True),
             relay.nn.batch_flatten(relay.nn.global_avg_pool2d(y))]
-    c = np.maximum(ref.conv2d(xv, wv, pad=(1, 1, 1, 1)), 0)
-    want = [ref.pool2d(c, "max", (3, 3), (2, 2), (1, 1, 1, 1)),
-            ref.pool2d(c, "avg", (2, 2), (2, 2), (0, 0, 0, 0), True),
+    c = np.maximum(ref.conv2d_nchw_python(xv, wv, 1, (1, 1, 1, 1)), 0)
+    want = [ref.pool2d_python(c, (3, 3), (2, 2), 1, (1, 1, 1, 1), "max", False, False, drop_pad_windows=True),
+            ref.pool2d_python(c, (2, 2), (2, 2), 1, (0, 0, 0, 0), "avg", True, False, drop_pad_windows=True),
             c.mean((2, 3))]
     for level in (0, 3):
         got, lib = compile_run(relay.Function([x], relay.Tuple(outs)), {"x": xv}, opt_level=level)
@@ -153,7 +154,7 @@ def test_normalisations_and_softmax(rng):
     win = sq[:, 0:6] + sq[:, 1:7] + sq[:, 2:8]
     mu = xv.mean((2, 3), keepdims=True)
     var = xv.var((2, 3), keepdims=True)
-    want = [ref.softmax(xv, 1), np.log(ref.softmax(xv, -1)), xv / (2.0 + 0.5 / 3 * win) ** 0.75,
+    want = [ref.softmax_python(xv, 1), np.log(ref.softmax_python(xv, -1)), xv / (2.0 + 0.5 / 3 * win) ** 0.75,
             (xv - mu) / np.sqrt(var + 1e-3) * g.reshape(1, 6, 1, 1) + b.reshape(1, 6, 1, 1),
             np.where(xv > 0, xv, xv * a.reshape(1, 6, 1, 1))]
     for k, (gg, w) in enumerate(zip(got, want)):
@@ -181,7 +182,7 @@ def test_mlp(rng):
     h = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, p["w1"]), p["b1"]))
     y = relay.nn.softmax(relay.nn.bias_add(relay.nn.dense(h, p["w2"]), p["b2"]))
     got, lib = compile_run(y, {"x": xv}, {"w1": w1, "b1": b1, "w2": w2, "b2": b2})
-    want = ref.softmax(np.maximum(xv @ w1.T + b1, 0) @ w2.T + b2)
+    want = ref.softmax_python(np.maximum(xv @ w1.T + b1, 0) @ w2.T + b2)
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-6)
     assert set(lib.get_params()) == {"p0", "p1", "p2", "p3"}
 
@@ -204,8 +205,8 @@ def residual_block(rng, c=16):
 
 def residual_ref(xv, p):
     def cb(inp, n, k):
-        return ref.batch_norm(ref.conv2d(inp, p[n + "_w"], pad=(k // 2,) * 4), p[n + "_g"], p[n + "_b"],
-                              p[n + "_m"], p[n + "_v"])
+        conv = ref.conv2d_nchw_python(inp, p[n + "_w"], 1, (k // 2,) * 4)
+        return ref.batch_norm_python(conv, p[n + "_g"], p[n + "_b"], p[n + "_m"], p[n + "_v"])
     y = np.maximum(cb(xv, "c1", 3), 0)
     return np.maximum(cb(y, "c2", 3) + xv, 0)
 
@@ -234,9 +235,10 @@ def test_inception_style_concat_block(rng):
     bp = relay.nn.conv2d(relay.nn.avg_pool2d(x, (3, 3), (1, 1), padding=(1, 1)), relay.const(wp))
     y = relay.concatenate([b1, b3, bp], axis=1)
     got, _ = compile_run(relay.Function([x], y), {"x": xv})
-    pool = ref.pool2d(xv, "avg", (3, 3), (1, 1), (1, 1, 1, 1))
-    want = np.concatenate([np.maximum(ref.conv2d(xv, w1), 0), np.maximum(ref.conv2d(xv, w3, pad=(1, 1, 1, 1)), 0),
-                           ref.conv2d(pool, wp)], axis=1)
+    pool = ref.pool2d_python(xv, (3, 3), (1, 1), 1, (1, 1, 1, 1), "avg", False, False, drop_pad_windows=True)
+    want = np.concatenate([np.maximum(ref.conv2d_nchw_python(xv, w1, 1, 0), 0),
+                           np.maximum(ref.conv2d_nchw_python(xv, w3, 1, (1, 1, 1, 1)), 0),
+                           ref.conv2d_nchw_python(pool, wp, 1, 0)], axis=1)
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
 
 
@@ -246,7 +248,7 @@ def test_concatenate_of_blocked_convolutions(rng):
     ws = [rand(rng, o, 8, 3, 3) for o in (32, 64)]
     y = relay.concatenate([relay.nn.relu(relay.nn.conv2d(x, relay.const(w), padding=(1, 1))) for w in ws], axis=1)
     got, lib = compile_run(relay.Function([x], relay.nn.global_avg_pool2d(y)), {"x": xv})
-    want = np.concatenate([np.maximum(ref.conv2d(xv, w, pad=(1, 1, 1, 1)), 0) for w in ws], 1).mean((2, 3),
+    want = np.concatenate([np.maximum(ref.conv2d_nchw_python(xv, w, 1, (1, 1, 1, 1)), 0) for w in ws], 1).mean((2, 3),
                                                                                                    keepdims=True)
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-5)
 
@@ -400,7 +402,7 @@ def test_registered_schedule_and_compute_are_used(rng):
         relay.op.register_compute("nn.softmax", my_compute)
         xv = rand(rng, 3, 5)
         got, _ = compile_run(relay.nn.softmax(relay.var("x", shape=(3, 5))), {"x": xv})
-        np.testing.assert_allclose(got[0], ref.softmax(xv), rtol=1e-5)
+        np.testing.assert_allclose(got[0], ref.softmax_python(xv), rtol=1e-5)
         assert seen == [(-1, ["my_softmax"])]
     finally:
         op.compute, op.schedules = old_compute, old_schedules
@@ -492,7 +494,7 @@ def test_build_for_cuda(rng):
     with pytest.raises(tvm.TVMLabError, match=r"built for cuda: create it on tvm.cuda\(0\)"):
         lib["default"](tvm.cpu(0))
     xv = rand(rng, 1, 4, 10, 10)
-    want = ref.softmax(residual_ref(xv, params).reshape(1, -1))
+    want = ref.softmax_python(residual_ref(xv, params).reshape(1, -1))
     (got,) = tvm.testing.simulate_graph(lib, data=xv)          # every kernel, thread by thread
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     if not tvm.cuda(0).exist:
@@ -551,7 +553,7 @@ def test_profile_times_every_kernel_call(rng):
     # profiling ran the graph on the input it was given: the output is still right
     poison_graph(m)
     m.run()
-    ref_y = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
+    ref_y = np.maximum(ref.conv2d_nchw_python(xv, w.data.numpy(), 1, (1, 1, 1, 1)), 0)
     ref_z = ref_y[:, :, :8, :8].reshape(1, 8, 4, 2, 4, 2).max(axis=(3, 5)).mean(axis=(2, 3))
     np.testing.assert_allclose(m.get_output(0).numpy(), ref_z, rtol=1e-4, atol=1e-5)
     with pytest.raises(tvm.errors.RuntimeArgError, match="number and repeat"):
@@ -734,7 +736,7 @@ def test_small_kernels_run_on_one_thread_and_the_thread_count_is_restored(rng):
     poison_graph(m)
     m.run()
     assert gomp.omp_get_max_threads() == before
-    conv = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0).mean(axis=(2, 3))
+    conv = np.maximum(ref.conv2d_nchw_python(xv, w.data.numpy(), 1, (1, 1, 1, 1)), 0).mean(axis=(2, 3))
     e = np.exp(conv - conv.max(axis=1, keepdims=True))
     np.testing.assert_allclose(m.get_output(0).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
 
@@ -784,8 +786,8 @@ def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):
         outs.append(m.get_output(0).numpy())
     if gomp:
         assert gomp.omp_get_max_threads() == before
-    h = np.maximum(ref.conv2d(xv, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
-    want = np.maximum(ref.conv2d(h, w.data.numpy(), pad=(1, 1, 1, 1)), 0)
+    h = np.maximum(ref.conv2d_nchw_python(xv, w.data.numpy(), 1, (1, 1, 1, 1)), 0)
+    want = np.maximum(ref.conv2d_nchw_python(h, w.data.numpy(), 1, (1, 1, 1, 1)), 0)
     for o in outs:
         np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
     m.adaptive_threads = False
