@@ -225,13 +225,15 @@ def test_conv2d_nchw(n, c, h, o, k, stride, padding, check_build):
 
 def test_conv2d_errors():
     d = te.placeholder((1, 3, 8, 8), name="data")
+    assert topi.conv2d_nchw is topi.nn.conv2d_nchw                     # one compute
+    assert topi.schedule_conv2d_nchw is topi.x86.schedule_conv2d_nchw  # and the CPU's schedule
     with pytest.raises(ScheduleError, match="3 channels but the kernel expects 4"):
-        topi.conv2d_nchw(d, te.placeholder((2, 4, 3, 3), name="w"))
+        topi.conv2d_nchw(d, te.placeholder((2, 4, 3, 3), name="w"), 1, 1)
     with pytest.raises(ScheduleError, match="stride"):
-        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), stride=0)
-    with pytest.raises(ScheduleError, match="oc_block must be an int >= 1"):
-        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), oc_block=0)
-    out = topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"))
+        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), stride=0, padding=1)
+    with pytest.raises(ScheduleError, match="oc_block"):
+        topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), 1, 1, oc_block=0)
+    out = topi.conv2d_nchw(d, te.placeholder((2, 3, 3, 3), name="w"), 1, 1)
     with pytest.raises(ScheduleError, match="width must be an int >= 1"):
         topi.schedule_conv2d_nchw(out, width=-1)
 
@@ -275,7 +277,7 @@ def test_conv2d_nchw_blocks(dtype, oc_block, width, check_build):
 
 
 def test_conv2d_tile_follows_the_vector_registers():
-    from tvmlab.topi.conv2d import tile_width
+    from tvmlab.topi.x86.conv2d import tile_width
     assert default_block("float32", "llvm -mcpu=haswell") == 16
     assert tile_width(56, 16, "float32", "llvm -mcpu=haswell") == 4      # 4 x 2 accumulators of 16 registers
     assert tile_width(56, 32, "float32", "llvm -mcpu=skylake-avx512") == 8

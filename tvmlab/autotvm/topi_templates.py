@@ -29,8 +29,9 @@ def _const(x):
 
 
 def _module(name):
-    # tvmlab.topi re-exports functions under these names: take the modules themselves
-    return importlib.import_module(f"tvmlab.topi.{name}")
+    # tvmlab.topi re-exports functions under these names: take the modules themselves (the conv2d
+    # hook lives beside the CPU convolution schedule)
+    return importlib.import_module("tvmlab.topi.x86.conv2d" if name == "conv2d" else f"tvmlab.topi.{name}")
 
 
 def _context():
@@ -83,11 +84,14 @@ def _conv2d_hook(out, target):
     from ..codegen.llvm_vector import vector_registers
     cv = _module("conv2d")
     from ..topi.utils import vector_block
+    from ..topi.utils import find_stage_input
+    if out.op.tag != "conv2d_nchw" or "oc_block" not in out.op.attrs or out.op.attrs.get("direct"):
+        return None
     oc_block = int(out.op.attrs["oc_block"])
-    blocked = cv.find_stage_input(out, "_NCHWc")
-    pad = cv.find_stage_input(blocked, "_pad")
-    data = pad.op.input_tensors[0] if pad.op.input_tensors else None
-    packed = cv.find_stage_input(blocked, "_packK")
+    blocked = find_stage_input(out, "_NCHWc")
+    pad = blocked.op.input_tensors[0]
+    data = (pad.op.input_tensors[0] if pad.op.input_tensors else None) if pad.op.name.endswith("_pad") else pad
+    packed = find_stage_input(blocked, "_packK")
     kernel = packed.op.input_tensors[0] if packed.op.input_tensors else None
     if data is None or kernel is None or oc_block != vector_block(out.dtype, target):
         return None
@@ -98,8 +102,8 @@ def _conv2d_hook(out, target):
     n, c, h, w = dshape
     o, _, kh, kw = kshape
     oh, ow = (_const(d) for d in out.shape[2:])
-    stride = (h + 2 * _padding(pad, h) - kh) // max(1, oh - 1) if oh > 1 else 1
     padding = _padding(pad, h)
+    stride = (h + 2 * padding - kh) // max(1, oh - 1) if oh > 1 else 1
     cfg = ctx.query(target, args_to_workload((n, c, h, w, o, kh, kw, stride, padding, str(out.dtype)), CONV2D))
     width_d = cv.tile_width(ow, oc_block, out.dtype, target)
     regs = vector_registers(target)

@@ -2,12 +2,13 @@
 
     C = topi.matmul(A, B); s = topi.schedule_matmul(C)     # then tvm.build(s, [A, B, C])
 """
-from .conv2d import conv2d_nchw, schedule_conv2d_nchw
 from .elementwise import schedule_elementwise
 from .matmul import matmul, schedule_matmul
 from .softmax import schedule_softmax, softmax
 # TVM's topi names: computes at the top level and in topi.nn, schedules in topi.x86 / cuda / generic
 from . import cuda, generic, gpu, nn, tag, utils, x86  # noqa: E402,F401
+from .nn import conv2d_nchw  # noqa: E402,F401  (one compute: topi.nn's)
+from .x86 import schedule_conv2d_nchw  # noqa: E402,F401  (the CPU schedule)
 from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mod, greater,  # noqa: F401
                         greater_equal, less, less_equal, logical_and, logical_or, maximum, minimum, mod,
                         multiply, not_equal, power, subtract)

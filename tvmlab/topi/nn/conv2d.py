@@ -24,7 +24,8 @@ from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
 from ..utils import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
+from ..utils import (OperatorError, check_options, check_tensor, const_or_none, gpu_target_current, shape_str,
+                     with_cpu_target)
 from .pad import pad as _pad
 from .utils import get_pad_tuple, out_size, pair
 
@@ -69,6 +70,7 @@ def group_conv2d_nchw(Input, Filter, stride, padding, dilation, groups, out_dtyp
     kh, kw, sh, sw, dh, dw, pads, out_dtype = _args(op, Input, Filter, stride, padding, dilation, out_dtype)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise OperatorError(f"{op}: groups must be an int >= 1, got {groups!r}")
+    check_options(op, oc_block=oc_block)
     n, c, h, w = Input.shape
     o, ipg, _, _ = Filter.shape
     C, O, IPG = const_or_none(c), const_or_none(o), const_or_none(ipg)

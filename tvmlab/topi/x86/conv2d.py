@@ -3,23 +3,79 @@
     out = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, 1, 1, 1), b))
     s = topi.x86.schedule_conv2d_nchw([out])
 
-The convolution (found by its tag) keeps the blocked, register-tiled loop nest of
-``topi.schedule_conv2d_nchw``: a tile of ``width`` output columns x ``oc_block`` channels is summed
-in registers over the whole reduction.  The stages after it (bias, batch norm, activation: injective
+The convolution (found by its tag) gets a blocked, register-tiled loop nest: a tile of ``width`` output
+columns x ``oc_block`` channels is summed in registers over the whole reduction.  The stages after it (bias, batch norm, activation: injective
 with the convolution's shape) are inlined into the group's output, which owns the tile loops, so each
 tile goes through bias and activation and is written to memory once.  Injective producers of those
 stages (an ``expand_dims`` of the bias) are inlined too.
 """
 from __future__ import annotations
 
+from ...codegen.llvm_vector import vector_registers
 from ...ir.tensor import ComputeOp
-from ..conv2d import register_tile, register_tile_blocked
 from ..nn.conv2d import _largest_divisor
-from ..utils import vector_block
-from ..utils import with_cpu_target
+from ..utils import check_options, const_or_none, vector_block, with_cpu_target
 from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
+
+
+# AutoTVM's hook: (conv output, target) -> the register tile's width, or None for the default
+config_hook = None
+
+
+def tile_width(ow, oc_block, dtype, target="llvm"):
+    """Output columns per register tile: accumulators fill half the registers; a divisor of ``ow`` when one
+    is close, so no column tile needs a guard."""
+    regs = vector_registers(target)
+    vectors = regs.holding(oc_block, dtype)
+    width = max(1, regs.count // (2 * vectors))
+    if ow is not None:
+        width = min(width, ow)
+        exact = next((w for w in range(width, (width + 1) // 2 - 1, -1) if ow % w == 0), None)
+        width = exact or width
+    return width
+
+
+def register_tile(s, out, blocked, oc_block, target, width=None):
+    """Tile ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks; each task computes
+    ``blocked`` (the NCHWc sum) one (width x oc_block) register tile at a time, channels in
+    vector lanes, accumulated over the whole reduction."""
+    width = width or tile_width(const_or_none(out.shape[3]), oc_block, out.dtype, target)
+    b, f, y, x = s[out].op.axis
+    fo, fi = s[out].split(f, factor=oc_block)
+    xo, xi = s[out].split(x, factor=width)
+    s[out].reorder(b, fo, y, xo, fi, xi)
+    s[out].parallel(s[out].fuse(b, fo, y))
+    s[out].unroll(fi)
+    _accumulate_tile(s, blocked, out, xo)
+
+
+def register_tile_blocked(s, out, acc, target, width=None, rows=None):
+    """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
+    channel block, row) -- or ``rows`` rows -- each computing ``acc`` one (width x b) register tile at a
+    time.  Returns the task axis."""
+    block = const_or_none(out.shape[4])
+    width = width or tile_width(const_or_none(out.shape[3]), block, out.dtype, target)
+    b, fo, y, x, fi = s[out].op.axis
+    ys = s[out].split(y, factor=rows) if rows else (y,)
+    xo, xi = s[out].split(x, factor=width)
+    s[out].reorder(b, fo, *ys, xo, xi, fi)
+    task = s[out].fuse(b, fo, ys[0])
+    s[out].parallel(task)
+    s[out].vectorize(fi)
+    _accumulate_tile(s, acc, out, xo)
+    return task
+
+
+def _accumulate_tile(s, acc, out, at):
+    # ``acc`` (N, O/b, OH, OW, b) computed at ``out``'s column tile: the reduction outside, the tile's
+    # columns unrolled and its channels in vector lanes
+    s[acc].compute_at(s[out], at)
+    cb, cf, cy, cx, cfi = s[acc].op.axis
+    s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
+    s[acc].unroll(cx)
+    s[acc].vectorize(cfi)
 
 
 def _schedule_inputs(s, blocked, skip=()):
@@ -74,13 +130,19 @@ def _schedule_blocked(outs, tags, what, target, width):
     _schedule_inputs(s, blocked)
     if tile_out.op is not conv:
         s[conv].compute_inline()     # the NCHW copy: each tile goes through the tail as it is written
+    if config_hook is not None and width is None:
+        width = config_hook(conv.output(0), target)
     register_tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
     return schedule_others(s, outs, conv, tile_out, target)
 
 
 @with_cpu_target
 def schedule_conv2d_nchw(outs, target=None, width=None):
-    """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise)."""
+    """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise): tasks
+    of (batch, channel block, output row), each computing the blocked sum one register tile of ``width``
+    output columns x ``oc_block`` channels at a time (channels in vector lanes), the tile's elementwise
+    tail applied as it is written."""
+    check_options("schedule_conv2d_nchw", width=width)
     return _schedule_blocked(outs, NCHW_TAGS, "schedule_conv2d_nchw", target, width)
 
 

@@ -13,7 +13,7 @@ through memory as a whole tensor and needs no parallel pass of its own.
 from __future__ import annotations
 
 from ...ir.tensor import ComputeOp
-from ..conv2d import register_tile_blocked
+from .conv2d import register_tile_blocked
 from ..utils import const_or_none
 from ..utils import with_cpu_target
 from .injective import fused_group, schedule_others
