@@ -3,11 +3,12 @@
     out = topi.nn.relu(topi.nn.bias_add(topi.nn.conv2d_nchw(X, W, 1, 1, 1), b))
     s = topi.x86.schedule_conv2d_nchw([out])
 
-The convolution (found by its tag) gets a blocked, register-tiled loop nest: a tile of ``width`` output
-columns x ``oc_block`` channels is summed in registers over the whole reduction.  The stages after it (bias, batch norm, activation: injective
-with the convolution's shape) are inlined into the group's output, which owns the tile loops, so each
-tile goes through bias and activation and is written to memory once.  Injective producers of those
-stages (an ``expand_dims`` of the bias) are inlined too.
+The convolution (found by its tag) gets a blocked, register-tiled loop nest: a tile of ``width``
+output columns x ``oc_block`` channels is summed in registers over the whole reduction.  The stages
+after it (bias, batch norm, activation: injective with the convolution's shape) are inlined into the
+group's output, which owns the tile loops, so each tile goes through bias and activation and is
+written to memory once.  Injective producers of those stages (an ``expand_dims`` of the bias) are
+inlined too.
 """
 from __future__ import annotations
 
