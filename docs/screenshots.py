@@ -2,7 +2,7 @@
 
     python docs/screenshots.py            # from the repository root, in the project's .venv
 
-Uses the browser test's setup (tests/test_browser.py): JupyterLab on a copy of the notebooks,
+Uses the browser test's setup (tests/widgets/test_browser.py): JupyterLab on a copy of the notebooks,
 Debian's chromium driven by playwright.  Opens the tour notebook, runs it, applies one primitive
 in its explorer, and photographs the explorer on each of its main tabs.  The roofs are measured
 into a fresh cache folder, so the roofline shows today's figures for this machine.
@@ -16,7 +16,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "images"
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "widgets"))
 
 import test_browser as tb  # noqa: E402  (skips itself, saying why, without chromium or playwright)
 

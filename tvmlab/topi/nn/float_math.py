@@ -11,7 +11,7 @@ around them: a GELU over a BERT layer's 128 x 3072 activations took longer than 
   with ``x``'s sign.  At most 2 ulp (1.7 measured).
 
 The coefficients are least-squares fits on Chebyshev nodes (relative for the small ranges), checked in
-float32 against the float64 functions on a dense grid (tests/test_transformer_ops.py does it again on the
+float32 against the float64 functions on a dense grid (tests/topi/test_transformer_ops.py does it again on the
 generated code).  Other dtypes use the intrinsics as they are.
 """
 from __future__ import annotations

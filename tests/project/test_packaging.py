@@ -3,7 +3,7 @@
 Builds the wheel, installs it with ``[lab]`` into a fresh virtual environment (pip uses the
 network), then runs the quick start and ``%load_ext tvmlab`` with the five-line explorer example in
 a kernel of that environment.  Marked ``network``: ``make test`` leaves it out (it runs offline),
-CI runs it (``.ci/run``); ``pytest -m network tests/test_packaging.py`` runs it by hand.
+CI runs it (``.ci/run``); ``pytest -m network tests/project/test_packaging.py`` runs it by hand.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import zipfile
 import pytest
 
 pytestmark = [pytest.mark.network, pytest.mark.timeout(600)]
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 QUICK_START = """
 import numpy as np

@@ -105,7 +105,7 @@ def test_tune_simple_template_tutorial(tmp_path):
     script = tmp_path / "tune_simple_template.py"
     script.write_text("LOG = %r\n" % str(tmp_path / "matmul.log") + TUTORIAL)
     env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
                          cwd=tmp_path)

@@ -9,7 +9,7 @@ import pytest
 import tvmlab as tvm
 from tvmlab import te
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 import gpu_programs as P  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not tvm.opencl(0).exist,

@@ -93,7 +93,7 @@ def test_aot_module_api_and_misuse(rng):
     assert m.get_output(0, out) is out and np.isfinite(out.numpy()).all()
     assert m.benchmark(number=2, repeat=2).mean > 0
     run = relay.create_executor("aot", tvm.IRModule.from_expr(f), tvm.cpu(0), "llvm", params=params).evaluate()
-    np.testing.assert_allclose(run(xv)[0].numpy(), out.numpy(), rtol=1e-5)      # built at the default opt_level
+    np.testing.assert_allclose(run(xv)[0].numpy(), out.numpy(), rtol=1e-5, atol=1e-5)   # built at the default opt_level
     with pytest.raises(RuntimeArgError, match="no input 'x'; inputs: data"):
         m.set_input("x", xv)
     with pytest.raises(RuntimeArgError, match=r"input 'data': expected shape \(1, 3, 8, 8\), got \(3, 8, 8\)"):
