@@ -20,6 +20,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
+from ..utils import const_or_none
 from .tiling import cooperative_fetch, register_tile
 
 FB = 64            # output channels per block
@@ -28,10 +29,6 @@ SHARED_BYTES = 48 * 1024
 # fewer blocks than this and one thread per output is faster (H100, ResNet-50: batch 1 took 4.97 ms with
 # every convolution one thread per output, 10.98 ms with every one tiled; batch 16 27.6 and 15.6 ms)
 MIN_BLOCKS = 128
-
-
-def _const(x):
-    return getattr(x, "value", x) if not hasattr(x, "dtype") or hasattr(x, "value") else None
 
 
 def find_direct_conv(outs):
@@ -85,8 +82,8 @@ def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=Non
     data, kernel = conv.op.input_tensors
     OL, (AA, WW) = register_tile(s, conv, out, [data, kernel])
 
-    _, _, oh, ow = (_const(x) for x in out.shape)
-    kh, kw = (_const(x) for x in kernel.shape[2:])
+    _, _, oh, ow = (const_or_none(x) for x in out.shape)
+    kh, kw = (const_or_none(x) for x in kernel.shape[2:])
     sh, sw = conv.op.attrs["strides"]
     dh, dw = conv.op.attrs["dilation"]
     ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
@@ -117,7 +114,7 @@ def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=Non
 
     # input channels per step: as many as fit a block's shared memory (twice, to double buffer)
     rc, ry, rx = s[OL].op.reduce_axis
-    channels = _const(rc.dom.extent) or 1 << 30
+    channels = const_or_none(rc.dom.extent) or 1 << 30
     win_h = (ty_n - 1) * sh + (kh - 1) * dh + 1
     win_w = (tx_n * vx - 1) * sw + (kw - 1) * dw + 1
 
@@ -142,7 +139,7 @@ def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=Non
 
 def tiled_blocks(out):
     """How many blocks the tiled schedule gives output ``out`` (N, O, OH, OW), or None if not constant."""
-    n, o, oh, ow = (_const(x) for x in out.shape)
+    n, o, oh, ow = (const_or_none(x) for x in out.shape)
     if None in (n, o, oh, ow):
         return None
     ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)

@@ -20,6 +20,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
+from ..utils import const_or_none
 from .tiling import cooperative_fetch, register_tile
 
 TILE = 64          # output tile per block, each way
@@ -69,15 +70,13 @@ def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, thre
     C, outs = _product(outs, what)
     s = te.create_schedule([o.op for o in outs])
     _inline_rest(s, C, outs)
-    rows = C.op.axis[-2].dom.extent
-    rows = rows.value if hasattr(rows, "value") else None
+    rows = const_or_none(C.op.axis[-2].dom.extent)
     if rows is not None and rows <= small_rows:
         return _matrix_vector(s, C, outs)
     if tile_k is None:
         # longer steps between barriers where the reduction is long (H100, fp32, 4096^3: 8 -> 23, 16 -> 27,
         # 32 -> 31 TFLOP/s at 64 x 64 tiles)
-        k = C.op.reduce_axis[0].dom.extent
-        k = k.value if hasattr(k, "value") else 1 << 30
+        k = const_or_none(C.op.reduce_axis[0].dom.extent) or 1 << 30
         tile_k = 32 if k >= 256 else 16 if k >= 16 else 8
         while tile_k > 8 and 2 * 2 * tile * (tile_k + 1) * 4 > SHARED_BYTES:   # two operands, double buffered
             tile_k //= 2
