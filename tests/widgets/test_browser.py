@@ -79,7 +79,9 @@ def running_lab(work, env=None):
     # every cell stays in the page (no windowing), so all prompts and outputs can be inspected
     tracker = work / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    # and the notebook's kernel starts without asking (on a loaded machine a slow session start made
+    # JupyterLab ask which kernel to use, a dialog in front of the notebook)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none", "autoStartDefaultKernel": true}')
     notes = work / "settings" / "@jupyterlab" / "apputils-extension"
     notes.mkdir(parents=True)
     (notes / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
@@ -124,12 +126,20 @@ def _kernel_idle(page, timeout_ms):
 PROMPTS = "[...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(p => p.textContent)"
 
 
+def _no_dialog(page):
+    """A dialog in front of the notebook (which would swallow the clicks) fails the test, with its text."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        raise AssertionError(f"JupyterLab shows a dialog: {dialog.first.inner_text()!r}")
+
+
 def _run_all(page, timeout_s):
     """Run -> Run All Cells, then wait until no cell is queued or running."""
     started = f"() => {PROMPTS}.some(t => /\\[(\\*|\\d+)\\]/.test(t))"
 
     def run_all():
         for _ in range(3):
+            _no_dialog(page)
             page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
