@@ -46,10 +46,12 @@ class Run:
         self.start = start            # index of the first piece (see Repeats.pieces)
         self.period = period          # pieces per block
         self.ops = Counter()
+        self._pattern = {}
         for u in blocks[0]:
             for n in ([u] if not _is_group(u) else post_order(u.op.body)):
                 if isinstance(n, Call) and hasattr(n.op, "name"):
                     self.ops[n.op.name] += 1
+                    self._pattern[n.op.name] = getattr(n.op, "pattern", 8)
 
     @property
     def count(self):
@@ -61,8 +63,10 @@ class Run:
         return sum(1 for u in self.blocks[0] if _is_group(u))
 
     def summary(self, top=6):
-        """The operators of one block, most frequent first: ``nn.dense ×6, nn.batch_matmul ×2, …``."""
-        parts = [f"{name} ×{n}" if n > 1 else name for name, n in self.ops.most_common(top)]
+        """The operators of one block, the heavy kinds (opaque, complex-out-fusable, reduction) before the
+        element-wise ones, then most frequent first: ``nn.dense ×6, nn.batch_matmul ×2, …``."""
+        order = sorted(self.ops, key=lambda k: (-self._pattern[k], -self.ops[k], k))[:top]
+        parts = [f"{name} ×{self.ops[name]}" if self.ops[name] > 1 else name for name in order]
         more = len(self.ops) - top
         return ", ".join(parts) + (f", … {more} more" if more > 0 else "")
 
@@ -87,11 +91,10 @@ class Repeats:
 
     def block_of(self, unit):
         """(run index, block index) of ``unit``, or None when it is in no repeated block."""
-        for r, run in enumerate(self.runs):
-            for b, block in enumerate(run.blocks):
-                if unit in block:
-                    return r, b
-        return None
+        if not hasattr(self, "_where"):
+            self._where = {u: (r, b) for r, run in enumerate(self.runs)
+                           for b, block in enumerate(run.blocks) for u in block}
+        return self._where.get(unit)
 
     def __repr__(self):
         return f"Repeats({len(self.units)} units, {len(self.pieces)} pieces, runs={self.runs})"

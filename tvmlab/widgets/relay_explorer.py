@@ -5,7 +5,9 @@ toggle buttons; the kind-colour legend; tabs Graph (SVG) | Text (the module
 printed) | Changes (operator counts against the previous stage) | Profile
 (each kernel of the built model timed alone, on request); and the
 fused groups of the shown stage as a list whose "open" button puts that
-group's TE schedule in the operator explorer below. The widget holds no
+group's TE schedule in the operator explorer below. When the graph repeats a
+block (the layers of a transformer) the runs are drawn folded and a menu
+opens one block at a time (``expand(i)``; ``collapse()`` folds it again). The widget holds no
 compiler logic: ``RelayView`` computes every stage.
 """
 from __future__ import annotations
@@ -23,7 +25,8 @@ _BOX = "overflow:auto;max-height:560px;border:1px solid #dee2e6;background:white
 
 class RelayExplorer(W.VBox):
     """Python API: ``view`` (the RelayView), ``stage``, ``show(stage)``, ``groups()``, ``open_group(k)``,
-    ``measure()`` (each kernel timed, also in the Profile tab)."""
+    ``measure()`` (each kernel timed, also in the Profile tab), ``repeats()`` (the runs of repeated blocks
+    of the shown stage), ``expand(i, run=0)`` / ``expand_all()`` / ``collapse()`` (the drawing's folds)."""
 
     def __init__(self, mod, params=None, targets=None, opt_level=3, disabled_pass=(), **explorer_options):
         self.target = (targets or ["llvm"])[0]
@@ -34,6 +37,10 @@ class RelayExplorer(W.VBox):
         self.error = None
         self._stage = W.ToggleButtons(options=self.view.names, value=self.view.names[-1],
                                       style={"button_width": "auto"})
+        self._blocks = W.Dropdown(options=[("folded", None)], value=None, description="repeated blocks",
+                                  style={"description_width": "initial"}, layout=W.Layout(width="360px"))
+        self._blocks.observe(lambda ch: self._redraw(), names="value")
+        self._quiet = False
         self._summary = W.HTML()
         self._graph = W.HTML()
         self._text = W.HTML()
@@ -52,7 +59,7 @@ class RelayExplorer(W.VBox):
         self._out = W.Output()
         self._stage.observe(lambda ch: self.show(ch["new"]), names="value")
         self._open.on_click(lambda _: self._open_selected())
-        super().__init__(children=[self._summary, self._stage, W.HTML(legend_html()), tabs,
+        super().__init__(children=[self._summary, self._stage, W.HBox([W.HTML(legend_html()), self._blocks]), tabs,
                                    W.HTML("<b>fused groups</b> (choose one, then open its schedule)"),
                                    W.HBox([self._groups, self._open]), self._status, self._out])
         self.show(self.view.names[-1])
@@ -63,6 +70,29 @@ class RelayExplorer(W.VBox):
 
     def groups(self):
         return self.view.groups(self.stage)
+
+    def repeats(self):
+        """The runs of repeated blocks of the shown stage (``tvmlab.relay.repeats.Run``)."""
+        return self.view.repeats(self.stage).runs
+
+    @property
+    def expanded(self):
+        """(run, block) drawn in full, "all" when nothing is folded, None when every run is folded."""
+        return self._blocks.value
+
+    def expand(self, block, run=0):
+        """Draw block ``block`` of run ``run`` in full, the others of the run staying folded."""
+        from .relay_view import expand_target
+        target = expand_target(self.view.repeats(self.stage), (run, block))
+        self._blocks.value = target          # observe redraws
+
+    def expand_all(self):
+        """Draw every block (no folding)."""
+        self._blocks.value = "all"
+
+    def collapse(self):
+        """Fold every run of repeated blocks again."""
+        self._blocks.value = None
 
     def show(self, stage):
         """Draw ``stage`` (a name from ``view.names``)."""
@@ -75,12 +105,46 @@ class RelayExplorer(W.VBox):
         self._summary.value = (f"<b>Relay module</b> · stage <code>{html.escape(stage)}</code>: "
                                f"{sum(counts.values())} operators"
                                + (f" in {len(groups)} fused groups" if groups else ""))
-        self._graph.value = f'<div style="{_BOX}">{to_html(self.view, stage)}</div>'
+        runs = self.view.repeats(stage).runs
+        if runs:
+            n = sum(r.count for r in runs)
+            self._summary.value += (f" · {n} repeated blocks in {len(runs)} run{'s' if len(runs) > 1 else ''}"
+                                    f" ({', '.join(f'{r.count} × {len(r.blocks[0])} units' for r in runs)})")
+        self._set_block_options(runs)
+        self._redraw()
         self._text.value = f'<pre style="{_BOX};font-size:11px">{html.escape(str(self.view.module(stage)))}</pre>'
         self._changes.value = _changes_html(self.view.counts(i - 1) if i else {}, counts,
                                             self.view.names[i - 1] if i else None)
-        self._groups.options = [(f"{g.index}: {g.name} · {g.kind} ({len(g.ops)} ops)", g.index) for g in groups]
+        rep = self.view.repeats(stage)
+
+        def where(g):
+            at = rep.block_of(g.call)
+            return "" if at is None else f" · block {at[1] + 1}" + (f" of run {at[0]}" if len(runs) > 1 else "")
+        self._groups.options = [(f"{g.index}: {g.name} · {g.kind} ({len(g.ops)} ops){where(g)}", g.index)
+                                for g in groups]
         self._open.disabled = not groups
+
+    def _set_block_options(self, runs):
+        options = [("folded", None)]
+        for r, run in enumerate(runs):
+            name = f"run {r}: " if len(runs) > 1 else ""
+            options += [(f"{name}open block {b + 1} of {run.count}", (r, b)) for b in range(run.count)]
+        options.append(("every block drawn", "all"))
+        keep = self._blocks.value if self._blocks.value in [v for _, v in options] else None
+        self._quiet = True                   # one redraw, from show()
+        try:
+            self._blocks.options = options
+            self._blocks.value = keep
+        finally:
+            self._quiet = False
+        self._blocks.layout.display = None if runs else "none"
+
+    def _redraw(self):
+        if self._quiet:
+            return
+        value = self._blocks.value
+        collapse, expand = value != "all", (value if isinstance(value, tuple) else None)
+        self._graph.value = f'<div style="{_BOX}">{to_html(self.view, self.stage, collapse, expand)}</div>'
 
     def measure(self, number=5, rounds=3):
         """Build and time every kernel (``RelayView.profile``); the rows are also shown in the Profile tab."""

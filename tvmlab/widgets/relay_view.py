@@ -7,8 +7,10 @@ DeadCodeElimination, FuseOps), recorded while ``relay.optimize`` runs them.
 An operator is filled with the colour of its pattern kind (TVM's four:
 injective, reduction, complex-out-fusable, opaque) and outlined when it is
 new since the stage before; after FuseOps each fused group is a box around
-its operators, in the colour of its kind. Choosing a group opens its TE
-schedule in the operator explorer. ``RelayView`` (no widgets needed)
+its operators, in the colour of its kind. Repeated blocks (the layers of a
+transformer, found by ``tvmlab.relay.repeats``) are folded into one node
+each run, ``expand=i`` draws block i in full between the folded others.
+Choosing a group opens its TE schedule in the operator explorer. ``RelayView`` (no widgets needed)
 computes the stages and draws; ``RelayExplorer`` is the ipywidgets face.
 """
 from __future__ import annotations
@@ -87,6 +89,7 @@ class RelayView:
                 if k not in names:
                     raise TVMLabError(f"params names {k!r}, which is not a parameter of main")
         self._source = (mod, params, target, opt_level, list(disabled_pass))
+        self._repeats = {}
         self.stages = [("input", rt.InferType()(mod))]
         recorder = _Recorder(self.stages)
         with tr.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass), instruments=[recorder]):
@@ -126,12 +129,27 @@ class RelayView:
                 out[n.op.name] = out.get(n.op.name, 0) + 1
         return out
 
-    def graph(self, stage=-1, show_params=False):
-        """A graphviz Digraph of ``stage``; operators new since the stage before are outlined."""
+    def repeats(self, stage=-1):
+        """The repeated blocks of ``stage`` (a ``tvmlab.relay.repeats.Repeats``; ``.runs`` lists them)."""
+        from ..relay.repeats import Repeats
+        i = self._index(stage) % len(self.stages)
+        if i not in self._repeats:
+            self._repeats[i] = Repeats(self.module(i)["main"])
+        return self._repeats[i]
+
+    def graph(self, stage=-1, show_params=False, collapse=True, expand=None):
+        """A graphviz Digraph of ``stage``; operators new since the stage before are outlined.
+
+        Each run of repeated blocks is one folded node unless ``collapse`` is
+        False; ``expand=i`` (or ``(run, i)``) draws block i of the run in full,
+        the blocks before and after it staying folded."""
         i = self._index(stage) % len(self.stages)
         previous = self.module(i - 1)["main"] if i else None
+        repeats = self.repeats(i) if collapse else None
+        if expand is not None and not collapse:
+            raise TVMLabError("expand= needs collapse=True (with collapse=False every block is drawn)")
         return relay_graph(self.module(i)["main"], show_params=show_params, title=self.names[i],
-                           previous=previous)
+                           previous=previous, repeats=repeats, expand=expand)
 
     def profile(self, inputs=None, number=5, rounds=3):
         """Build the module as relay.build does and time each kernel call alone (random inputs unless
@@ -255,13 +273,16 @@ def new_since(func, previous_func):
     return fresh
 
 
-def relay_graph(func, show_params=False, title="", previous=None):
+def relay_graph(func, show_params=False, title="", previous=None, repeats=None, expand=None):
     """graphviz Digraph of a Relay function: inputs, operators (by kind colour), fused groups as boxes.
 
     Weights (parameters after the first) and constants are left out unless
     ``show_params``; past ``MAX_NODES`` operators the rest folds into one node.
     With ``previous`` (the function of the stage before), operators that are
-    new since then are outlined.
+    new since then are outlined. With ``repeats`` (a ``relay.repeats.Repeats``
+    of ``func``) each run of repeated blocks is one folded node; ``expand``
+    (block index of the first run, or ``(run, block)``) draws that block in
+    full, in a box, between the folded blocks before and after it.
     """
     from ..relay.expr import Call, Function, Tuple, TupleGetItem, Var, post_order
     from ..relay.op.registry import Op
@@ -278,6 +299,10 @@ def relay_graph(func, show_params=False, title="", previous=None):
         counter[0] += 1
         return f"r{counter[0]}"
 
+    folds, opened = _fold_plan(repeats, expand)
+    fold_of = {u: f for f in folds for block in f.blocks for u in block}
+    block_of = {u: c for c in opened for u in c.units}
+    edge = _Edges(g, {f.id for f in folds})
     drawn = 0
     for n in post_order(func.body):
         if drawn >= MAX_NODES:
@@ -285,33 +310,157 @@ def relay_graph(func, show_params=False, title="", previous=None):
                 g.node("more", "… more operators", shape="note")
             ends[n] = "more"
             continue
+        if n in fold_of:
+            f = fold_of[n]
+            if not f.drawn:
+                f.draw(g, fresh)
+                drawn += 1
+            ends[n] = f.id
+            for child in (n.args if isinstance(n, Call) else n.children()):
+                if child in ends and ends[child] != f.id:
+                    edge(ends[child], f.id)
+            continue
+        where = block_of[n].graph if n in block_of else g
         if isinstance(n, Var):
             if n in shown_vars or n not in func.params:
                 ends[n] = new_id()
-                g.node(ends[n], f"%{n.name_hint}\\n{_short_shape(n.type_annotation)}", shape="ellipse",
-                       fillcolor="#e7f5ff")
+                where.node(ends[n], f"%{n.name_hint}\\n{_short_shape(n.type_annotation)}", shape="ellipse",
+                           fillcolor="#e7f5ff")
             continue
         if isinstance(n, Call) and isinstance(n.op, Function):
-            drawn += len(_draw_group(g, n, ends, new_id, fresh))
+            drawn += len(_draw_group(where, n, ends, new_id, fresh, edge))
             continue
         k = new_id()
         if isinstance(n, Call) and isinstance(n.op, Op):
-            _op_node(g, k, n, n in fresh)
+            _op_node(where, k, n, n in fresh)
             drawn += 1
         elif isinstance(n, TupleGetItem):
-            g.node(k, f".{n.index}", shape="circle", width="0.3", fillcolor="#f1f3f5")
+            where.node(k, f".{n.index}", shape="circle", width="0.3", fillcolor="#f1f3f5")
         elif isinstance(n, Tuple):
-            g.node(k, "tuple", shape="box", fillcolor=PATTERN_COLORS["tuple"])
+            where.node(k, "tuple", shape="box", fillcolor=PATTERN_COLORS["tuple"])
         else:
             continue
         ends[n] = k
         for child in (n.args if isinstance(n, Call) else n.children()):
             if child in ends:
-                g.edge(ends[child], k)
+                edge(ends[child], k)
+    for c in opened:
+        g.subgraph(c.graph)
     if func.body in ends:
         g.node("out", "output", shape="plaintext")
-        g.edge(ends[func.body], "out")
+        edge(ends[func.body], "out")
     return g
+
+
+FOLD_COLOR = "#e5dbff"
+
+
+class _Edges:
+    """Adds edges to the top graph (so no edge pulls a node into a box); an edge that touches a folded
+    node is drawn once however many values of the fold it stands for."""
+
+    def __init__(self, graph, fold_ids):
+        self.graph, self.fold_ids, self.seen = graph, fold_ids, set()
+
+    def __call__(self, a, b):
+        if a in self.fold_ids or b in self.fold_ids:
+            if (a, b) in self.seen:
+                return
+            self.seen.add((a, b))
+        self.graph.edge(a, b)
+
+
+class _Fold:
+    """Consecutive blocks of one run drawn as a single node."""
+
+    def __init__(self, run, r, first, last):
+        self.run, self.blocks = run, run.blocks[first:last]
+        self.id = f"fold{r}_{first}"
+        self.first, self.last = first, last
+        self.drawn = False
+
+    def label(self):
+        n, run = self.last - self.first, self.run
+        if n == run.count:
+            head = f"repeated block ×{n}"
+        elif n == 1:
+            head = f"block {self.first + 1} of {run.count}"
+        else:
+            head = f"blocks {self.first + 1}–{self.last} of {run.count} (×{n})"
+        groups = run.groups
+        what = (f"{groups} fused groups" if groups else f"{len(run.blocks[0])} operators") + " each"
+        return f"{head}\\n{what}\\n{_wrap(run.summary(), 44)}"
+
+    def draw(self, g, fresh):
+        from .colors import CHANGED_EDGE
+        changed = any(u in fresh or (hasattr(u, "op") and _group_has(u, fresh)) for b in self.blocks for u in b)
+        extra = {"color": CHANGED_EDGE, "penwidth": "2.5"} if changed else {}
+        g.node(self.id, self.label(), shape="box3d", fillcolor=FOLD_COLOR, fontsize="10",
+               tooltip="structurally identical blocks, folded (expand= or the explorer's menu opens one)",
+               **extra)
+        self.drawn = True
+
+
+class _Opened:
+    """The one block drawn in full, in its own box."""
+
+    def __init__(self, run, r, b):
+        import graphviz
+        self.units = run.blocks[b]
+        self.graph = graphviz.Digraph(name=f"cluster_block{r}_{b}")
+        self.graph.attr(label=f"block {b + 1} of {run.count}", style="dashed,rounded", color="#7048e8",
+                        penwidth="1.5", fontsize="10", labeljust="l")
+
+
+def _group_has(call, fresh):
+    from ..relay.expr import Function, post_order
+    return isinstance(call.op, Function) and any(n in fresh for n in post_order(call.op.body))
+
+
+def _wrap(text, width):
+    lines, line = [], ""
+    for word in text.split(", "):
+        if line and len(line) + len(word) + 2 > width:
+            lines.append(line + ",")
+            line = word
+        else:
+            line = f"{line}, {word}" if line else word
+    return "\\n".join(lines + [line])
+
+
+def expand_target(repeats, expand):
+    """``expand`` (None, a block index of the first run, or (run, block)) checked against ``repeats``."""
+    if expand is None:
+        return None
+    runs = repeats.runs if repeats is not None else []
+    r, b = (0, expand) if isinstance(expand, int) else tuple(expand) if isinstance(expand, (tuple, list)) \
+        else (None, None)
+    if not (isinstance(r, int) and isinstance(b, int)):
+        raise TVMLabError(f"expand must be a block index or (run, block), got {expand!r}")
+    if not runs:
+        raise TVMLabError("expand: this stage has no repeated blocks")
+    if not 0 <= r < len(runs):
+        raise TVMLabError(f"expand: run {r} out of range (the stage has {len(runs)} runs of repeated blocks)")
+    if not 0 <= b < runs[r].count:
+        raise TVMLabError(f"expand: block {b} out of range (run {r} has {runs[r].count} blocks, 0.."
+                          f"{runs[r].count - 1})")
+    return r, b
+
+
+def _fold_plan(repeats, expand):
+    """(folds, opened blocks): every run folded, the expanded block (if any) drawn in full."""
+    target = expand_target(repeats, expand)
+    if repeats is None:
+        return [], []
+    folds, opened = [], []
+    for r, run in enumerate(repeats.runs):
+        if target is not None and target[0] == r:
+            b = target[1]
+            folds += [_Fold(run, r, lo, hi) for lo, hi in ((0, b), (b + 1, run.count)) if hi > lo]
+            opened.append(_Opened(run, r, b))
+        else:
+            folds.append(_Fold(run, r, 0, run.count))
+    return folds, opened
 
 
 def _op_node(graph, k, call, fresh=False):
@@ -323,8 +472,9 @@ def _op_node(graph, k, call, fresh=False):
                tooltip=kind + (" (new in this stage)" if fresh else ""), **extra)
 
 
-def _draw_group(g, call, ends, new_id, fresh=()):
-    """The group's operators inside a box of its kind; outside values enter the operators using them."""
+def _draw_group(g, call, ends, new_id, fresh=(), edge=None):
+    """The group's operators inside a box of its kind; outside values enter the operators using them
+    (through ``edge``, which puts edges in the top graph; ``g.edge`` when not given)."""
     from ..relay.expr import Call, Tuple, post_order
     from ..relay.op.registry import Op
     fn = call.op
@@ -347,17 +497,17 @@ def _draw_group(g, call, ends, new_id, fresh=()):
                 if a in inner:
                     c.edge(inner[a], inner[n])
                 elif a in outside and outside[a] in ends:
-                    g.edge(ends[outside[a]], inner[n])
+                    (edge or g.edge)(ends[outside[a]], inner[n])
     last = inner.get(fn.body) or (list(inner.values())[-1] if inner else None)
     if last is not None:
         ends[call] = last
     return inner
 
 
-def to_html(view, stage=-1):
+def to_html(view, stage=-1, collapse=True, expand=None):
     """A stage's drawing as inline SVG (or why it cannot be drawn, with the text form)."""
     from .graph import to_svg
-    svg, why = to_svg(view.graph(stage))
+    svg, why = to_svg(view.graph(stage, collapse=collapse, expand=expand))
     if svg is not None:
         return svg
     return (f"<p>{html.escape(why)}</p><pre>{html.escape(str(view.module(stage)))}</pre>")
