@@ -85,9 +85,16 @@ class Repeats:
         order = [n for n in post_order(func.body) if _is_unit(n)]
         self.units = order
         self.pos = {n: k for k, n in enumerate(order)}
-        self.spine, self.source = _spine(func, order, self.pos)
-        self.pieces = _pieces(func, order, self.spine, self.source)
-        self.runs = _find_runs(self)
+        self._sigs = {}
+        best = None
+        for reach, spine, source in _spines(func, order, self.pos):
+            self.spine, self.source = spine, source
+            self.pieces = _pieces(func, order, spine, source)
+            self.runs = _find_runs(self)
+            key = (sum(r.count * len(r.blocks[0]) for r in self.runs), reach, len(spine))
+            if best is None or key > best[0]:
+                best = (key, spine, source, self.pieces, self.runs)
+        _, self.spine, self.source, self.pieces, self.runs = best or (None, [], None, [list(order)], [])
 
     def block_of(self, unit):
         """(run index, block index) of ``unit``, or None when it is in no repeated block."""
@@ -171,13 +178,17 @@ def _sink(func, pos):
     return body if body in pos else None
 
 
-def _spine(func, order, pos):
-    """(spine, source) of the function: the chain of units on every path from ``source`` (a parameter) to
-    the sink; the source is the parameter on whose paths to the sink most units lie (the longer chain on
-    a tie), so a weight feeding one layer or a mask feeding the attention loses to the token ids."""
+SOURCES = 4      # inputs tried as the start of the spine
+
+
+def _spines(func, order, pos):
+    """[(reach, spine, source)]: for the ``SOURCES`` parameters on whose paths to the sink most units lie
+    (``reach``), the chain of units on every such path. The caller keeps the one whose runs cover most:
+    a weight feeding one layer reaches less than the token ids, and a mask feeding every attention may
+    reach more but repeats less."""
     sink = _sink(func, pos)
     if sink is None:
-        return [], None
+        return []
     users = {n: [] for n in order}
     feeds = {p: [] for p in func.params}
     for n in order:
@@ -190,7 +201,7 @@ def _spine(func, order, pos):
     for n in reversed(order):
         if n in above:
             above.update(a for a in _args(n) if a in pos)
-    best, best_key = ([], None), (0, 0)
+    reaches = []
     for p in func.params:
         reach, stack = set(), [u for u in feeds[p] if u in above]
         while stack:                              # units on some path p -> sink
@@ -199,8 +210,10 @@ def _spine(func, order, pos):
                 continue
             reach.add(u)
             stack.extend(v for v in users[u] if v in above and v not in reach)
-        if len(reach) < best_key[0]:
-            continue
+        if reach:
+            reaches.append((len(reach), -len(reaches), p, reach))
+    out = []
+    for size, _, p, reach in sorted(reaches, key=lambda r: r[:2], reverse=True)[:SOURCES]:
         cover = [0] * (len(order) + 1)            # edges jumping over each position
         for u in reach:
             for v in users[u]:
@@ -216,9 +229,8 @@ def _spine(func, order, pos):
             depth += cover[k]
             if n in reach and depth == 0:
                 chain.append(n)
-        if (len(reach), len(chain)) > best_key:
-            best, best_key = (chain, p), (len(reach), len(chain))
-    return best
+        out.append((size, chain, p))
+    return out
 
 
 def _descendants(func, order, source):
@@ -257,7 +269,7 @@ def _piece_forms(rep):
     """Canonical form of every piece (see the module doc, step 4), interned to small ints."""
     spine_index = {n: k for k, n in enumerate(rep.spine)}
     piece_of = {n: k for k, piece in enumerate(rep.pieces) for n in piece}
-    sigs = {}
+    sigs = rep._sigs
     forms, ids = [], {}
     for k, piece in enumerate(rep.pieces):
         members = set(piece)
@@ -279,6 +291,8 @@ def _piece_forms(rep):
                             refs.append(("u", local[a]))
                         elif a in spine_index and a not in members:
                             refs.append(("spine", k - piece_of[a]))
+                        elif a is rep.source:             # the input the spine starts from
+                            refs.append(("spine", k + 1))
                         elif a in piece_of and a not in members:
                             if a not in sigs:
                                 sigs[a] = signature(a)
