@@ -121,3 +121,93 @@ def test_profile_times_every_kernel_of_the_build(inception):
     group_names = {g.name for g in ex.groups()}
     assert all(any(name == g or name.startswith(g + "_") for g in group_names) for name, _, _ in rows)
     assert "kernel calls" in ex._profile.value and ex.last_profile is rows
+
+
+# ---------------------------------------------------------------- repeated blocks
+@pytest.fixture(scope="module")
+def bert3():
+    return relay.frontend.from_onnx(models.bert(layers=3, hidden=32, heads=2, seq=8, vocab=50))
+
+
+def test_a_graph_without_repeats_draws_as_before(inception):
+    mod, params = inception
+    view = rv.RelayView(mod, params)
+    for stage in view.names:
+        assert view.repeats(stage).runs == []
+        assert view.graph(stage).source == view.graph(stage, collapse=False).source
+    with pytest.raises(TVMLabError, match="no repeated blocks"):
+        view.graph(expand=0)
+
+
+def test_repeated_blocks_fold_and_one_opens(bert3):
+    mod, params = bert3
+    view = rv.RelayView(mod, params)
+    run = view.repeats().runs[0]
+    assert run.count == 3
+    full = view.graph(collapse=False).source
+    assert full.count("nn.batch_matmul\\n") == 6 and "repeated block" not in full
+    folded = view.graph().source
+    assert folded.count("repeated block ×3") == 1 and folded.count("shape=box3d") == 1
+    assert "nn.batch_matmul\\n" not in folded and "nn.contrib_dense_pack ×6" in folded
+    # the groups outside the blocks (embedding, mask) are drawn as before
+    assert folded.count("subgraph cluster_") == 2
+    opened = view.graph(expand=1).source
+    assert "block 1 of 3" in opened and "block 3 of 3" in opened and opened.count("shape=box3d") == 2
+    assert "subgraph cluster_block0_1" in opened
+    assert opened.count("nn.batch_matmul\\n") == 2                  # one block's two, drawn in full
+    assert opened.count("subgraph cluster_") == 2 + 1 + run.groups
+    first = view.graph(expand=(0, 0)).source
+    assert "blocks 2–3 of 3 (×2)" in first and first.count("block 1 of 3") == 1     # the opened block's box
+    for bad, why in ((3, "block 3 out of range"), ((1, 0), "run 1 out of range"), ("x", "block index")):
+        with pytest.raises(TVMLabError, match=why):
+            view.graph(expand=bad)
+    with pytest.raises(TVMLabError, match="needs collapse=True"):
+        view.graph(collapse=False, expand=0)
+
+
+def test_folded_and_opened_views_render(bert3):
+    from tvmlab.widgets.graph import dot_missing_reason, to_svg
+    if dot_missing_reason():
+        pytest.skip(dot_missing_reason())
+    mod, params = bert3
+    view = rv.RelayView(mod, params)
+    for stage in ("input", "FuseOps"):
+        for expand in (None, 0, 2):
+            svg, why = to_svg(view.graph(stage, expand=expand))
+            assert why is None and svg.startswith("<svg"), (stage, expand, why)
+            assert ("repeated block ×3" in svg) == (expand is None)
+            assert (expand is None) or f"block {expand + 1} of 3" in svg
+
+
+def test_explorer_opens_one_block_at_a_time(bert3):
+    pytest.importorskip("ipywidgets")
+    mod, params = bert3
+    ex = tvm.explore(mod, params=params, benchmark=False)
+    assert [r.count for r in ex.repeats()] == [3] and ex.expanded is None
+    assert "3 repeated blocks" in ex._summary.value
+    assert ex._blocks.layout.display is None
+    assert any("· block 2" in label for label, _ in ex._groups.options)
+    folded = ex._graph.value
+    ex.expand(1)
+    assert ex.expanded == (0, 1) and ex._graph.value != folded
+    ex._blocks.value = (0, 2)                    # the menu does the same
+    assert ex.expanded == (0, 2)
+    with pytest.raises(TVMLabError, match="out of range"):
+        ex.expand(7)
+    assert ex.expanded == (0, 2)
+    ex.show("input")                             # the opened block stays open across stages
+    assert ex.expanded == (0, 2)
+    ex.expand_all()
+    assert ex.expanded == "all"
+    ex.collapse()
+    assert ex.expanded is None
+    ex.show("FuseOps")
+    assert ex._graph.value == folded
+
+
+def test_explorer_hides_the_menu_without_repeats(inception):
+    pytest.importorskip("ipywidgets")
+    mod, params = inception
+    ex = tvm.explore(mod, params=params, benchmark=False)
+    assert ex.repeats() == [] and ex._blocks.layout.display == "none"
+    assert "repeated" not in ex._summary.value
