@@ -27,6 +27,7 @@ EXPECTED = [
     "07_autotuning.ipynb",
     "08_graph_fusion.ipynb",
     "09_why_is_it_slow.ipynb",
+    "10_transformer.ipynb",
     "deploy.ipynb",
 ]
 CELL_TIMEOUT_S = 180
