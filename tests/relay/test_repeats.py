@@ -8,6 +8,7 @@ import pytest
 
 import tvmlab as tvm
 from tvmlab import relay
+from tvmlab.errors import TVMLabError
 from tvmlab.relay.expr import Call, Function, post_order
 from tvmlab.relay.repeats import Repeats, find_repeats
 
@@ -80,7 +81,7 @@ def test_a_graph_without_repeats_has_no_runs():
     b = relay.sigmoid(relay.nn.dense(x, _w(8, 8)))
     func = _typed(relay.nn.softmax(relay.concatenate([a, b], axis=1)), [x])
     assert find_repeats(func) == []
-    with pytest.raises(TypeError, match="needs a relay Function"):
+    with pytest.raises(TVMLabError, match="needs a relay Function"):
         Repeats(func.body)
 
 

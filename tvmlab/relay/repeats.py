@@ -7,18 +7,20 @@ traversal happens to visit nodes in.
 1. The *units* are what a drawing shows as nodes: operator calls, fused-group
    calls, tuples and tuple projections (variables and constants are not).
 2. The *spine* is the chain of units that every path from one input to the
-   output crosses (the input with the longest such chain is taken: the token
-   ids of a BERT, not its attention mask). In a topological order a unit is on
-   every such path exactly when no edge between path units jumps over it.
-3. A unit's *piece* is the number of spine units above it, so each piece ends
-   with a spine unit and holds what lies between it and the one before. Work
-   that hangs off no spine unit (a mask computed from another input) lands in
-   the first piece, whoever uses it later.
+   output crosses. In a topological order a unit is on every such path exactly
+   when no edge between path units jumps over it. Of the ``SOURCES`` inputs
+   on whose paths most units lie, the one whose runs cover most is kept: the
+   token ids of a BERT, not its attention mask nor a weight.
+3. A unit's *piece* is the number of spine units above it, so each piece holds
+   one spine unit and what lies between it and the one before. A unit the
+   input does not reach (a weight's transpose, a mask made from another input)
+   joins the piece of its users when they all are in one piece, else the first.
 4. A piece's *form* is canonical: its units numbered depth first from its
    spine unit, each written as its signature (operator, attributes, output
    type; a fused group's whole body) and where its arguments come from (a unit
    of the piece by number, a spine unit by how many pieces back, another unit
-   by its signature, an input or constant by type). Two pieces with equal forms
+   by its signature and how many pieces back (or "first piece", for values
+   every block shares), an input or constant by type). Two pieces with equal forms
    are the same subgraph, wired the same way to what came before.
 5. A *run* is ``count`` consecutive blocks of ``period`` pieces whose forms
    repeat; the run covering most units wins (ties: the block that reads the
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .base import RelayError
 from .expr import Call, Constant, Function, Tuple, TupleGetItem, Var, post_order
 
 MIN_BLOCK_UNITS = 2      # a "block" of one unit repeated (relu, relu) is not worth folding
@@ -80,7 +83,7 @@ class Repeats:
 
     def __init__(self, func):
         if not isinstance(func, Function):
-            raise TypeError(f"find_repeats needs a relay Function, got {type(func).__name__}")
+            raise RelayError(f"find_repeats needs a relay Function (mod[\"main\"]), got {type(func).__name__}")
         self.func = func
         order = [n for n in post_order(func.body) if _is_unit(n)]
         self.units = order
@@ -296,7 +299,8 @@ def _piece_forms(rep):
                         elif a in piece_of and a not in members:
                             if a not in sigs:
                                 sigs[a] = signature(a)
-                            refs.append(("x", sigs[a]))
+                            # a value of the first piece (a mask every layer reads) is shared: no distance
+                            refs.append(("x", sigs[a], k - piece_of[a] if piece_of[a] else "first"))
                         else:
                             refs.append(_leaf_key(a))
                     if n not in sigs:
