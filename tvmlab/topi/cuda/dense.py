@@ -176,8 +176,9 @@ def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1)):
     for X in (AA, BB):
         s[X].compute_at(s[CL], ko)
         s[X].double_buffer()
-        # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
-        s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
+        if tile_k > 1:
+            # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
+            s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
         cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])))
     for X in (AL, BL):
         s[X].compute_at(s[CL], ki)
