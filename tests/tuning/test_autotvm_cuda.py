@@ -66,7 +66,10 @@ def test_spaces_have_tvms_knobs_and_hold_the_hand_written_point(spec, knobs):
     assert not fb.is_fallback and fb["auto_unroll_max_step"].val == 0 and fb["unroll_explicit"].val == 1
     if spec is DENSE:
         assert fb["tile_y"] == SplitEntity([-1, 2, 16, 2]) and fb["tile_x"] == SplitEntity([-1, 2, 16, 2])
-    assert task.flop == (2 * 100 * 70 * 50 if spec is DENSE else task.flop) > 0
+    if spec is SMALL:
+        assert fb["tile_k"] == SplitEntity([-1, 32]) and fb["tile_x"] == SplitEntity([-1, 8])
+    flop = {DENSE: 2 * 100 * 70 * 50, BMM: 2 * 2 * 33 * 20 * 17, CONV7: 2 * 10 * 7 * 7 * 6 * 9, SMALL: 2 * 3 * 40 * 70}
+    assert task.flop == flop[spec]
 
 
 def test_conv2d_arguments_have_one_spelling():
@@ -93,7 +96,8 @@ def _conv_group(N, C, H, W, O, K, S, P):
 @pytest.mark.parametrize("group,task_args", [
     (lambda: _dense_group(100, 70, 50), ("dense.cuda", (100, 70, 50, "float32"))),
     (lambda: _dense_group(3, 40, 70), ("dense.cuda", (3, 40, 70, "float32"))),
-    (lambda: _conv_group(2, 5, 10, 12, 70, 3, 2, 1), ("conv2d_nchw.cuda", (2, 5, 10, 12, 70, 3, 3, 2, 1, 1, "float32"))),
+    (lambda: _conv_group(2, 5, 10, 12, 70, 3, 2, 1),
+     ("conv2d_nchw.cuda", (2, 5, 10, 12, 70, 3, 3, 2, 1, 1, "float32"))),
 ])
 def test_the_fallback_is_todays_schedule(monkeypatch, tmp_path, group, task_args):
     """Outside a context, inside one without a record, and at the fallback point of the space: the schedule is

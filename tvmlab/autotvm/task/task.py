@@ -166,9 +166,15 @@ class Task:
             raise TaskError(f"no template named {self.name!r} is registered in this process; "
                             f"known: {sorted(TASK_TABLE)}")
         import contextlib
+
+        from ...codegen.registry import Target
         config.flop = 0
-        # under the task's target, as TVM's builder runs it (a template reads its limits from it)
-        with self.target if self.target is not None else contextlib.nullcontext(), ApplyConfig(config):
+        # under the task's target, as TVM's builder runs it (a template reads its limits from it); a task
+        # read from a record holds its target as text
+        target = self.target
+        if target is not None and not isinstance(target, Target):
+            target = Target(str(target))
+        with target if target is not None else contextlib.nullcontext(), ApplyConfig(config):
             sch, arg_bufs = self.func(*self.args)
         if not self.flop:
             self.flop = config.flop or compute_flop(sch)
