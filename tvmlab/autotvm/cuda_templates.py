@@ -157,15 +157,21 @@ def product_workload(C):
     return None
 
 
-def _product_hook(C, target):
+def _query(workload_of, stage, target):
+    """(config, task name, args) the dispatch context gives ``stage``'s workload, or None outside any
+    context or when the stage is no template's workload."""
     ctx = _context()
-    if ctx is None:
-        return None
-    wl = product_workload(C)
+    wl = workload_of(stage) if ctx is not None else None
     if wl is None:
         return None
-    name, args = wl
-    cfg = ctx.query(target, args_to_workload(args, name))
+    return ctx.query(target, args_to_workload(wl[1], wl[0])), wl[0], wl[1]
+
+
+def _product_hook(C, target):
+    q = _query(product_workload, C, target)
+    if q is None:
+        return None
+    cfg, name, args = q
     dense = _cuda("dense")
     hand = dense.hand_written(C)
     M, N, K, dtype = args[-4:]
@@ -279,14 +285,10 @@ def conv2d_workload(conv):
 
 
 def _conv2d_hook(conv, target):
-    ctx = _context()
-    if ctx is None:
+    q = _query(conv2d_workload, conv, target)
+    if q is None:
         return None
-    wl = conv2d_workload(conv)
-    if wl is None:
-        return None
-    name, args = wl
-    cfg = ctx.query(target, args_to_workload(args, name))
+    cfg, _, args = q
     cv = _cuda("conv2d")
     out_shape = [_const(d) for d in conv.shape]
     hand = cv.hand_written(conv, conv)
