@@ -17,6 +17,7 @@ from .task import (ApplyConfig, ApplyHistoryBest, DispatchContext, FallbackConte
                    get_config, template)
 from ..tuning.measure import MeasureErrorNo  # noqa: F401
 from ..tuning.executor import JobResult  # noqa: F401
-from . import topi_templates  # noqa: F401  (matmul.x86, conv2d_nchw.x86)
+from . import cuda_templates, topi_templates  # noqa: F401  (matmul.x86, conv2d_nchw.x86, dense.cuda, ...)
 
 topi_templates.install()
+cuda_templates.install()

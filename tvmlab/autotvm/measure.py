@@ -1,10 +1,12 @@
 """Measurement: ``measure_option(builder=LocalBuilder(), runner=LocalRunner())``.
 
 The builder instantiates each config's schedule and builds it into a shared
-library in forked worker processes (templates defined in a notebook work); the
-runner loads each library in a fresh interpreter (parallel code cannot run in
-a child forked after the parent ran it) and times it with
-``time_evaluator(number, repeat, min_repeat_ms)``.  ``DaskRunner`` sends the
+library (for CUDA: PTX / cubin by NVRTC, no GPU needed) in forked worker
+processes (templates defined in a notebook work); the runner loads each build
+in a fresh interpreter (parallel code cannot run in a child forked after the
+parent ran it) and times it with ``time_evaluator(number, repeat,
+min_repeat_ms)`` on the CPU or on ``cuda(0)``; where there is no GPU each
+CUDA config's result is a RUNTIME_DEVICE error saying so.  ``DaskRunner`` sends the
 libraries to a Dask cluster instead.  Every failure becomes a
 ``MeasureResult`` with TVM's error number; the tuner goes on.
 """
@@ -21,7 +23,7 @@ from multiprocessing.connection import wait
 
 from ..errors import TVMLabError
 from ..tuning.executor import DaskExecutor, LocalExecutor, WorkerPool
-from ..tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate
+from ..tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate, target_for_build
 
 MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
 MeasureResult = namedtuple("MeasureResult", ["costs", "error_no", "all_cost", "timestamp"])
@@ -115,7 +117,7 @@ class LocalBuilder(Builder):
 
     def job_of(self, inp):
         """``(fn, job, timeout)`` that builds ``inp`` on a builder worker."""
-        return _build_job, (inp.task, inp.config, str(inp.target), self.tmp_dir), self.timeout
+        return _build_job, (inp.task, inp.config, target_for_build(inp.target), self.tmp_dir), self.timeout
 
     @staticmethod
     def result_of(jr):
@@ -132,14 +134,19 @@ class LocalBuilder(Builder):
         return BuildResult(None, None, MeasureError(MeasureErrorNo.UNKNOWN_ERROR, jr.message), jr.elapsed)
 
     def reference(self, task):
-        """A library of ``task``'s computation under the default schedule (for check_correctness)."""
+        """A library of ``task``'s computation under the default schedule (for check_correctness); for
+        the CPU when the task is for a GPU (an unscheduled computation has no threads to launch)."""
+        target = str(task.target)
+        if target.split()[0] in ("cuda", "opencl"):
+            target = "llvm"
+
         def make():
             from .. import te
             from ..ir.tensor import PlaceholderOp
             _, args = task.instantiate(task.config_space.get(0))
             outs = [a.op for a in args if not isinstance(a.op, PlaceholderOp)]
             return te.create_schedule(outs), args
-        jr = self.executor.run(lambda: build_candidate(make, str(task.target), self.tmp_dir), [()],
+        jr = self.executor.run(lambda: build_candidate(make, target, self.tmp_dir), [()],
                                max(self.timeout, 60))[0]
         if not jr.ok:
             raise MeasureOptionError(f"check_correctness: the reference build failed: {jr.message}")

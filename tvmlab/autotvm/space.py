@@ -192,20 +192,28 @@ class SplitSpace(TransformSpace):
 
     "factors": inner factors whose product divides the extent; "power2":
     powers of two whose product is at most the extent; "verbose": both;
+    "candidate": the splits listed in ``candidate`` (``[[-1, 4, 8], ...]``;
+    their products may exceed the extent, the loops then being guarded);
     ``max_factor`` bounds every inner factor.
     """
     kind = "sp"
 
-    def __init__(self, axis, policy="factors", num_outputs=2, max_factor=None, filter=None):
+    def __init__(self, axis, policy="factors", num_outputs=2, max_factor=None, filter=None, candidate=None):
         super().__init__()
         self.product = _extent(axis)
         if self.product < 1:
             raise ConfigError(f"define_split: the axis has extent {self.product}; expected >= 1")
-        if policy not in ("factors", "power2", "verbose"):
-            raise ConfigError(f"define_split: policy must be 'factors', 'power2' or 'verbose', got {policy!r}")
+        if policy not in ("factors", "power2", "verbose", "candidate"):
+            raise ConfigError(f"define_split: policy must be 'factors', 'power2', 'verbose' or 'candidate', "
+                              f"got {policy!r}")
         if not isinstance(num_outputs, int) or num_outputs < 1:
             raise ConfigError(f"define_split: num_outputs must be an int >= 1, got {num_outputs!r}")
         self.policy, self.num_output = policy, num_outputs
+        if policy == "candidate":
+            self._candidates(candidate, num_outputs, filter)
+            return
+        if candidate is not None:
+            raise ConfigError("define_split: candidate= goes with policy='candidate'")
         n = self.product
         max_factor = n if max_factor is None else max_factor
         if policy == "factors":
@@ -233,6 +241,24 @@ class SplitSpace(TransformSpace):
                 self.entities.append(e)
         if not self.entities:
             raise ConfigError(f"define_split: no split of extent {n} passes the filter")
+
+    def _candidates(self, candidate, num_outputs, filter):
+        if not candidate:
+            raise ConfigError("define_split(policy='candidate') needs candidate=[[-1, f1, ...], ...]")
+        seen = set()
+        for c in candidate:
+            if not isinstance(c, (list, tuple)) or len(c) != num_outputs or \
+                    not all(isinstance(x, int) and not isinstance(x, bool) for x in c) or min(c[1:], default=1) < 1:
+                raise ConfigError(f"define_split: a candidate must be {num_outputs} ints, the inner ones >= 1, "
+                                  f"got {c!r}")
+            size = (-1,) + tuple(c[1:])
+            if size not in seen:
+                seen.add(size)
+                e = SplitEntity(size)
+                if filter is None or filter(e):
+                    self.entities.append(e)
+        if not self.entities:
+            raise ConfigError(f"define_split: no candidate split of extent {self.product} passes the filter")
 
     def __repr__(self):
         return f"Split(policy={self.policy}, product={self.product}, num_outputs={self.num_output})"
@@ -353,11 +379,12 @@ class ConfigSpace:
                 self.space_map[name] = space
                 self._entity_map[name] = space[0]
 
-    def define_split(self, name, axis, policy="factors", num_outputs=2, max_factor=None, filter=None, **kwargs):
+    def define_split(self, name, axis, policy="factors", num_outputs=2, max_factor=None, filter=None,
+                     candidate=None, **kwargs):
         """Knob: split ``axis`` into ``num_outputs`` loops (see SplitSpace)."""
         if kwargs:
             raise ConfigError(f"define_split: unsupported options {sorted(kwargs)}")
-        self._add(name, SplitSpace(axis, policy, num_outputs, max_factor, filter))
+        self._add(name, SplitSpace(axis, policy, num_outputs, max_factor, filter, candidate))
 
     def define_reorder(self, name, axes, policy="all", candidate=None):
         """Knob: the order of ``axes``."""

@@ -336,12 +336,37 @@ def build_cuda(mod, target="cuda"):
                                   "to read it from; build for 'cuda -arch=sm_80' to get one")
     elif code.note and user is None:
         warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=2)
-    kmod = CUDAModule(split.kernels, src, code)
-    fn = CUDAFunction(split.host, split.launches, kmod)
-    host = Module("cuda_host", {fn.name: fn}, fn.name, {"host": split.host.script()},
+    return _host_module(split.host, split.launches, CUDAModule(split.kernels, src, code))
+
+
+def _host_module(host_func, launches, kmod):
+    fn = CUDAFunction(host_func, launches, kmod)
+    host = Module("cuda_host", {fn.name: fn}, fn.name, {"host": lambda: host_func.script()},
                   aliases={"": "host"})
     host.imported_modules.append(kmod)
     return host
+
+
+def module_state(mod):
+    """A CUDA build (``build_cuda``'s host Module) as plain picklable data: its host function, launches,
+    kernels, CUDA C and compiled code.  Tuning sends it from the process that built it to the one that
+    times it; ``module_from_state`` makes the Module again (loading the code on the GPU at its first call)."""
+    if getattr(mod, "type_key", None) != "cuda_host":
+        raise RuntimeArgError(f"module_state needs a module built for target 'cuda', got "
+                              f"{getattr(mod, 'type_key', type(mod).__name__)!r}")
+    fn = mod.get_function(mod.entry_name)
+    k = mod.imported_modules[0]
+    code = DeviceCode(k._sources["ptx"], k._sources.get("cubin"), k.arch, k.note)
+    return {"format": "tvmlab-cuda-1", "host": fn.host, "launches": fn.launches, "kernels": k.kernels,
+            "cuda": k._sources["cu"], "code": tuple(code)}
+
+
+def module_from_state(state):
+    """The Module of ``module_state(mod)``'s data."""
+    if not isinstance(state, dict) or state.get("format") != "tvmlab-cuda-1":
+        raise RuntimeArgError("module_from_state: not the data of module_state (a CUDA build)")
+    kmod = CUDAModule(state["kernels"], state["cuda"], DeviceCode(*state["code"]))
+    return _host_module(state["host"], state["launches"], kmod)
 
 
 register_target("cuda", build_cuda, keys=("cuda", "gpu"))

@@ -96,25 +96,73 @@ def build_module(make, target, export_only=False):
             mod = tvmlab.build(s, args, target=target)
     except Exception as e:  # noqa: BLE001
         raise MeasureError(MeasureErrorNo.COMPILE_HOST, f"{type(e).__name__}: {e}") from None
+    if getattr(mod, "type_key", None) == "cuda_host":
+        # a CUDA build does not say which arguments it writes: the computed tensors among them
+        from ..ir.tensor import PlaceholderOp
+        mod.written = [i for i, a in enumerate(args) if not isinstance(a.op, PlaceholderOp)]
     return mod, info
 
 
+CUDA_SUFFIX = ".cuda.pkl"
+
+
 def build_candidate(make, target, out_dir=None):
-    """Build ``make() -> (s, args)`` and export it: ``{"path", "args"}`` (args as ``arg_info``)."""
+    """Build ``make() -> (s, args)`` and export it: ``{"path", "args"}`` (args as ``arg_info``).
+
+    A CPU build is a shared library; a CUDA build (compiled by NVRTC here, no GPU needed) is its
+    ``module_state`` pickled, with the indices of the arguments it writes."""
+    import pickle
     mod, info = build_module(make, target, export_only=True)
     out_dir = out_dir or tempfile.gettempdir()
-    path = os.path.join(out_dir, f"tvmlab_tune_{os.getpid()}_{uuid.uuid4().hex[:12]}.so")
+    cuda = getattr(mod, "type_key", None) == "cuda_host"
+    path = os.path.join(out_dir, f"tvmlab_tune_{os.getpid()}_{uuid.uuid4().hex[:12]}" +
+                        (CUDA_SUFFIX if cuda else ".so"))
     try:
-        mod.export_library(path)
+        if cuda:
+            from ..codegen.cuda_build import module_state
+            with open(path, "wb") as f:
+                pickle.dump({"module": module_state(mod), "written": mod.written}, f)
+        else:
+            mod.export_library(path)
     except Exception as e:  # noqa: BLE001
         raise MeasureError(MeasureErrorNo.COMPILE_HOST, f"export failed: {type(e).__name__}: {e}") from None
     return {"path": path, "args": info}
 
 
+def target_for_build(target):
+    """``target`` as a builder worker should compile it: a CUDA target without ``-arch`` gets the GPU's
+    (read here, in the process that starts the workers, so they never touch the CUDA driver)."""
+    text = str(target)
+    if text.split()[0:1] != ["cuda"] or "-arch" in text:
+        return text
+    from ..runtime import cuda_driver
+    b = cuda_driver.backend()
+    if b is None:
+        return text
+    major, minor = b.compute_capability(0)
+    return f"{text} -arch=sm_{major}{minor}"
+
+
+def load_candidate(path):
+    """The Module of a file ``build_candidate`` wrote (a shared library or a CUDA build)."""
+    import pickle
+
+    import tvmlab
+    if not path.endswith(CUDA_SUFFIX):
+        return tvmlab.runtime.load_module(path)
+    from ..codegen.cuda_build import module_from_state
+    with open(path, "rb") as f:
+        data = pickle.load(f)
+    mod = module_from_state(data["module"])
+    mod.written = list(data["written"])
+    return mod
+
+
 def _materialise(lib):
     # a library given as bytes (sent to another machine) is written to a temporary file
     if isinstance(lib, (bytes, bytearray)):
-        fd, path = tempfile.mkstemp(suffix=".so", prefix="tvmlab_tune_")
+        cuda = bytes(lib[:4]) != b"\x7fELF"        # a CUDA build's pickle, not a shared library
+        fd, path = tempfile.mkstemp(suffix=CUDA_SUFFIX if cuda else ".so", prefix="tvmlab_tune_")
         with os.fdopen(fd, "wb") as f:
             f.write(lib)
         return path, True
@@ -146,10 +194,10 @@ def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budge
     import time
 
     import tvmlab
-    dev = tvmlab.cpu(0)
+    dev = _device(fn_module)
     arrays = [tvmlab.nd.array(x, dev) for x in inputs]
     f = fn_module.get_function(fn_module.entry_name)
-    written = [i for i, p in enumerate(f.spec.params) if p.kind == "buffer" and p.written]
+    written = _written(fn_module)
     try:
         if kill_after is not None:
             # SIGALRM's default action ends the process, even inside native code
@@ -173,6 +221,29 @@ def _time_function(fn_module, info, number, repeat, min_repeat_ms, inputs, budge
     return costs, written, outputs
 
 
+def _device(mod):
+    """The device a module runs on: cuda(0) for a CUDA build (MeasureError where there is none), else the CPU."""
+    import tvmlab
+    if getattr(mod, "type_key", None) != "cuda_host":
+        return tvmlab.cpu(0)
+    dev = tvmlab.cuda(0)
+    if not dev.exist:
+        from ..runtime import cuda_driver
+        reason = cuda_driver.no_device_reason() or "cuda(0) is absent"
+        raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE,
+                           f"no CUDA device on this machine ({reason}): the config was built (NVRTC) but cannot "
+                           "be timed here; run the runner where there is a GPU")
+    return dev
+
+
+def _written(mod):
+    """Indices of the arguments a module writes."""
+    if hasattr(mod, "written"):
+        return list(mod.written)
+    f = mod.get_function(mod.entry_name)
+    return [i for i, p in enumerate(f.spec.params) if p.kind == "buffer" and p.written]
+
+
 def _check(outputs, ref_outputs, written, info, rtol=1e-3, atol=1e-3):
     for i, got, want in zip(written, outputs, ref_outputs):
         if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False):
@@ -194,20 +265,20 @@ def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed
     ends this very process with SIGALRM when the first call runs longer: use it
     only in a disposable process (``tvmlab.tuning.forked.call_forked``).
     """
-    import tvmlab
     path, temp = _materialise(lib)
     try:
         try:
-            mod = tvmlab.runtime.load_module(path)
+            mod = load_candidate(path)
         except Exception as e:  # noqa: BLE001
             raise MeasureError(MeasureErrorNo.RUNTIME_DEVICE, f"cannot load the build: {e}") from None
+        _device(mod)
         inputs = shared_inputs(info, seed)
         costs, written, outputs = _time_function(mod, info, number, repeat, min_repeat_ms,
                                                  _poisoned(inputs, mod), budget, kill_after)
         if ref is not None:
             rpath, rtemp = _materialise(ref)
             try:
-                rmod = tvmlab.runtime.load_module(rpath)
+                rmod = load_candidate(rpath)
                 _, rwritten, ref_outputs = _time_function(rmod, info, 1, 1, 0, _poisoned(inputs, rmod))
             finally:
                 if rtemp:
@@ -225,10 +296,9 @@ def run_candidate(lib, info, number=1, repeat=1, min_repeat_ms=0, ref=None, seed
 def _poisoned(inputs, mod):
     # outputs start as NaN (or a sentinel) so an element the code forgets to write shows up
     from ..testing import poison
-    f = mod.get_function(mod.entry_name)
     out = [x.copy() for x in inputs]
-    for i, p in enumerate(f.spec.params):
-        if p.kind == "buffer" and p.written and i < len(out):
+    for i in _written(mod):
+        if i < len(out):
             poison(out[i])
     return out
 

@@ -67,6 +67,9 @@ def template(task_name, func=None):
 
         @functools.wraps(f)
         def dispatcher(*args, **kwargs):
+            canonical = getattr(f, "canonical_args", None)
+            if canonical is not None and not kwargs:
+                args = tuple(canonical(*args))
             workload = args_to_workload(args, task_name)
             cfg = DispatchContext.current.query(_current_target(), workload)
             with ApplyConfig(cfg):
@@ -162,8 +165,16 @@ class Task:
         if self.func is None:
             raise TaskError(f"no template named {self.name!r} is registered in this process; "
                             f"known: {sorted(TASK_TABLE)}")
+        import contextlib
+
+        from ...codegen.registry import Target
         config.flop = 0
-        with ApplyConfig(config):
+        # under the task's target, as TVM's builder runs it (a template reads its limits from it); a task
+        # read from a record holds its target as text
+        target = self.target
+        if target is not None and not isinstance(target, Target):
+            target = Target(str(target))
+        with target if target is not None else contextlib.nullcontext(), ApplyConfig(config):
             sch, arg_bufs = self.func(*self.args)
         if not self.flop:
             self.flop = config.flop or compute_flop(sch)
@@ -191,13 +202,16 @@ def create(task_name, args, target="llvm", target_host=None):
         raise TaskError(f"no template named {name!r}; register one with @autotvm.template({name!r}). "
                         f"Known: {sorted(TASK_TABLE)}")
     args = tuple(args)
+    canonical = getattr(TASK_TABLE[name], "canonical_args", None)
+    if canonical is not None:             # one spelling per workload (a template's own rule)
+        args = tuple(canonical(*args))
     args_to_workload(args, name)          # arguments must be data
     task = Task(name, args)
     task.target = Target(target) if not isinstance(target, Target) else target
     task.target_host = target_host
     space = ConfigSpace()
     try:
-        with ApplyConfig(space):
+        with task.target, ApplyConfig(space):
             sch, _ = task.func(*args)
     except TVMLabError:
         raise

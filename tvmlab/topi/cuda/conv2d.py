@@ -63,10 +63,53 @@ def _pixel_tile(extent):
     return 8
 
 
+# tvmlab.autotvm sets this: ``config_hook(conv, target)`` returns the choices of the current dispatch
+# context's config for the convolution's workload (the keys of ``hand_written``), or None
+config_hook = None
+
+
+def shared_bytes(conv, choices, elem=4):
+    """Shared memory of one step of the tiled schedule (``choices`` as ``hand_written`` gives them): the
+    kernel slice of the block's channels and the padded input window the block's pixels read."""
+    kh, kw = (const_or_none(x) for x in conv.op.input_tensors[1].shape[2:])
+    sh, sw = conv.op.attrs["strides"]
+    dh, dw = conv.op.attrs["dilation"]
+    fb, rows, cols = (v * t * i for v, t, i in (choices["f"], choices["y"], choices["x"]))
+    step, ry, rx = choices["rc"], min(choices["ry"], kh), min(choices["rx"], kw)
+    win_h = (rows - 1) * sh + (ry - 1) * dh + 1
+    win_w = (cols - 1) * sw + (rx - 1) * dw + 1
+    return (fb * step * ry * rx + step * win_h * (win_w + 1)) * elem
+
+
+def hand_written(conv, out, fb=FB, tf=TF, vf=VF, vx=None):
+    """The hand-written choices for convolution ``conv`` with output ``out``: {"f", "y", "x": (vthreads,
+    threads, per thread), "rc": input channels per step, "ry", "rx": kernel rows / columns per step,
+    "unroll": (auto_unroll_max_step, unroll_explicit)}."""
+    if fb % (tf * vf):
+        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: fb={fb} must be a multiple of tf x vf = {tf} x {vf}")
+    _, _, oh, ow = (const_or_none(x) for x in out.shape)
+    kh, kw = (const_or_none(x) for x in conv.op.input_tensors[1].shape[2:])
+    ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
+    if vx is None:
+        vx = 2 if ow is not None and ow >= 2 * tx_n else 1
+    choices = {"f": (vf, tf, fb // (tf * vf)), "y": (1, ty_n, 1), "x": (vx, tx_n, 1), "ry": kh, "rx": kw,
+               "unroll": (0, 1)}
+    # input channels per step: as many as fit a block's shared memory (twice, to double buffer)
+    channels = const_or_none(conv.op.reduce_axis[0].dom.extent) or 1 << 30
+    step = next((c for c in (16, 8, 4, 2, 1) if shared_bytes(conv, {**choices, "rc": c}) <= SHARED_BYTES), 1)
+    choices["rc"] = min(step, channels)
+    return choices
+
+
 def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=None):
     """The tiled schedule of a group whose anchor is a direct NCHW convolution (see the module docstring):
     ``fb`` output channels per block over ``tf`` threads and ``vf`` virtual threads, ``vx`` pixels per
     thread along each row (virtual threads too; default 2 where the rows are wide enough, else 1)."""
+    out, conv = _direct_outputs(outs, target)
+    return _tiled(out, conv, hand_written(conv, out, fb, tf, vf, vx))
+
+
+def _direct_outputs(outs, target):
     if str(target).split()[0] != "cuda":
         raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw is a CUDA schedule (target 'cuda'), got {target!r}")
     outs = as_outputs(outs, "topi.cuda.schedule_conv2d_nchw")
@@ -77,60 +120,71 @@ def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=Non
     if len(outs) != 1 or len(outs[0].shape) != 4:
         raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: one 4-D output expected, got "
                             f"{[o.op.name for o in outs]}")
-    out = outs[0]
+    return outs[0], conv
+
+
+def _tiled(out, conv, choices):
+    """The tiled schedule with ``choices`` (see ``hand_written``).  A split whose inner part would be
+    trivial is left out, so the hand-written choices give the loops they always gave."""
+    from .dense import kernel_scope
     s = te.create_schedule([out.op])
     data, kernel = conv.op.input_tensors
     OL, (AA, WW) = register_tile(s, conv, out, [data, kernel])
-
-    _, _, oh, ow = (const_or_none(x) for x in out.shape)
     kh, kw = (const_or_none(x) for x in kernel.shape[2:])
-    sh, sw = conv.op.attrs["strides"]
-    dh, dw = conv.op.attrs["dilation"]
-    ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
-    if fb % (tf * vf):
-        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: fb={fb} must be a multiple of tf x vf = {tf} x {vf}")
-    if vx is None:
-        vx = 2 if ow is not None and ow >= 2 * tx_n else 1
+    (vf, tf, fi), (vy, ty_n, iy), (vx, tx_n, ix) = choices["f"], choices["y"], choices["x"]
 
     n, f, y, x = s[out].op.axis
-    bf, fr = s[out].split(f, factor=fb)
+    scope, n = kernel_scope(s, out, n, choices["unroll"])
+    bf, fr = s[out].split(f, factor=vf * tf * fi)
     vf_ax, fr = s[out].split(fr, nparts=vf)
     tf_ax, fi_ax = s[out].split(fr, nparts=tf)
-    by, ty = s[out].split(y, factor=ty_n)
-    bx, xr = s[out].split(x, factor=tx_n * vx)
-    vx_ax, tx = s[out].split(xr, nparts=vx)      # pixel tx + tx_n * v: neighbouring threads, neighbouring words
-    s[out].reorder(n, bf, by, bx, vf_ax, vx_ax, tf_ax, ty, tx, fi_ax)
+    by, yr = s[out].split(y, factor=vy * ty_n * iy)
+    vy_ax, yr = s[out].split(yr, nparts=vy) if vy > 1 else (None, yr)
+    ty, yi = s[out].split(yr, nparts=ty_n) if iy > 1 else (yr, None)
+    bx, xr = s[out].split(x, factor=vx * tx_n * ix)
+    vx_ax, xr = s[out].split(xr, nparts=vx)      # pixel tx + tx_n * v: neighbouring threads, neighbouring words
+    tx, xi = s[out].split(xr, nparts=tx_n) if ix > 1 else (xr, None)
+    order = [scope, n, bf, by, bx, vf_ax, vy_ax, vx_ax, tf_ax, ty, tx, fi_ax, yi, xi]
+    s[out].reorder(*[a for a in order if a is not None])
     bz = s[out].fuse(n, bf)
     s[out].bind(bz, te.thread_axis("blockIdx.z"))
     s[out].bind(by, te.thread_axis("blockIdx.y"))
     s[out].bind(bx, te.thread_axis("blockIdx.x"))
     s[out].bind(vf_ax, te.thread_axis("vthread", name="vf"))
+    if vy_ax is not None:
+        s[out].bind(vy_ax, te.thread_axis("vthread", name="vy"))
     s[out].bind(vx_ax, te.thread_axis("vthread", name="vx"))
     s[out].bind(tf_ax, te.thread_axis("threadIdx.z"))
     s[out].bind(ty, te.thread_axis("threadIdx.y"))
     s[out].bind(tx, te.thread_axis("threadIdx.x"))
-    s[out].unroll(fi_ax)
+    for ax in (fi_ax, yi, xi):
+        if ax is not None:
+            s[out].unroll(ax)
     s[OL].compute_at(s[out], tx)
 
-    # input channels per step: as many as fit a block's shared memory (twice, to double buffer)
+    # the input channels in steps of rc (kernel rows and columns in steps of ry / rx where those split them)
     rc, ry, rx = s[OL].op.reduce_axis
     channels = const_or_none(rc.dom.extent) or 1 << 30
-    win_h = (ty_n - 1) * sh + (kh - 1) * dh + 1
-    win_w = (tx_n * vx - 1) * sw + (kw - 1) * dw + 1
-
-    def shared_bytes(step):
-        return (fb * step * kh * kw + step * win_h * (win_w + 1)) * 4
-    step = next((c for c in (16, 8, 4, 2, 1) if shared_bytes(c) <= SHARED_BYTES), 1)
-    step = min(step, channels)
-    double = 2 * shared_bytes(step) <= SHARED_BYTES and channels > step
+    step = min(choices["rc"], channels)
     rco, rci = s[OL].split(rc, factor=step)
+    outer, attach, extent = [rco], rco, -(-channels // step)
+    for ax, n_k, part in ((ry, kh, choices["ry"]), (rx, kw, choices["rx"])):
+        if part < n_k:
+            o, i = s[OL].split(ax, factor=part)
+            outer.append(o)
+            attach, extent = o, -(-n_k // part)
+            if ax is ry:
+                ry = i
+            else:
+                rx = i
     ol_axes = list(s[OL].op.axis)
-    s[OL].reorder(rco, rci, ry, rx, *ol_axes)
+    s[OL].reorder(*outer, rci, ry, rx, *ol_axes)
     for ax in (ry, rx, *ol_axes):
         s[OL].unroll(ax)
+    double = 2 * shared_bytes(conv, choices) <= SHARED_BYTES and extent > 1
     threads = (("threadIdx.z", tf), ("threadIdx.y", ty_n), ("threadIdx.x", tx_n))
     for X in (AA, WW):
-        s[X].compute_at(s[OL], rco)
+        s[X].compute_at(s[OL], attach)
         if double:
             s[X].double_buffer()
         cooperative_fetch(s, X, threads)
@@ -151,9 +205,16 @@ def schedule_conv2d_nchw(outs, target="cuda"):
     """CUDA ``schedule_conv2d_nchw``: the tiled schedule for the direct convolution a GPU target computes
     where it makes ``MIN_BLOCKS`` blocks or more; else (a small batch-1 layer, which the tiles would spread
     over a few of the GPU's multiprocessors) and for the blocked form (a compute made outside a GPU target),
-    one thread per output element."""
+    one thread per output element.  Inside an AutoTVM dispatch context with a config for the workload, the
+    tiled schedule with the config's choices."""
     from . import schedule_simple
     outs = as_outputs(outs, "topi.cuda.schedule_conv2d_nchw")
-    if find_direct_conv(outs) is None or len(outs) != 1 or (tiled_blocks(outs[0]) or 0) < MIN_BLOCKS:
+    conv = find_direct_conv(outs)
+    if conv is not None and len(outs) == 1 and len(outs[0].shape) == 4 and config_hook is not None:
+        choices = config_hook(conv, target)
+        if choices is not None:
+            out, conv = _direct_outputs(outs, target)
+            return _tiled(out, conv, choices)
+    if conv is None or len(outs) != 1 or (tiled_blocks(outs[0]) or 0) < MIN_BLOCKS:
         return schedule_simple(outs, target, "schedule_conv2d_nchw")
     return schedule_conv2d_nchw_direct(outs, target)

@@ -62,25 +62,66 @@ def _inline_rest(s, product, outs):
             s[op].compute_inline()
 
 
-def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, threads=THREADS, tile_k=TILE_K,
-                     small_rows=SMALL_ROWS):
-    """The tiled schedule of a dense / matmul / batch_matmul group (see the module docstring)."""
-    if str(target).split()[0] != "cuda":
-        raise ScheduleError(f"topi.cuda.{what} is a CUDA schedule (target 'cuda'), got {target!r}")
-    C, outs = _product(outs, what)
-    s = te.create_schedule([o.op for o in outs])
-    _inline_rest(s, C, outs)
+# tvmlab.autotvm sets this: ``config_hook(product, target)`` returns the choices of the current dispatch
+# context's config for the product's workload (the keys of ``hand_written``), or None for the hand-written ones
+config_hook = None
+
+
+def shared_bytes(rows, cols, tile_k, elem=4):
+    """Shared memory of the tiled schedule: two operand slices of ``rows`` and ``cols`` rows of ``tile_k``
+    words (padded by one word, see storage_align), double buffered."""
+    return 2 * (rows + cols) * (tile_k + 1) * elem
+
+
+def hand_written(C, tile=TILE, threads=THREADS, tile_k=TILE_K, small_rows=SMALL_ROWS):
+    """The hand-written choices for product ``C``: {"y", "x": (vthreads, threads, per thread), "tile_k",
+    "unroll": (auto_unroll_max_step, unroll_explicit)}; with few rows {"lanes", "per_block", "unroll"}."""
     rows = const_or_none(C.op.axis[-2].dom.extent)
     if rows is not None and rows <= small_rows:
-        return _matrix_vector(s, C, outs)
+        return {"lanes": WARP, "per_block": 8, "unroll": (0, 1)}
+    if tile % (threads * VTHREAD):
+        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
+                            f"({threads} x {VTHREAD})")
     if tile_k is None:
         # longer steps between barriers where the reduction is long (H100, fp32, 4096^3: 8 -> 23, 16 -> 27,
         # 32 -> 31 TFLOP/s at 64 x 64 tiles)
         k = const_or_none(C.op.reduce_axis[0].dom.extent) or 1 << 30
         tile_k = 32 if k >= 256 else 16 if k >= 16 else 8
-        while tile_k > 8 and 2 * 2 * tile * (tile_k + 1) * 4 > SHARED_BYTES:   # two operands, double buffered
+        while tile_k > 8 and shared_bytes(tile, tile, tile_k) > SHARED_BYTES:
             tile_k //= 2
-    return _tiled(s, C, outs, tile, threads, tile_k)
+    split = (VTHREAD, threads, tile // (threads * VTHREAD))
+    return {"y": split, "x": split, "tile_k": tile_k, "unroll": (0, 1)}
+
+
+def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, threads=THREADS, tile_k=TILE_K,
+                     small_rows=SMALL_ROWS):
+    """The tiled schedule of a dense / matmul / batch_matmul group (see the module docstring).  Inside an
+    AutoTVM dispatch context (and with the default options) the context's config chooses the tiles."""
+    if str(target).split()[0] != "cuda":
+        raise ScheduleError(f"topi.cuda.{what} is a CUDA schedule (target 'cuda'), got {target!r}")
+    C, outs = _product(outs, what)
+    s = te.create_schedule([o.op for o in outs])
+    _inline_rest(s, C, outs)
+    choices = None
+    if config_hook is not None and (tile, threads, tile_k, small_rows) == (TILE, THREADS, TILE_K, SMALL_ROWS):
+        choices = config_hook(C, target)
+    if choices is None:
+        choices = hand_written(C, tile, threads, tile_k, small_rows)
+    if "lanes" in choices:
+        return _matrix_vector(s, C, outs, choices["per_block"], choices["lanes"], choices["unroll"])
+    return _tiled(s, C, outs, choices["y"], choices["x"], choices["tile_k"], choices["unroll"])
+
+
+def kernel_scope(s, out, axis, unroll):
+    """TVM's unrolling knobs as pragmas on a loop of extent 1 around the kernel (split off ``axis``, which
+    must be the output's outermost); returns (scope or None, the rest of ``axis``).  The hand-written
+    choice (0, 1) adds nothing."""
+    if tuple(unroll) == (0, 1):
+        return None, axis
+    scope, axis = s[out].split(axis, nparts=1)
+    s[out].pragma(scope, "auto_unroll_max_step", int(unroll[0]))
+    s[out].pragma(scope, "unroll_explicit", bool(unroll[1]))
+    return scope, axis
 
 
 def _out_stage(s, C, outs):
@@ -94,27 +135,31 @@ def _out_stage(s, C, outs):
     return out
 
 
-def _tiled(s, C, outs, tile, threads, tile_k):
+def _split3(s, out, axis, split):
+    """Split ``axis`` into block, virtual thread, thread and per-thread loops: ``split`` = (vthreads,
+    threads, per thread); element block * tile + v * (tile / vthreads) + t * per + i."""
+    v, t, i = split
+    b, rest = s[out].split(axis, factor=v * t * i)
+    va, rest = s[out].split(rest, nparts=v)
+    ta, ia = s[out].split(rest, nparts=t)
+    return b, va, ta, ia
+
+
+def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1)):
     out = _out_stage(s, C, outs)
-    if tile % (threads * VTHREAD):
-        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
-                            f"({threads} x {VTHREAD})")
     A, B = C.op.input_tensors[:2]
     CL, (AA, BB) = register_tile(s, C, out, [A, B])
     AL = s.cache_read(AA, "local", [CL])
     BL = s.cache_read(BB, "local", [CL])
     axes = list(s[out].op.axis)
+    scope, axes[0] = kernel_scope(s, out, axes[0], unroll)
     y, x = axes[-2], axes[-1]
-    by, yi = s[out].split(y, factor=tile)
-    bx, xi = s[out].split(x, factor=tile)
     # row by*tile + vy*(tile/VT) + ty*(per/VT) + ym: each thread owns VT x VT small register tiles, one per
     # virtual thread, so neighbouring threads read words of shared memory VT tiles apart
-    vy, yi = s[out].split(yi, nparts=VTHREAD)
-    vx, xi = s[out].split(xi, nparts=VTHREAD)
-    ty, ym = s[out].split(yi, nparts=threads)
-    tx, xm = s[out].split(xi, nparts=threads)
+    by, vy, ty, ym = _split3(s, out, y, ysplit)
+    bx, vx, tx, xm = _split3(s, out, x, xsplit)
     lead = axes[:-2]
-    s[out].reorder(*lead, by, bx, vy, vx, ty, tx, ym, xm)
+    s[out].reorder(*([scope] if scope is not None else []), *lead, by, bx, vy, vx, ty, tx, ym, xm)
     if lead:
         s[out].bind(s[out].fuse(*lead) if len(lead) > 1 else lead[0], te.thread_axis("blockIdx.z"))
     s[out].bind(by, te.thread_axis("blockIdx.y"))
@@ -131,9 +176,10 @@ def _tiled(s, C, outs, tile, threads, tile_k):
     for X in (AA, BB):
         s[X].compute_at(s[CL], ko)
         s[X].double_buffer()
-        # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
-        s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
-        cooperative_fetch(s, X, (("threadIdx.y", threads), ("threadIdx.x", threads)))
+        if tile_k > 1:
+            # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
+            s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
+        cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])))
     for X in (AL, BL):
         s[X].compute_at(s[CL], ki)
         for ax in s[X].op.axis:
@@ -147,13 +193,16 @@ def _tiled(s, C, outs, tile, threads, tile_k):
     return s
 
 
-def _matrix_vector(s, C, outs, per_block=8):
-    """Few rows: each output's reduction over the 32 lanes of a warp (rfactor, combined by shuffles),
+def _matrix_vector(s, C, outs, per_block=8, lanes=WARP, unroll=(0, 1)):
+    """Few rows: each output's reduction over ``lanes`` threads (a warp: rfactor, combined by shuffles),
     ``per_block`` outputs per block on threadIdx.y; one lane writes each output."""
     out = _out_stage(s, C, outs)
-    _, ki = s[C].split(s[C].op.reduce_axis[0], factor=WARP)
+    _, ki = s[C].split(s[C].op.reduce_axis[0], factor=lanes)
     CF = s.rfactor(C, ki)
     axes = list(s[out].op.axis)
+    scope, axes[0] = kernel_scope(s, out, axes[0], unroll)
+    if scope is not None:
+        s[out].reorder(scope, *axes)
     fused = s[out].fuse(*axes) if len(axes) > 1 else axes[0]
     bx, ty = s[out].split(fused, factor=per_block)
     s[out].bind(bx, te.thread_axis("blockIdx.x"))
