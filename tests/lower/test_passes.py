@@ -463,6 +463,21 @@ def test_unroll_explicit_loop_replicates_body():
     run_both(ast2, out, binds)
 
 
+def test_unroll_keeps_only_the_branch_a_copy_takes():
+    """A table indexed by the unrolled variable (a chain of selects on it): each copy holds its own entry."""
+    A, C = tensor("A", (4, 5)), tensor("C", (4, 5))
+    i, j = Var("i"), Var("j")
+    table = [A[i, j] * float(k + 2) for k in range(4)]
+    value = table[-1]
+    for k in range(2, -1, -1):
+        value = Select(i == k, table[k], value)
+    ast2 = loop(j, 0, 5, "serial", loop(i, 0, 4, "unrolled", ProducerStore(C, value, (i, j))))
+    binds = binds_of(A, C)
+    out = unroll(storage_flatten(ast2, binds))
+    assert len(nodes(out, Store)) == 4 and not nodes(out, Select)
+    run_both(ast2, out, binds)
+
+
 def test_unroll_symbolic_extent_stays_serial_with_hint():
     n = SizeVar("n")
     A, C = tensor("A", (n,)), tensor("C", (n,))

@@ -27,20 +27,22 @@ from . import models
 from .peak import threads
 from .timing import side_by_side
 
-VARIANTS = (("tvmlab", ()), ("no FuseOps", ("FuseOps",)), ("no AlterOpLayout", ("AlterOpLayout",)))
+# (name, passes disabled[, PassContext config])
+VARIANTS = (("tvmlab", ()), ("no FuseOps", ("FuseOps",)), ("no AlterOpLayout", ("AlterOpLayout",)),
+            ("no Winograd", (), {"relay.conv2d_winograd": False}))
 
 
 FIXED_THREADS = False       # --fixed-threads: every run on all threads (GraphModule.adaptive_threads off)
 
 
-def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm"):
+def compile_onnx(model, shape, opt_level=3, disabled_pass=(), target="llvm", config=None):
     """from_onnx + relay.build + GraphModule: the TVM tutorial's three steps; also returns build seconds."""
     import tvmlab as tvm
     from tvmlab import relay
     from tvmlab.contrib import graph_executor
     t0 = time.perf_counter()
     mod, params = relay.frontend.from_onnx(model, shape=shape)
-    with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass)):
+    with tvm.transform.PassContext(opt_level=opt_level, disabled_pass=list(disabled_pass), config=config):
         lib = relay.build(mod, target=target, params=params)
     gmod = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     if FIXED_THREADS:
@@ -101,8 +103,9 @@ def model_feeds(model, shape=None, seed=0):
     return feeds
 
 
-def _checked_build(name, variant, model, feeds, disabled, want, rtol=1e-3):
-    gmod, build_s = compile_onnx(model, {k: v.shape for k, v in feeds.items()}, disabled_pass=disabled)
+def _checked_build(name, variant, model, feeds, disabled, want, rtol=1e-3, config=None):
+    gmod, build_s = compile_onnx(model, {k: v.shape for k, v in feeds.items()}, disabled_pass=disabled,
+                                 config=config)
     for k, v in feeds.items():
         gmod.set_input(k, v)
     gmod.run()
@@ -129,11 +132,12 @@ def bench_model(name, model, shape, variants=VARIANTS, rounds=3, seed=0, min_ms=
     want = sess.run(None, feeds)
     results, full = [], None
     from tvmlab.relay import transform as rt
-    for variant, disabled in variants:
+    for variant, disabled, *config in variants:
         missing = [p for p in disabled if not hasattr(rt, p)]
         if missing:
             variant += " (absent)"          # the pass is not in this build: the row measures noise
-        gmod, build_s, err = _checked_build(name, variant, model, feeds, disabled, want, rtol)
+        gmod, build_s, err = _checked_build(name, variant, model, feeds, disabled, want, rtol,
+                                            config[0] if config else None)
         ours, theirs = side_by_side(gmod.run, lambda: sess.run(None, feeds), rounds=rounds, min_ms=min_ms)
         slowdown = 1.0
         if full is None:

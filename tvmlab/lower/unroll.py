@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from ..ir import op as _op
 from ..ir.arith import simplify
-from ..ir.expr import IntImm
+from ..ir.expr import Broadcast, IntImm
 from ..ir.functor import IRMutator
+from ..ir.node import Node
 from ..ir.stmt import For, seq
 from .thread_sync import DOUBLE_BUFFER_WRITE
 
@@ -148,6 +149,17 @@ class _FreshCopy(IRMutator):
         self.vmap[v] = nv
         return nv
 
+    def visit_Select(self, e):
+        # a choice made by the unrolled variable (a constant table indexed by it) keeps only the branch
+        # taken: copying every branch of a long select chain into every copy is what made unrolling slow
+        cond = self.visit(e.condition)
+        if _constant(cond) is None and _small(cond):
+            cond = simplify(cond)
+        taken = _constant(cond)
+        if taken is not None:
+            return self.visit(e.true_value if taken else e.false_value)
+        return e.replace(condition=cond, true_value=self.visit(e.true_value), false_value=self.visit(e.false_value))
+
     def visit_For(self, s):
         mn, ext = self.visit(s.min), self.visit(s.extent)
         var = self._fresh(s.loop_var)
@@ -170,6 +182,28 @@ class _FreshCopy(IRMutator):
         # for the loop (a copy per iteration would multiply the block's shared memory)
         var = s.buffer_var if str(s.scope).startswith("shared") else self._fresh(s.buffer_var)
         return s.replace(buffer_var=var, extents=extents, condition=cond, body=self.visit(s.body))
+
+
+def _constant(cond):
+    """The value of a constant condition (a scalar or a broadcast one), else None."""
+    if isinstance(cond, Broadcast):
+        cond = cond.value
+    return bool(cond.value) if isinstance(cond, IntImm) else None
+
+
+def _small(e, limit=64):
+    """Whether ``e`` has at most ``limit`` nodes (cheap to simplify on the way)."""
+    stack, seen = [e], 0
+    while stack:
+        x = stack.pop()
+        seen += 1
+        if seen > limit:
+            return False
+        for name in x.field_names():
+            c = getattr(x, name)
+            stack.extend(c if isinstance(c, (list, tuple)) else [c])
+        stack = [c for c in stack if isinstance(c, Node)]
+    return True
 
 
 def fresh_copy(stmt, vmap):

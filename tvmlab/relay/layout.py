@@ -152,3 +152,57 @@ register("nn.contrib_depthwise_conv2d_NCHWc", _dw_nchwc_rel, OpPattern.OUT_ELEMW
          {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1, "channels": None,
           "kernel_size": None, "data_layout": "NCHW8c", "kernel_layout": "OIHW1i8o", "out_layout": "NCHW8c",
           "out_dtype": ""}, 2)
+
+
+# ------------------------------------------------------------------ Winograd conv2d in NCHWc
+def _wg_weight_rel(types, attrs):
+    from .ty import TensorType
+    w = tensor_arg(types, 0, "weight")
+    ob, m = attrs.out_block, attrs.tile_size
+    if len(w.shape) != 4 or w.shape[2] != w.shape[3] or w.shape[0] % ob:
+        raise TypeInferenceError(f"winograd weight transform: weight {w.shape} is not (O, C, r, r) with O a "
+                                 f"multiple of {ob}")
+    alpha = m + w.shape[2] - 1
+    return TensorType((alpha * alpha, w.shape[0] // ob, w.shape[1], ob), w.dtype)
+
+
+def _wg_weight_compute(attrs, inputs, out_type):
+    from ..topi import nn as topi_nn
+    return [topi_nn.winograd_weight_transform_NCHWc(inputs[0], attrs.tile_size, attrs.out_block)]
+
+
+register("nn.contrib_conv2d_winograd_weight_transform_NCHWc", _wg_weight_rel, OpPattern.OPAQUE,
+         _wg_weight_compute, {"tile_size": 4, "out_block": 16}, 1,
+         description="a 3x3 kernel (O, C, r, r) as the Winograd points of each channel pair, output channels "
+                     "blocked: (alpha * alpha, O/ob, C, ob); FoldConstant computes it once for a constant kernel")
+
+
+def _wg_rel(types, attrs):
+    from .op.nn import conv_out
+    from .ty import TensorType
+    d, u = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
+    ib, ob = block_of(attrs.data_layout), block_of(attrs.out_layout)
+    m = attrs.tile_size
+    alpha = int(round(u.shape[0] ** 0.5)) if len(u.shape) == 4 else 0
+    if not ib or not ob or len(d.shape) != 5 or d.shape[4] != ib or len(u.shape) != 4 or alpha * alpha != u.shape[0] \
+            or alpha <= m or u.shape[2] != d.shape[1] * ib or u.shape[3] != ob:
+        raise TypeInferenceError(f"data {d.shape} ({attrs.data_layout}) and transformed weight {u.shape} do not form "
+                                 f"a Winograd F({m}) convolution to {attrs.out_layout}")
+    r = alpha - m + 1
+    pt, pl, pb, pr = attrs.padding
+    n, _, h, w, _ = d.shape
+    return TensorType((n, u.shape[1], conv_out(h, r, 1, 1, pt, pb), conv_out(w, r, 1, 1, pl, pr), ob),
+                      attrs.out_dtype or d.dtype)
+
+
+def _wg_compute(attrs, inputs, out_type):
+    from ..topi import nn as topi_nn
+    data, u = inputs
+    return [topi_nn.conv2d_winograd_NCHWc(data, u, tuple(attrs.padding), attrs.tile_size, out_type.dtype)]
+
+
+register("nn.contrib_conv2d_winograd_NCHWc", _wg_rel, OpPattern.OUT_ELEMWISE_FUSABLE, _wg_compute,
+         {"padding": (0, 0, 0, 0), "tile_size": 4, "channels": None, "data_layout": "NCHW16c",
+          "out_layout": "NCHW16c", "out_dtype": ""}, 2,
+         description="a unit-stride convolution by Winograd's F(m x m, r x r) in blocked layouts, reading the "
+                     "transformed weight of nn.contrib_conv2d_winograd_weight_transform_NCHWc")

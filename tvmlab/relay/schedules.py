@@ -125,6 +125,7 @@ def _topi_reduction(op):
 
 # anchors computed by topi.nn: their topi.x86 schedule (each takes the fused group's outputs)
 _TOPI = {"conv2d_nchw": "schedule_conv2d_nchw", "conv2d_NCHWc": "schedule_conv2d_NCHWc",
+         "conv2d_winograd_NCHWc": "schedule_conv2d_winograd_NCHWc",
          "depthwise_conv2d_NCHWc": "schedule_depthwise_conv2d_NCHWc",
          "group_conv2d_nchw": "schedule_conv2d_nchw", "depthwise_conv2d_nchw": "schedule_conv2d_nchw",
          "dense": "schedule_dense", "dense_pack": "schedule_dense",

@@ -213,3 +213,105 @@ def conv3d_winograd_ncdhw(data, kernel, strides, padding, dilation, groups=1, ou
     n, c, dp, hp, wp = src.shape
     return _winograd(lambda b, ci, z, y, x: src[b, ci, z, y, x], ker, (n, c, kernel.shape[0], hp, wp, r), out_dtype,
                      "NCDHW", depth=(const_or_none(dp), ks[0], ss[0], ds[0]), tile_size=tile_size, name=op)
+
+
+# ------------------------------------------------------------------ blocked (NCHWc) form for the CPU
+def _const_sum(terms, dtype):
+    """``sum(c * x)`` over the (constant, expression) pairs whose constant is not zero."""
+    out = None
+    for c, x in terms:
+        if c == 0:
+            continue
+        t = x if c == 1 else x * _op.const(float(c), dtype)
+        out = t if out is None else out + t
+    return out if out is not None else _op.const(0.0, dtype)
+
+
+def _select_by(index, exprs):
+    """``exprs[index]`` for an integer expression ``index``: a chain of selects that folds to one entry
+    once ``index`` is a constant (the schedules unroll these axes)."""
+    out = exprs[-1]
+    for i in range(len(exprs) - 2, -1, -1):
+        out = _op.select(index == i, exprs[i], out)
+    return out
+
+
+def winograd_weight_transform_NCHWc(kernel, tile_size=4, out_block=16):
+    """The kernel (O, C, r, r) transformed for ``conv2d_winograd_NCHWc``: (alpha * alpha, O / ob, C, ob)
+    holding ``G g G^T`` of each (output, input) channel pair, output channels in blocks of ``out_block``
+    (TVM's ``contrib_conv2d_winograd_weight_transform``, blocked).  Constant weights make it a constant."""
+    op = "winograd_weight_transform_NCHWc"
+    check_tensor(op, kernel, "kernel", 4)
+    o, c, kh, kw = (const_or_none(x) for x in kernel.shape)
+    if None in (o, kh, kw) or kh != kw:
+        raise OperatorError(f"{op}: the kernel must be (O, C, r, r) with constant O and r, got {shape_str(kernel)}")
+    if o % out_block:
+        raise OperatorError(f"{op}: {o} output channels do not divide into blocks of {out_block}")
+    m, r = tile_size, kh
+    alpha = m + r - 1
+    _, _, g = winograd_matrices(m, r)
+    G = const_matrix(g, "G", kernel.dtype)
+    ry, rx = te.reduce_axis((0, r), name="ry"), te.reduce_axis((0, r), name="rx")
+    return te.compute((alpha * alpha, o // out_block, kernel.shape[1], out_block), lambda e, ko, ci, ki: te.sum(
+        G[e // alpha, ry] * kernel[ko * out_block + ki, ci, ry, rx] * G[e % alpha, rx], axis=[ry, rx]),
+        name="winograd_U", tag="winograd_weight_transform")
+
+
+def conv2d_winograd_NCHWc(data, U, padding, tile_size=4, out_dtype=None):
+    """Winograd F(m x m, 3 x 3) convolution, unit stride, in blocked layouts: data (N, C/ib, H, W, ib) and
+    the transformed kernel ``U`` = ``winograd_weight_transform_NCHWc(kernel, m, ob)`` -> (N, O/ob, OH, OW, ob).
+
+    Three stages, so that most of the work is one batched matrix product: ``V`` (alpha * alpha, P, C)
+    transforms each input tile (P tiles of m x m outputs, zero past the padded input), ``M`` (alpha * alpha,
+    O/ob, P, ob) = ``V @ U`` for each of the alpha * alpha points, and the output (tag
+    ``conv2d_winograd_NCHWc``) transforms the tile of ``M`` back.  The transforms are written out with
+    their non-zero constants only; each stage picks its expression by index (folded where the schedule
+    unrolls the index)."""
+    op = "conv2d_winograd_NCHWc"
+    check_tensor(op, data, "data", 5)
+    check_tensor(op, U, "U", 4)
+    n, cbk, h, w, ib = data.shape
+    ee, ko, c, ob = U.shape
+    m = tile_size
+    ib, ee, c, ob = (const_or_none(x) for x in (ib, ee, c, ob))
+    alpha = int(round((ee or 0) ** 0.5))
+    if None in (ib, ee, c, ob) or alpha * alpha != ee or alpha - m + 1 < 1 or const_or_none(cbk) * ib != c:
+        raise OperatorError(f"{op}: data {shape_str(data)} and U {shape_str(U)} do not match (expected "
+                            f"(N, C/ib, H, W, ib) and (alpha * alpha, O/ob, C, ob) with alpha = {m} + r - 1)")
+    r = alpha - m + 1
+    (pt, pl), (pb, pr) = get_pad_tuple_nd(padding, [r, r], op)
+    oh, ow = h + pt + pb - r + 1, w + pl + pr - r + 1
+    nh, nw = -(-oh // m), -(-ow // m)
+    tiles = n * nh * nw
+    dtype = dt.canonical(out_dtype or data.dtype)
+    at, bt, _ = winograd_matrices(m, r)
+    zero = _op.const(0, dtype)
+
+    def read(p, ci, a, b):
+        t = p % (nh * nw)
+        y, x = (t // nw) * m + a - pt, (t % nw) * m + b - pl
+        inside = _op.all(y >= 0, y < h, x >= 0, x < w)
+        v = data[p // (nh * nw), ci // ib, _op.max(_op.min(y, h - 1), 0), _op.max(_op.min(x, w - 1), 0), ci % ib]
+        return _op.if_then_else(inside, v if v.dtype == dtype else _op.cast(dtype, v), zero)
+
+    # B^T d B and A^T M A, each as two passes of one matrix (rows, then columns)
+    V1 = te.compute((alpha, alpha, tiles, c), lambda e1, b, p, ci: _select_by(e1, [
+        _const_sum([(bt[i, a], read(p, ci, a, b)) for a in range(alpha)], dtype) for i in range(alpha)]),
+        name=op + "_V1")
+    V = te.compute((ee, tiles, c), lambda e, p, ci: _select_by(e % alpha, [
+        _const_sum([(bt[j, b], V1[e // alpha, b, p, ci]) for b in range(alpha)], dtype) for j in range(alpha)]),
+        name=op + "_V")
+    rc = te.reduce_axis((0, c), name="rc")
+    M = te.compute((ee, ko, tiles, ob), lambda e, k, p, ki: te.sum(
+        V[e, p, rc] * (U[e, k, rc, ki] if U.dtype == dtype else _op.cast(dtype, U[e, k, rc, ki])), axis=rc),
+        name=op + "_M")
+    Y1 = te.compute((m, alpha, ko, tiles, ob), lambda i, b, k, p, ki: _select_by(i, [
+        _const_sum([(at[r_, a], M[a * alpha + b, k, p, ki]) for a in range(alpha)], dtype) for r_ in range(m)]),
+        name=op + "_Y1")
+
+    def y_body(bn, k, y, x, ki):
+        p = bn * (nh * nw) + (y // m) * nw + x // m
+        return _select_by(x % m, [_const_sum([(at[j, b], Y1[y % m, b, k, p, ki]) for b in range(alpha)], dtype)
+                                  for j in range(m)])
+
+    return te.compute((n, ko, oh, ow, ob), y_body, name=op, tag=op, attrs={"tile_size": m, "tiles": tiles})

@@ -6,6 +6,7 @@ found by tag, injective producers inlined, elementwise consumers computed in the
 from ..nn import batch_matmul, conv2d_hwcn, conv2d_NCHWc, conv2d_nchw, dense, depthwise_conv2d_nchw  # noqa: F401 (as TVM)
 from .conv2d import (nchwc_blocks, schedule_conv2d_hwcn, schedule_conv2d_NCHWc, schedule_conv2d_nchw,  # noqa: F401
                      schedule_conv2d_transpose_nchw, schedule_depthwise_conv2d_nchw, schedule_group_conv2d_nchw)
+from .conv2d_winograd import schedule_conv2d_winograd_NCHWc  # noqa: F401
 from .depthwise_conv2d import schedule_depthwise_conv2d_NCHWc  # noqa: F401
 from .dense import (dense_nopack, dense_pack, schedule_batch_matmul, schedule_dense, schedule_dense_nopack,  # noqa: F401
                     schedule_dense_pack, schedule_matmul)

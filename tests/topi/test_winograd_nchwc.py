@@ -1,0 +1,96 @@
+"""The blocked Winograd convolution (``topi.nn.conv2d_winograd_NCHWc`` with its x86 schedule) and its use by
+relay.build for 3x3 convolutions, against the direct convolution on random data."""
+import json
+
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+from tvmlab import te, topi
+from tvmlab.topi import testing as ref
+from tvmlab.topi.utils import OperatorError
+
+TARGET = "llvm"
+
+
+def _nchwc(x, b):
+    n, c, h, w = x.shape
+    return x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2).copy()
+
+
+@pytest.mark.parametrize("c,o,h,w,pad,ib,ob", [
+    (16, 24, 9, 11, 1, 8, 8),          # tiles that do not divide the output; blocks of one vector
+    (16, 16, 8, 6, (0, 2, 1, 0), 16, 8),  # uneven padding, a two-vector input block
+])
+def test_winograd_nchwc_with_tail_matches_direct(c, o, h, w, pad, ib, ob, rng):
+    x = rng.standard_normal((1, c, h, w)).astype("float32")
+    k = rng.standard_normal((o, c, 3, 3)).astype("float32")
+    bias = rng.standard_normal(o).astype("float32")
+    W = te.placeholder((o, c, 3, 3), name="W")
+    U = topi.nn.winograd_weight_transform_NCHWc(W, 4, ob)
+    fu = tvm.build(te.create_schedule(U.op), [W, U], TARGET)
+    u = tvm.nd.array(np.full([int(d) for d in U.shape], np.nan, "float32"))
+    fu(tvm.nd.array(k), u)
+
+    X = te.placeholder((1, c // ib, h, w, ib), name="X")
+    Up = te.placeholder(U.shape, name="U")
+    B = te.placeholder((1, o // ob, 1, 1, ob), name="B")
+    conv = topi.nn.conv2d_winograd_NCHWc(X, Up, pad)
+    out = topi.nn.relu(conv + B)
+    s = topi.x86.schedule_conv2d_winograd_NCHWc([out], target=TARGET)
+    f = tvm.build(s, [X, Up, B, out], TARGET)
+    got = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
+    f(tvm.nd.array(_nchwc(x, ib)), u, tvm.nd.array(bias.reshape(1, o // ob, 1, 1, ob).copy()), got)
+
+    pt, pl, pb, pr = (pad,) * 4 if isinstance(pad, int) else pad
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    want = np.maximum(ref.conv2d_nchw_python(xp, k, 1, 0) + bias[None, :, None, None], 0)
+    np.testing.assert_allclose(got.numpy(), _nchwc(want, ob), rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_winograd_nchwc_checks_its_operands():
+    X = te.placeholder((1, 2, 8, 8, 8), name="X")
+    with pytest.raises(OperatorError, match="do not match"):
+        topi.nn.conv2d_winograd_NCHWc(X, te.placeholder((36, 2, 24, 8), name="U"), 1)   # C 16 != 24
+    with pytest.raises(OperatorError, match="do not divide"):
+        topi.nn.winograd_weight_transform_NCHWc(te.placeholder((12, 16, 3, 3), name="W"), 4, 8)
+
+
+def _residual(channels, size, seed=0):
+    from tvmlab.bench import models
+    return models.residual_block(channels=channels, size=size, seed=seed), (1, channels, size, size)
+
+
+def _build(model, shape, **config):
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    mod, params = relay.frontend.from_onnx(model, shape={"data": shape})
+    with tvm.transform.PassContext(opt_level=3, config=config):
+        lib = relay.build(mod, target=TARGET, params=params)
+    names = [n["name"] for n in json.loads(lib.get_graph_json())["nodes"] if n["op"] == "tvm_op"]
+    return graph_executor.GraphModule(lib["default"](tvm.cpu(0))), names
+
+
+def test_relay_build_uses_winograd_for_wide_3x3_convs(rng):
+    ort = pytest.importorskip("onnxruntime")
+    model, shape = _residual(64, 12)
+    x = rng.standard_normal(shape).astype("float32")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"data": x})[0]
+    outs = {}
+    for on in (True, False):
+        g, names = _build(model, shape, **{"relay.conv2d_winograd": on})
+        assert any("winograd" in n for n in names) == on, names
+        g.set_input("data", x)
+        g.run()
+        outs[on] = g.get_output(0).numpy()
+        np.testing.assert_allclose(outs[on], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_narrow_or_small_convs_stay_direct():
+    model, shape = _residual(16, 12)           # 16 channels: the transforms would cost what they save
+    _, names = _build(model, shape)
+    assert not any("winograd" in n for n in names), names
+    model, shape = _residual(64, 6)            # 4 output tiles
+    _, names = _build(model, shape)
+    assert not any("winograd" in n for n in names), names

@@ -1,0 +1,75 @@
+"""CPU schedule of ``topi.nn.conv2d_winograd_NCHWc`` and the element-wise tail fused after it.
+
+    U = topi.nn.winograd_weight_transform_NCHWc(W, 4, 16)          # a constant in a model
+    out = topi.nn.relu(topi.nn.conv2d_winograd_NCHWc(X, U, 1))
+    s = topi.x86.schedule_conv2d_winograd_NCHWc([out])
+
+The input transform runs one task per (tile, channel block), the alpha x alpha points unrolled over a
+vector of channels, so each transform is its non-zero constants only.  The product ``M`` is one matrix
+product per point, register-tiled as ``topi.x86.schedule_batch_matmul`` tiles: tiles x a block of
+output channels, summed over the input channels.  The output is stored one m x m tile at a time (its
+points unrolled), through the tail (bias, activation, residual add) on the way.
+"""
+from __future__ import annotations
+
+from ..matmul import accumulate_in_registers, tile_rows
+from ..utils import const_or_none, with_cpu_target
+from .injective import fused_group, schedule_others
+
+TAG = "conv2d_winograd_NCHWc"
+
+
+@with_cpu_target
+def schedule_conv2d_winograd_NCHWc(outs, target=None):
+    """Schedule a fused group whose anchor is ``conv2d_winograd_NCHWc``."""
+    s, outs, conv, out = fused_group(outs, (TAG,), "schedule_conv2d_winograd_NCHWc", target)
+    m = int(conv.attrs["tile_size"])
+    M = next(t for t in conv.input_tensors if t.op.name.endswith("_Y1")).op.input_tensors[0]
+    Y1 = next(t for t in conv.input_tensors if t.op.name.endswith("_Y1"))
+    V = M.op.input_tensors[0]
+    V1 = V.op.input_tensors[0]
+    block = const_or_none(V1.op.input_tensors[0].shape[4])     # the data's channel block
+
+    # input transform: per (tile, channel block), the rows pass into a small local array, then the columns
+    e, p, c = s[V].op.axis
+    co, ci = s[V].split(c, factor=block)
+    s[V].reorder(p, co, e, ci)
+    task = s[V].fuse(p, co)
+    s[V].parallel(task)
+    s[V].unroll(e)
+    s[V].vectorize(ci)
+    s[V1].compute_at(s[V], task)
+    e1, b, _, c1 = s[V1].op.axis
+    s[V1].unroll(e1)
+    s[V1].unroll(b)
+    s[V1].vectorize(c1)
+
+    ob = const_or_none(M.shape[3])
+    rows = min(tile_rows(ob, M.dtype, target), const_or_none(M.shape[2]))
+    acc = s.cache_write(M, "global")
+    e, k, p, ki = s[M].op.axis
+    po, pi = s[M].split(p, factor=rows)
+    s[M].reorder(e, k, po, pi, ki)
+    s[M].parallel(s[M].fuse(e, k))
+    s[M].unroll(pi)
+    s[M].vectorize(ki)
+    s[acc].compute_at(s[M], po)
+    accumulate_in_registers(s[acc])
+
+    # output transform: one m x m tile at a time, the rows pass first
+    if out.op is not conv:
+        s[conv].compute_inline()
+    bn, k, y, x, ki = s[out].op.axis
+    yo, yi = s[out].split(y, factor=m)
+    xo, xi = s[out].split(x, factor=m)
+    s[out].reorder(bn, k, yo, xo, yi, xi, ki)
+    s[out].parallel(s[out].fuse(bn, k, yo))
+    s[out].unroll(yi)
+    s[out].unroll(xi)
+    s[out].vectorize(ki)
+    s[Y1].compute_at(s[out], xo)
+    i, b, *_, k1 = s[Y1].op.axis
+    s[Y1].unroll(i)
+    s[Y1].unroll(b)
+    s[Y1].vectorize(k1)
+    return schedule_others(s, outs, conv, out, target)
