@@ -140,6 +140,12 @@ REWRITES = [
     (op.logical_and(x < 5, x > 7), {}, False),
     (op.logical_and(x < 5, i < 10), {"i": (0, 10)}, x < 5),
     (op.logical_or(x < 5, i < 10), {"i": (0, 10)}, True),
+    # digits of an index put back together (floor division: any sign)
+    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), {}, op.floormod(x, 144)),
+    (op.floordiv(x, 2304) * 2304 + op.floormod(op.floordiv(x, 144), 16) * 144
+     + op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), {}, x),
+    (op.floormod(op.floordiv(x, 16), 9) * 32 + op.floormod(x, 16) * 2 + y, {}, op.floormod(x, 144) * 2 + y),
+    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 8), {}, None),      # not digits of one number
     # select
     (E.Select(x < 0, y, y), {}, y),
     (E.Select(x < 0, y, z), {"x": (0, 5)}, z),

@@ -106,6 +106,21 @@ def test_gemm_barriers_are_uniform_and_one_per_iteration(n, transposed_a):
     assert src.count("__syncthreads()") == 2                                 # before the loop, in it
 
 
+def test_cooperative_copy_loops_need_no_barrier_inside():
+    """A fused copy loop writes element ``outer * threads + thread`` (its tensor's digits put back together):
+    no two threads or iterations write one element, so the copies need one barrier after them, not one
+    per iteration."""
+    from tvmlab import topi
+    with tvm.target.Target("cuda"):
+        X, W = te.placeholder((16, 64, 56, 56), name="X"), te.placeholder((64, 64, 3, 3), name="W")
+        out = topi.nn.conv2d_nchw(X, W, 1, 1, 1)
+        s = topi.cuda.schedule_conv2d_nchw([out])
+    k = kernel_of(s, [X, W, out])
+    assert divergent_barriers(k) == []
+    src = tvm.build(s, [X, W, out], "cuda").imported_modules[0].get_source()
+    assert src.count("__syncthreads()") == 2       # copies -> reads, reads -> next copies
+
+
 def test_gemm_without_double_buffer_syncs_each_hand_off():
     s, args, _ = gemm(64, double_buffer=False)
     k = kernel_of(s, args)

@@ -268,12 +268,16 @@ class Simplifier(DivModRules):
     def _merge_divmod(self, s):
         """Use x == (x // c) * c + x % c (floor and truncating pairs alike) to shorten a sum.
 
-        ``(x // c) * c + x % c`` -> ``x`` and ``x - (x // c) * c`` -> ``x % c``.
+        ``(x // c) * c + x % c`` -> ``x`` and ``x - (x // c) * c`` -> ``x % c``; with floor division also
+        ``(x // b) % a * b + x % b`` -> ``x % (a * b)``, so an index split into digits (a fused copy loop's
+        flat index taken apart by its tensor's shape) is put back together.
         """
         if len(s.terms) < 2:
             return s
-        for _ in range(4):
+        for _ in range(8):
             r = self._merge_pair(s)
+            if r is None:
+                r = self._merge_digits(s)
             if r is None:
                 r = self._fold_remainder(s)
             if r is None:
@@ -299,6 +303,25 @@ class Simplifier(DivModRules):
             s = L.add_term(s, k, f, -t)
             s = L.add_term(s, dkey, hit[0], -t * q)
             return L.add(s, L.scale(self.form(m.a), t))
+        return None
+
+    def _merge_digits(self, s):
+        for k, (f, c) in s.terms.items():
+            m = f[0]
+            if len(f) != 1 or type(m) is not E.FloorMod or type(m.b) is not E.IntImm or m.b.value <= 0:
+                continue
+            d = m.a
+            if type(d) is not E.FloorDiv or type(d.b) is not E.IntImm or d.b.value <= 0:
+                continue
+            b = d.b.value
+            low = (self.key(E.FloorMod(d.a, d.b)),)
+            hit = s.terms.get(low)
+            if hit is None or c % b or (c > 0) != (hit[1] > 0):
+                continue
+            t = min(abs(c // b), abs(hit[1])) * (1 if c > 0 else -1)
+            s = L.add_term(s, k, f, -t * b)
+            s = L.add_term(s, low, hit[0], -t)
+            return L.add(s, L.scale(self.form(self.visit(E.FloorMod(d.a, E.IntImm(d.b.dtype, b * m.b.value)))), t))
         return None
 
     def _fold_remainder(self, s):
