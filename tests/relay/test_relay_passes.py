@@ -150,6 +150,24 @@ def test_concat_group_takes_its_injective_inputs():
     assert ["nn.conv2d"] in got and ["nn.max_pool2d"] in got
 
 
+def test_unfused_concatenate_takes_its_tuple_and_runs(rng):
+    """Level 0 fuses nothing, but a concatenate's tuple goes with it (a kernel takes tensors); FoldConstant
+    compiles at level 0, so a concatenate of constants folds."""
+    x, y = relay.var("x", shape=(2, 3)), relay.var("y", shape=(2, 3))
+    c = relay.concatenate([relay.add(x, y), y], axis=1)
+    assert groups(run(c, T.FuseOps(0))) == [["add"], ["concatenate"]]
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], c))
+    with tvm.transform.PassContext(opt_level=0):
+        m = graph_executor.GraphModule(relay.build(mod, target="llvm")["default"](tvm.cpu(0)))
+    a, b = rng.standard_normal((2, 2, 3)).astype("float32")
+    m.run(x=a, y=b)
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.concatenate([a + b, b], axis=1), rtol=1e-6)
+    k = [relay.const(v) for v in rng.standard_normal((2, 2, 3)).astype("float32")]
+    folded = run(relay.add(relay.concatenate([x, x], axis=1), relay.concatenate(k, axis=1)),
+                 T.FoldConstant())["main"].body
+    assert count_calls(folded, "concatenate") == 1      # x's; the constants' is folded
+
+
 def bn_net(rng):
     x = relay.var("x", shape=(1, 3, 6, 6))
     w = relay.const(rng.standard_normal((4, 3, 3, 3)).astype("float32"))

@@ -74,8 +74,15 @@ class IntrinMixin:
         args, half = self._promote(args)
         t = args[0].ty
         bl = self.b
-        if op == "exp" and L.elem(t) == "float" and L.lanes(t) > 1:
+        vec32 = L.elem(t) == "float" and L.lanes(t) > 1
+        if op == "exp" and vec32:
             r = self.vector_expf(args[0])
+        elif op == "tanh" and vec32:
+            r = self.vector_tanhf(args[0])
+        elif op == "sigmoid" and vec32:
+            one = L.splat_const(L.const("float", 1.0), L.lanes(t))
+            ex = self.vector_expf(bl.fneg(args[0]))
+            r = bl.binop("fdiv", one, bl.binop("fadd", one, ex, FP_FLAGS), FP_FLAGS, hint="sigmoid")
         elif op in _LLVM_UNARY:
             r = self.intrinsic("llvm." + _LLVM_UNARY[op], t, args[:1], [t])
         elif op in _LLVM_BINARY:
@@ -134,6 +141,32 @@ class IntrinMixin:
         p = bl.select(bl.fcmp("ogt", x, c(hi)), c(float("inf")), p)
         p = bl.select(bl.fcmp("olt", x, c(lo)), c(0.0), p)
         return bl.select(bl.fcmp("uno", x, x), x, p, hint="exp")
+
+    def vector_tanhf(self, x):
+        """tanh of a float32 vector, inline (libm's tanhf would be called once per lane; an LSTM step is
+        mostly its gates' tanh and sigmoid).
+
+        Cephes' tanhf: below |x| = 0.625 an odd polynomial x + x^3 P(x^2) (no cancellation near 0), above it
+        1 - 2 / (exp(2|x|) + 1); the sign of x (-0 stays -0; exp overflowing to inf gives exactly 1).  About 2 ulp;
+        NaN stays NaN.
+        """
+        bl = self.b
+        t = x.ty
+        n = L.lanes(t)
+
+        def c(v):
+            return L.splat_const(L.const("float", _f32(v)), n)
+
+        ax = self.intrinsic("llvm.fabs", t, [x], [t])
+        z = bl.binop("fmul", x, x)
+        p = c(-5.70498872745e-3)
+        for coef in (2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1):
+            p = self.intrinsic("llvm.fma", t, [p, z, c(coef)], [t])
+        small = self.intrinsic("llvm.fma", t, [bl.binop("fmul", p, z), x, x], [t])
+        e = self.vector_expf(bl.binop("fadd", ax, ax))
+        big = bl.binop("fsub", c(1.0), bl.binop("fdiv", c(2.0), bl.binop("fadd", e, c(1.0))))
+        r = bl.select(bl.fcmp("olt", ax, c(0.625)), small, big)
+        return self.intrinsic("llvm.copysign", t, [r, x], [t])
 
     # ------------------------------------------------------------ Call nodes
     def _e_Call(self, e):

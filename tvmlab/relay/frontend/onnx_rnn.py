@@ -35,10 +35,17 @@ def _pick(r, x, d):
     return r.squeeze(r.strided_slice(x, begin=[d], end=[d + 1], axes=[0]), axis=[0])
 
 
-def _steps(r, x, n):
-    """The ``n`` slices ``x[t]`` of a (seq, ...) tensor."""
-    parts = r.split(x, indices_or_sections=n, axis=0) if n > 1 else [x]
-    return [r.squeeze(parts[t], axis=[0]) for t in range(n)]
+def step_inputs(r, op, proj, seq, batch, hidden):
+    """Each step's input projection from ``proj`` (seq, batch, gates * hidden): (batch, gates * hidden) for
+    LSTM and RNN; for GRU the pair (z and r gates (batch, 2 * hidden), h gate (batch, hidden)), the gate
+    order's h last in ONNX's and PyTorch's.  Each is sliced straight from ``proj`` for its one reader, so
+    FuseOps folds the slice into the step's kernel (a slice read by several kernels would be a copy kernel of
+    its own every step)."""
+    def piece(t, lo, hi):
+        return r.squeeze(r.strided_slice(proj, begin=[t, 0, lo], end=[t + 1, batch, hi]), axis=[0])
+    if op == "GRU":
+        return [[piece(t, 0, 2 * hidden), piece(t, 2 * hidden, 3 * hidden)] for t in range(seq)]
+    return [piece(t, 0, _GATES[op] * hidden) for t in range(seq)]
 
 
 @converter("LSTM", "GRU", "RNN")
@@ -96,7 +103,7 @@ def _rnn(ctx, node):
             parts = r.split(bd, indices_or_sections=2, axis=0)
             proj = r.add(proj, parts[0])
             rb = parts[1]
-        xs = _steps(r, r.reshape(proj, newshape=(seq, batch, g * hidden)), seq)
+        xs = step_inputs(r, op, r.reshape(proj, newshape=(seq, batch, g * hidden)), seq, batch, hidden)
         zero = r.const(np.zeros((batch, hidden), dtype))
         h = zero if h0 is None else _pick(r, h0, d)
         c = zero if c0 is None else _pick(r, c0, d)
@@ -104,7 +111,8 @@ def _rnn(ctx, node):
         f = fns[d * n_act:(d + 1) * n_act]
         out = [None] * seq
         for t in (reversed(range(seq)) if reverse else range(seq)):
-            h, c = rnn_cell(r, op, xs[t], h, c, rd, rb, pd, f, clip, bool(node.attr("linear_before_reset", 0)))
+            h, c = rnn_cell(r, op, xs[t], h, c, rd, rb, pd, f, clip, bool(node.attr("linear_before_reset", 0)),
+                            hidden)
             out[t] = h
         ys.append(r.concatenate([r.expand_dims(o, axis=0) for o in out], axis=0))
         hs.append(h)
@@ -121,30 +129,34 @@ def _rnn(ctx, node):
 ONNX_ORDER = {"LSTM": "iofc", "GRU": "zrh", "RNN": "h"}
 
 
-def rnn_cell(r, op, xt, h, c, rd, rb, peep, fns, clip, linear_before_reset, order=None):
+def rnn_cell(r, op, xt, h, c, rd, rb, peep, fns, clip, linear_before_reset, hidden, order=None):
     """One time step: (new h, new c) (c is unchanged for GRU and RNN). ``xt`` is the step's input projection
-    (bias included), ``rd``/``rb`` the recurrent weight and bias, ``order`` the gates' order in them (ONNX's by
-    default; PyTorch's LSTM is "ifco", its GRU "rzh" with linear_before_reset)."""
+    (bias included; for GRU its two parts, see ``step_inputs``), ``rd``/``rb`` the recurrent weight and bias,
+    ``hidden`` the hidden size, ``order`` the gates' order in them (ONNX's by default; PyTorch's LSTM is "ifco",
+    its GRU "rzh" with linear_before_reset)."""
     order = order or ONNX_ORDER[op]
 
     def clipped(v):
         return v if clip is None else r.clip(v, -float(clip), float(clip))
 
     if op == "GRU":
-        xg = r.split(xt, indices_or_sections=3, axis=1)
-        rds = r.split(rd, indices_or_sections=3, axis=0)
-        rbs = r.split(rb, indices_or_sections=3, axis=0) if rb is not None else [None] * 3
-        gz, gr, gh = (order.index(g) for g in "zrh")
+        # z and r in one product (one kernel with their activation), then h's product with the update
+        xzr, xh = xt
 
-        def rec(k, state):
-            v = r.nn.dense(state, rds[k])
-            return v if rbs[k] is None else r.add(v, rbs[k])
-        z = fns[0](clipped(r.add(xg[gz], rec(gz, h))))
-        rr = fns[0](clipped(r.add(xg[gr], rec(gr, h))))
+        def rows(v, g0, g1):         # gates g0 .. g1 - 1 of a recurrent weight or bias
+            return r.strided_slice(v, begin=[g0 * hidden], end=[g1 * hidden], axes=[0])
+        zr = r.add(xzr, r.nn.dense(h, rows(rd, 0, 2)))
+        if rb is not None:
+            zr = r.add(zr, rows(rb, 0, 2))
+        zrs = r.split(fns[0](clipped(zr)), indices_or_sections=2, axis=1)
+        z, rr = zrs[order.index("z")], zrs[order.index("r")]
         if linear_before_reset:
-            cand = r.add(xg[gh], r.multiply(rr, rec(gh, h)))
+            rec = r.nn.dense(h, rows(rd, 2, 3))
+            rec = rec if rb is None else r.add(rec, rows(rb, 2, 3))
+            cand = r.add(xh, r.multiply(rr, rec))
         else:
-            cand = r.add(xg[gh], rec(gh, r.multiply(rr, h)))
+            rec = r.nn.dense(r.multiply(rr, h), rows(rd, 2, 3))
+            cand = r.add(xh, rec if rb is None else r.add(rec, rows(rb, 2, 3)))
         hh = fns[1](clipped(cand))
         one = r.const(1.0, "float32")
         return r.add(r.multiply(r.subtract(one, z), hh), r.multiply(z, h)), c

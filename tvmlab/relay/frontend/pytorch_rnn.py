@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .common import FrontendError
-from .onnx_rnn import rnn_cell
+from .onnx_rnn import rnn_cell, step_inputs
 
 _ORDER = {"LSTM": "ifco", "GRU": "rzh", "RNN": "h"}
 
@@ -51,14 +51,12 @@ def _rnn(op, act="tanh"):
                 if has_b:
                     proj = r.add(proj, w[2])
                 g = c.shape(w[0])[0]
-                steps = r.split(r.reshape(proj, newshape=(seq, batch, g)), indices_or_sections=seq, axis=0) \
-                    if seq > 1 else [proj]
-                xs = [r.reshape(steps[t], newshape=(batch, g)) for t in range(seq)]
+                xs = step_inputs(r, op, r.reshape(proj, newshape=(seq, batch, g)), seq, batch, hidden)
                 h, cc = state(h0s, layer * dirs + d), state(c0s, layer * dirs + d)
                 ys = [None] * seq
                 for t in (reversed(range(seq)) if d == 1 else range(seq)):
                     h, cc = rnn_cell(r, op, xs[t], h, cc, w[1], w[3] if has_b else None, None, fns, None,
-                                     True, _ORDER[op])
+                                     True, hidden, _ORDER[op])
                     ys[t] = h
                 outs.append(r.concatenate([r.expand_dims(y, axis=0) for y in ys], axis=0))
                 hs.append(h)

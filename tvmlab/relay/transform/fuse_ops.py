@@ -180,7 +180,9 @@ def find_groups(body, fuse_opt_level=2):
         p = pattern_of(n)
         us = users.get(n, [])
         target = None
-        if fuse_opt_level > 0 and n not in outputs and us:
+        # a tuple read by one operator (concatenate's) goes into that operator's group even unfused: a kernel
+        # takes tensors, not tuples
+        if (fuse_opt_level > 0 or p == P.TUPLE) and n not in outputs and us:
             gs = {id(group_of.get(u)) for u in us}
             g = group_of.get(us[0])
             if g is not None and len(gs) == 1 and _can_join(n, p, g, users):

@@ -63,11 +63,27 @@ def _packed(s, dense, out, target):
     jo, ji = s[out].split(j, factor=block)
     iio, iii = s[out].split(ii, factor=rows)
     s[out].reorder(jo, *lead, io, iio, iii, ji)
-    s[out].parallel(s[out].fuse(jo, *lead, io))
+    outer = s[out].fuse(jo, *lead, io)
+    if not _tiny(out, dense):
+        s[out].parallel(outer)
     s[out].unroll(iii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], iio)
     accumulate_in_registers(s[acc])
+
+
+SERIAL_MACS = 1 << 17   # a product of fewer multiply-adds (an RNN step's, a few microseconds) runs on one thread
+
+
+def _tiny(out, dense):
+    """Whether the product is too small to pay for waking and joining a thread team (static shapes only)."""
+    n = 1
+    for d in list(out.shape) + [dense.reduce_axis[0].dom.extent]:
+        v = const_or_none(d)
+        if v is None:
+            return False
+        n *= v
+    return n < SERIAL_MACS
 
 
 @with_cpu_target
