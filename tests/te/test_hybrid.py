@@ -184,7 +184,8 @@ def test_calls_captures_and_lists(check_build):
         for i in range(a.shape[0]):
             c[i] = t[i]
             for k in const_range(len(ws)):  # noqa: F821
-                c[i] += ws[k] * a[i]
+                w = ws[k]                        # a constant, declared again in each unrolled copy
+                c[i] += w * a[i]
         return c
 
     a = te.placeholder((N,), name="a")

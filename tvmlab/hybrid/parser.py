@@ -31,6 +31,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import op as _op
 from ..ir.arith import Analyzer
+from ..ir.functor import substitute
 from ..ir.hybrid import HybridOp
 from ..ir.stmt import AssertStmt, AttrStmt, For, IfThenElse, ProducerRealize, ProducerStore, seq
 from ..ir.tensor import PlaceholderOp, Range, Tensor, is_thread_tag
@@ -69,6 +70,7 @@ class Parser:
         self.outputs = []            # output_tensor placeholders, in declaration order
         self.returned = None
         self.device = 0              # depth of bind loops around the statement being read
+        self.loop_names = set()      # names of the loop variables so far (each axis has its own)
         self.ana = Analyzer()
 
     # ------------------------------------------------------------ errors
@@ -149,10 +151,9 @@ class Parser:
         for name, u in self.usage.items():
             if u.scope is not scope_node or name not in self.symbols:
                 continue
-            kind, val = self.symbols[name]
+            kind, val = self.symbols.pop(name)       # out of scope (const_range declares it again)
             if kind not in ("buffer", "scalar", "callee"):
                 continue
-            del self.symbols[name]
             for t, scope in (val if kind == "callee" else [val]):
                 if scope == "global":
                     body = self.wrap_binds(body)        # global memory is allocated outside kernels
@@ -240,12 +241,21 @@ class Parser:
                 bodies.append(self.realize(node, self.block(node.body)))
                 del self.symbols[name]
             return seq(*bodies)
-        var = E.Var(name, "int64" if ext.dtype == "int64" else "int32")
+        var = E.Var(self._loop_name(name), "int64" if ext.dtype == "int64" else "int32")
         is_zero = isinstance(low, E.IntImm) and low.value == 0
         self.symbols[name] = ("loop", var if is_zero else _op.add(var, low))
         body = self.realize(node, self.block(node.body))
         del self.symbols[name]
         return For(var, _op.const(0, var.dtype), ext, kind, body)
+
+    def _loop_name(self, name):
+        """``name``, or ``name1``, ``name2``... for a later loop reusing it: axes are found by name."""
+        base, k = name, 0
+        while name in self.loop_names:
+            k += 1
+            name = f"{base}{k}"
+        self.loop_names.add(name)
+        return name
 
     def _bind_loop(self, node, name, args):
         if len(args) != 2 or not isinstance(args[0], str):
@@ -302,8 +312,8 @@ class Parser:
             if isinstance(rhs, intrinsics.Alloc):
                 t = PlaceholderOp(name, rhs.shape, rhs.dtype).output(0)
                 if rhs.scope == "output":
-                    if self.device:
-                        self.error(node, "output_tensor() inside a bind() loop; declare outputs before the loops")
+                    if u.scope is not self.fdef:
+                        self.error(node, "output_tensor() inside a loop; declare outputs before the loops")
                     self.symbols[name] = ("output", t)
                     self.outputs.append(t)
                 else:
@@ -333,7 +343,12 @@ class Parser:
             if n.id in self.symbols or self.usage[n.id].decl is not n:
                 self.error(node, f"{n.id!r} is assigned more than once; a hybrid function's output needs a new name")
             self.symbols[n.id] = ("callee", [(t, "global")])
-        return op.body
+        renames = {}
+        for iv in op.axis:                  # the callee's loops become axes of this script: unique names
+            name = self._loop_name(iv.var.name)
+            if name != iv.var.name:
+                renames[iv.var] = E.Var(name, iv.var.dtype)
+        return substitute(op.body, renames)
 
     def target(self, node):
         """(tensor, indices) written by ``node`` (``x[i, j]`` or a scalar variable ``x``)."""
