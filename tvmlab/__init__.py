@@ -6,6 +6,7 @@
 import sys as _sys
 
 from . import errors, ir, te, tir  # noqa: F401
+from . import hybrid  # noqa: F401  (te.hybrid: registers itself as tvmlab.te.hybrid)
 from . import codegen, runtime  # noqa: F401
 from . import lower as _passes  # noqa: F401  (the pass package; tvmlab.lower is the function)
 from .codegen.registry import Target, register_target  # noqa: F401

@@ -23,6 +23,11 @@ class DSLError(TVMLabError, TypeError):
     """A tensor expression is malformed (wrong arity, bad dtype, ...)."""
 
 
+class HybridScriptError(DSLError, ValueError):
+    """A hybrid script (``te.hybrid.script``) uses Python the script language does not have, or
+    misuses what it has; the message names the script's file and line."""
+
+
 class ScheduleError(TVMLabError, ValueError):
     """A schedule primitive cannot apply; the schedule is left unchanged."""
 

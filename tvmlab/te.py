@@ -22,6 +22,7 @@ from .ir.op import (abs, acos, all, any, asin, atan, ceil, const, cos, cosh, erf
 from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
 from .ir.tensor import TensorSlice  # noqa: F401
 from .ir.extern import ExternOp, ScanOp, extern, scan  # noqa: F401  (te.extern, te.scan)
+from .ir.hybrid import HybridOp  # noqa: F401  (te.hybrid.script's operation; te.hybrid itself: tvmlab/hybrid)
 from .ir.tensor import is_thread_tag as _is_thread_tag
 from .schedule import Schedule, Stage, create_schedule  # noqa: F401
 from .schedule.tensorize import TensorIntrin, decl_tensor_intrin  # noqa: F401

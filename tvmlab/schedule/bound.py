@@ -210,8 +210,9 @@ def infer_bound(sch, bodies=None):
         if st.attach_type == "inline":
             continue
         op = st.op
-        if extern_ops.is_special(op):        # te.extern / te.scan: whole outputs, a scan's own axes
+        if extern_ops.is_special(op):        # te.extern / scan / hybrid: whole outputs, their own axes
             extern_ops.set_domains(st, dom_map)
+            pass_down_domain(st, dom_map, ana.simplify)     # a hybrid stage's split and fused loops
             for iv in st.all_iter_vars:
                 ana.bind(iv.var, dom_map[iv])
             continue

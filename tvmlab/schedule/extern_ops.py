@@ -32,7 +32,9 @@ BUFFER_BIND = "buffer_bind_scope"
 
 
 def is_special(op):
-    return isinstance(op, (ExternOp, ScanOp))
+    """Extern, scan and hybrid stages: whole-tensor outputs, inputs read whole."""
+    from ..ir.hybrid import HybridOp
+    return isinstance(op, (ExternOp, ScanOp, HybridOp))
 
 
 # ------------------------------------------------------------ schedule creation
@@ -81,9 +83,9 @@ def stage_reads(sch, st):
 
 
 def set_domains(st, dom_map):
-    """Ranges of a scan's own axes (an extern stage has none)."""
+    """Ranges of a scan's own axes and of a hybrid stage's loops (an extern stage has none)."""
     op = st.op
-    if isinstance(op, ScanOp):
+    if not isinstance(op, ExternOp):
         for iv in op.root_iter_vars:
             dom_map[iv] = iv.dom
 
@@ -108,6 +110,9 @@ def realize_bounds(st, tensor):
 
 
 def make_nest(builder, st):
+    from . import hybrid_ops
+    if hybrid_ops.is_hybrid(st.op):
+        return hybrid_ops.make_nest(builder, st)
     if isinstance(st.op, ExternOp):
         return _extern_nest(builder, st)
     return _scan_nest(builder, st)

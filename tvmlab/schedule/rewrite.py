@@ -21,6 +21,18 @@ def replace_tensor(sch, op, old, new):
     if isinstance(op, ExternOp):      # the same buffers and body, bound to the new input
         inputs = [new if canonical_tensor(sch, t) is old else t for t in op.inputs]
         return ExternOp(op.name, op.tag, op.attrs, inputs, op.input_placeholders, op.output_placeholders, op.body)
+    from ..ir.hybrid import HybridOp
+    if isinstance(op, HybridOp):      # the script's body reads (and may write) the new tensor
+        class H(IRMutator):
+            def visit_ProducerLoad(self, ld):
+                idx = tuple(self.visit(i) for i in ld.indices)
+                return ProducerLoad(new if canonical_tensor(sch, ld.producer) is old else ld.producer, idx)
+
+            def visit_ProducerStore(self, s):
+                t = new if canonical_tensor(sch, s.producer) is old else s.producer
+                return s.replace(producer=t, value=self.visit(s.value), indices=tuple(self.visit(i) for i in s.indices))
+        inputs = [new if canonical_tensor(sch, t) is old else t for t in op.inputs]
+        return HybridOp(op.name, op.tag, op.attrs, inputs, op.output_placeholders, H().visit(op.body), op.axis)
     if isinstance(op, ScanOp):
         from ..errors import ScheduleError
         raise ScheduleError(f"scan {op.name} reads {old.name} as its init or update; cache the tensors its "

@@ -179,7 +179,13 @@ class Stage:
     def _check_compute(self, prim):
         if not isinstance(self.op, ComputeOp) and not self.is_placeholder:
             if prim in ("compute_at", "compute_root"):
-                return                   # an extern or scan stage is placed like any other
+                return                   # an extern, scan or hybrid stage is placed like any other
+            from .hybrid_ops import PRIMITIVES, is_hybrid
+            if is_hybrid(self.op):
+                if prim in PRIMITIVES:
+                    return               # its loops are axes (schedule/hybrid_ops.py)
+                raise ScheduleError(f"{prim}: stage {self.name} is a hybrid script; its loops can be split, "
+                                    "fused, reordered, bound and annotated, but not " + prim)
             raise ScheduleError(f"{prim}: stage {self.name} is a {type(self.op).__name__} (te.extern / te.scan); "
                                 "its loops are its own: only compute_at and compute_root apply to it")
         if not isinstance(self.op, ComputeOp):
@@ -446,6 +452,10 @@ class Stage:
                 raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} is inlined "
                                     "and has no loops")
             scope = parent.axis(scope, "compute_at scope")
+            from .hybrid_ops import is_hybrid
+            if is_hybrid(parent.op):
+                raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} is a hybrid script, whose loops "
+                                    "hold only its own statements; compute it at the root")
             if not sch._reads_transitively(parent, self):
                 readers = [s.name for s in sch._consumers(self)]
                 raise ScheduleError(f"compute_at of {self.name}: stage {parent.name} does not read "
