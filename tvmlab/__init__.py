@@ -48,5 +48,7 @@ def load_ipython_extension(ip):
 
 
 ir.register_intrin_lowering = _ril       # tvm.ir.register_intrin_lowering (the rules live in lower/)
+from .driver.prim_func import create_prim_func as _cpf  # noqa: E402
+te.create_prim_func = _cpf      # te.create_prim_func (it builds on the driver, a layer above te)
 error = errors          # TVM's tvm.error: the same module (tvm.error.TVMError)
 _sys.modules[__name__ + ".error"] = errors

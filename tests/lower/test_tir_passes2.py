@@ -374,3 +374,31 @@ def test_instrument_bound_checkers_pass_on_allocations(rng):
     _, f = _checked_build(s, [A, B])
     with pytest.raises(tvm.TVMLabError, match="buffer 'tmp' written"):
         f(tvm.nd.array(rng.standard_normal(8).astype("float32")), tvm.nd.empty((8,), "float32"))
+
+
+# ------------------------------------------------------------------ Simplify: conditions decided by enclosing ifs
+def test_simplify_decides_an_if_its_enclosing_if_decided():
+    from tvmlab.analysis.interp import Interpreter
+    ib = tvm.tir.ir_builder.create()
+    A = ib.pointer("float32", name="A")
+    n, m = te.size_var("n"), te.size_var("m")
+    with ib.for_range(0, 8, name="i") as i:
+        with ib.if_scope(tvm.tir.all(ib.likely(i < n), i > m)):
+            with ib.if_scope(i < n):           # a conjunct of the outer condition: true here
+                A[i] = 1.0
+            with ib.if_scope(A[i] > 0.5):      # reads memory: never decided
+                with ib.if_scope(A[i] > 0.5):
+                    A[i] = A[i] + 1.0
+        with ib.else_scope():
+            with ib.if_scope(tvm.tir.all(i < n, i > m)):     # the else of the same condition: false
+                A[i] = -5.0
+            A[i] = 0.0
+    mod = tvm.IRModule.from_expr(tvm.tir.PrimFunc([A, n, m], ib.get()))
+    out = tvm.tir.transform.Simplify()(mod)["main"]
+    text = str(out)
+    assert "-5.0" not in text
+    assert text.count("0.5 < A[i]") == 2
+    assert text.count("if ") == 3
+    a = np.full(8, np.nan, "float32")
+    Interpreter(buffers={out.params[0]: a}, env={out.params[1]: 6, out.params[2]: 1}).run(out.body)
+    np.testing.assert_array_equal(a, [0, 0, 2, 2, 2, 2, 0, 0])

@@ -136,7 +136,7 @@ class Interpreter:
         del self.buffers[s.buffer_var]
 
     def s_Store(self, s):
-        buf = self._buffer(s.buffer_var)
+        buf = self._typed(self._buffer(s.buffer_var), s.value.dtype)
         idx, val = self.eval(s.index), self.eval(s.value)
         li, lv = dt.lanes(s.index.dtype), dt.lanes(s.value.dtype)
         if li != lv:
@@ -284,7 +284,7 @@ class Interpreter:
         return r if isinstance(args[0], np.ndarray) else r.item()
 
     def e_Load(self, e):
-        buf = self._buffer(e.buffer_var)
+        buf = self._typed(self._buffer(e.buffer_var), e.dtype)
         idx = self.eval(e.index)
         lanes = dt.lanes(e.dtype)
         if dt.lanes(e.index.dtype) != lanes:
@@ -309,6 +309,15 @@ class Interpreter:
         if var not in self.buffers:
             raise InterpError(f"buffer {var.name} is not allocated")
         return self.buffers[var]
+
+    @staticmethod
+    def _typed(buf, dtype):
+        """A byte buffer (uint8, as MergeDynamicSharedMemoryAllocations makes) seen as elements of the
+        access's type; any other buffer as it is, so a pass that mixes types still shows up."""
+        want = np.dtype(dt.to_numpy(dt.element_of(dtype)))
+        if buf.dtype != np.uint8 or want == buf.dtype or buf.size % want.itemsize:
+            return buf
+        return buf.view(want)
 
     def _mask(self, pred, lanes):
         if pred is None:

@@ -95,6 +95,22 @@ class Var(Expr):
     name: str
     dtype: str = "int32"
     serial: int = dataclasses.field(default_factory=lambda: next(_VAR_SERIAL), repr=False)
+    # A pointer's element type and memory scope (a PointerType), recorded by the Allocate
+    # of the pointer (``alloc.buffer_var.type_annotation.storage_scope``); None otherwise.
+    type_annotation: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimType:
+    """TVM's ``tvm.ir.PrimType``: the type of a scalar or vector value of ``dtype``."""
+    dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PointerType:
+    """TVM's ``tvm.ir.PointerType``: a pointer to ``element_type`` memory in ``storage_scope``."""
+    element_type: PrimType
+    storage_scope: str = "global"
 
 
 @node

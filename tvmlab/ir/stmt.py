@@ -111,6 +111,15 @@ class Allocate(Stmt):
     body: Stmt
     scope: str = "global"
 
+    def __post_init__(self):
+        # the pointer's type says where it points (TVM keeps the scope on the pointer's type)
+        from .expr import PointerType, PrimType, Var
+        v = self.buffer_var
+        if isinstance(v, Var):
+            ann = v.type_annotation
+            if ann is None or ann.storage_scope != self.scope or ann.element_type.dtype != self.dtype:
+                object.__setattr__(v, "type_annotation", PointerType(PrimType(self.dtype), self.scope))
+
 
 @node
 class SeqStmt(Stmt):

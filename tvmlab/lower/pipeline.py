@@ -63,10 +63,10 @@ def _hoist_if(stmt, ctx):
 
 
 def _storage_rewrite(stmt, ctx):
-    """Memory reuse; with config ``disable_storage_rewrite`` only the scope tags go."""
+    """Memory reuse, then the scope tags go; with config ``disable_storage_rewrite`` only the tags go."""
     if ctx.config.get("disable_storage_rewrite"):
         return strip_scope_tags(stmt)
-    return storage_rewrite(stmt)
+    return strip_scope_tags(storage_rewrite(stmt))
 
 
 def _bound_checkers(stmt, ctx):

@@ -7,7 +7,9 @@ through the variable).  With those facts guards that always hold are
 folded away (also ``likely`` ones), as are load and store predicates that
 hold in every lane (a guard the loop partition made redundant); loops of
 extent 0 disappear and loops of extent 1 become their body with the loop
-variable replaced by ``min``.
+variable replaced by ``min``.  Inside ``if c`` (and its ``else``) an ``if`` on the same
+condition, or on one of the conjuncts of ``c``, is decided (``likely`` or not) when the
+condition reads no memory.
 
 Masks of vector accesses that cannot fault are dropped, so a tile's tail
 computes in registers as its body does: a masked load from an allocation of
@@ -26,7 +28,7 @@ from ..ir import stmt as S
 from ..ir.arith import Analyzer, IntervalSet
 from ..ir.arith.divmod import is_index
 from ..ir.arith.rewrite import drop_true_predicate, inlinable, truth
-from ..ir.functor import IRMutator, substitute, uses_var
+from ..ir.functor import IRMutator, post_order_visit, substitute, uses_var
 from ..ir.tensor import IterVar, Range
 
 _THREAD_KEYS = ("thread_extent", "virtual_thread")
@@ -55,6 +57,23 @@ def _lane(e, k):
     return None
 
 
+def _unlikely(c):
+    return c.args[0] if type(c) is E.Call and c.op == "likely" else c
+
+
+def _conjuncts(c):
+    """The conjuncts of condition ``c``, ``likely`` looked through."""
+    c = _unlikely(c)
+    return _conjuncts(c.a) + _conjuncts(c.b) if type(c) is E.And else [c]
+
+
+def _pure(c):
+    found = []
+    post_order_visit(c, lambda n: found.append(n) if isinstance(n, (E.Load, E.ProducerLoad)) or (
+        isinstance(n, E.Call) and n.op != "likely") else None)
+    return not found
+
+
 class StmtSimplifier(IRMutator):
     """Simplify every expression of a statement tree under the bindings of its scopes."""
 
@@ -63,6 +82,7 @@ class StmtSimplifier(IRMutator):
         self.ana = analyzer
         self.allocs = {}      # buffer var -> (elements, concurrency depth, scope) of enclosing Allocates
         self.depth = 0        # enclosing parallel loops and thread indices
+        self.facts = []       # (conjuncts, truth) decided by the enclosing ifs
 
     def visit_Expr(self, e):
         return self.ana.simplify(e)
@@ -164,15 +184,43 @@ class StmtSimplifier(IRMutator):
             return s
         return s.replace(value=value, body=body)
 
+    def _known(self, cond):
+        """True / False when the enclosing ifs decided ``cond`` (``likely`` or not), else None:
+        every conjunct known true, or the conjuncts of a condition known false all among its own."""
+        from .remove_no_op import same_expr
+        parts = _conjuncts(cond)
+
+        def has(group):
+            return all(any(same_expr(f, c) for c in parts) for f in group)
+        if all(any(v and same_expr(f[0], c) for f, v in self.facts) for c in parts):
+            return True
+        if any(not v and has(f) for f, v in self.facts):
+            return False
+        return None
+
+    def _branch(self, stmt, cond, value):
+        """Visit ``stmt`` knowing that ``cond`` is ``value`` (each conjunct of a true condition)."""
+        parts = _conjuncts(cond)
+        if not all(_pure(c) for c in parts):       # a condition on memory may change in the body
+            return self.visit(stmt)
+        facts = [((c,), True) for c in parts] if value else [(tuple(parts), False)]
+        self.facts.extend(facts)
+        try:
+            return self.visit(stmt)
+        finally:
+            del self.facts[len(self.facts) - len(facts):]
+
     def visit_IfThenElse(self, s):
         cond = self.ana.simplify(s.condition)
         v = truth(cond)
+        if v is None:
+            v = self._known(cond)
         if v is True:
             return self.visit(s.then_case)
         if v is False:
             return self.visit(s.else_case) if s.else_case is not None else _no_op()
-        then_case = self.visit(s.then_case)
-        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        then_case = self._branch(s.then_case, cond, True)
+        else_case = self._branch(s.else_case, cond, False) if s.else_case is not None else None
         if else_case is not None and S.is_no_op(else_case):
             else_case = None
         if S.is_no_op(then_case) and else_case is None:

@@ -538,18 +538,22 @@ class _BoundInside(IRVisitor):
 
 
 def _base(scope):
+    """The memory an allocation of ``scope`` goes to: its tag goes, except "shared.dyn" (dynamic
+    shared memory is not a packing tag; MergeDynamicSharedMemoryAllocations reads it)."""
     from ..schedule.scope import base_scope
-    return base_scope(scope)
+    return scope if scope == "shared.dyn" else base_scope(scope)
 
 
 class _StripTags(IRMutator):
     def visit_Allocate(self, s):
+        from ..schedule.scope import base_scope
         out = self.generic_visit(s)
-        return out.replace(scope=_base(out.scope)) if out.scope != _base(out.scope) else out
+        return out.replace(scope=base_scope(out.scope)) if out.scope != base_scope(out.scope) else out
 
 
 def strip_scope_tags(stmt):
-    """Allocations in their base memory ("global:acc" -> "global"): what codegen sees."""
+    """Allocations in their base memory ("global:acc" -> "global", "shared.dyn" -> "shared"): what
+    codegen sees (tvmlab's kernels size their shared memory when they are compiled)."""
     return _StripTags().visit(stmt)
 
 

@@ -36,6 +36,7 @@ CUDA prints ``__syncthreads()``, GLSL ``barrier()``.
 from __future__ import annotations
 
 from ..errors import DivergentBarrierError, LoweringError
+from ..ir import dtype as dt
 from ..ir.expr import Call, IntImm, Load, StringImm, Var
 from ..ir.functor import IRVisitor, collect_vars, post_order_visit
 from ..ir.printer import astext
@@ -102,14 +103,18 @@ def _stable(cond):
 
 # ---------------------------------------------------------------- accesses
 class _Acc:
-    """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write."""
-    __slots__ = ("buf", "write", "index", "thread", "db", "stmt")
+    """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write,
+    element type (one byte buffer may be read as several types, as after
+    MergeDynamicSharedMemoryAllocations: index ``tx`` then names other bytes)."""
+    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype")
 
-    def __init__(self, buf, write, index, thread, db, stmt):
+    def __init__(self, buf, write, index, thread, db, stmt, dtype=None):
         self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
+        self.dtype = dtype
 
     def plain(self):
-        return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt)
+        return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt,
+                                             self.dtype)
 
 
 SYNC = "sync"
@@ -118,6 +123,8 @@ SYNC = "sync"
 def _same_thread(a, b):
     """Both at one index that depends on the innermost thread index: each thread its own element."""
     if a.index is None or b.index is None or a.thread is None or a.thread is not b.thread:
+        return False
+    if a.dtype != b.dtype:
         return False
     if not same_expr(a.index, b.index):
         return False
@@ -191,7 +198,8 @@ class _Collect(IRVisitor):
 
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
-            self.out.append(_Acc(e.buffer_var, False, e.index, self.scope.thread, False, self.stmt))
+            self.out.append(_Acc(e.buffer_var, False, e.index, self.scope.thread, False, self.stmt,
+                                 dt.element_of(e.dtype)))
         self.generic_visit(e)
 
     def visit_Store(self, s):
@@ -201,7 +209,8 @@ class _Collect(IRVisitor):
         if s.predicate is not None:
             self.visit(s.predicate)
         if s.buffer_var in self.shared:
-            self.out.append(_Acc(s.buffer_var, True, s.index, self.scope.thread, self.db, s))
+            self.out.append(_Acc(s.buffer_var, True, s.index, self.scope.thread, self.db, s,
+                                 dt.element_of(s.value.dtype)))
 
     def visit_AttrStmt(self, s):
         outer, odb = self.scope, self.db
@@ -350,7 +359,7 @@ class _Shared(IRVisitor):
         self.vars = set()
 
     def visit_Allocate(self, s):
-        if s.scope == "shared" or str(s.scope).startswith("shared:"):
+        if s.scope in ("shared", "shared.dyn") or str(s.scope).startswith("shared:"):
             self.vars.add(s.buffer_var)
         self.generic_visit(s)
 

@@ -46,7 +46,7 @@ class BufferVar:
     def _index(self, index):
         if isinstance(index, tuple):
             if self._buffer is None:
-                raise DSLError(f"{self._buffer_var.name}: a pointer from ib.allocate takes one flat index, "
+                raise DSLError(f"{self._buffer_var.name}: a pointer from ib.pointer takes one flat index, "
                                f"got {len(index)}")
             if len(index) != len(self._buffer.shape):
                 raise DSLError(f"buffer {self._buffer.name} has {len(self._buffer.shape)} dimensions, indexed "
@@ -193,20 +193,24 @@ class IRBuilder:
 
     # ------------------------------------------------------------ memory
     def allocate(self, dtype, shape, name="buf", axis_separators=None, scope=""):
-        """Scratch memory for the rest of the scope; returns a BufferVar (one flat index)."""
+        """Scratch memory for the rest of the scope; returns a BufferVar indexed with one index per
+        dimension of ``shape`` (``A[i, j]``) or with one flat index (``A[i * m + j]``)."""
         if axis_separators:
             raise DSLError("allocate: axis_separators are not supported")
         try:
             dtype = dt.canonical(dtype)
         except Exception:
             raise DSLError(f"allocate {name!r}: unknown dtype {dtype!r}") from None
-        shape = shape if isinstance(shape, (list, tuple)) else (shape,)
+        shape = tuple(_op.convert(s) for s in (shape if isinstance(shape, (list, tuple)) else (shape,)))
+        for k, s in enumerate(shape):
+            if not dt.is_int(s.dtype) or dt.lanes(s.dtype) != 1:
+                raise DSLError(f"allocate {name!r}: shape[{k}] must be a scalar integer, got {s} ({s.dtype})")
         count = _op.const(1)
         for s in shape:
-            count = _op.mul(count, _op.convert(s))
+            count = _op.mul(count, s)
         v = Var(name, "handle")
         self.emit(lambda body: Allocate(v, dtype, (count,), _op.const(True), body, scope or "global"))
-        return BufferVar(self, v, dtype)
+        return BufferVar(self, v, dtype, Buffer(name, shape, dtype, v, None, scope or "global"))
 
     def pointer(self, content_type, name="ptr", scope=""):
         """A fresh pointer Var of ``content_type`` elements."""

@@ -312,6 +312,16 @@ def StorageRewrite():  # noqa: N802
     return PrimFuncPass(run, PassInfo(0, "tir.StorageRewrite"))
 
 
+def MergeDynamicSharedMemoryAllocations():  # noqa: N802
+    """Each kernel's "shared.dyn" allocations become regions of one uint8 buffer
+    ``buf_dyn_shmem``; buffers whose lifetimes do not overlap share bytes (run before
+    ThreadSync, which adds the barriers a hand-off between buffers needs)."""
+    def run(func, mod, ctx):
+        from ..lower.merge_dyn_shared import merge_dynamic_shared_memory
+        return func.with_body(merge_dynamic_shared_memory(func.body))
+    return PrimFuncPass(run, PassInfo(0, "tir.MergeDynamicSharedMemoryAllocations"))
+
+
 def InjectVirtualThread():  # noqa: N802
     """Loops bound to ``vthread`` are interleaved: each statement is repeated per virtual thread
     and allocations get one copy per virtual thread (CPU and GPU targets)."""
@@ -416,5 +426,5 @@ __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", 
            "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers",
            "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer",
            "PlanAndUpdateBufferAllocationLocation", "LowerCrossThreadReduction", "LowerInitBlock",
-           "LowerMatchBuffer", "InjectVirtualThread", "LowerThreadAllreduce",
+           "LowerMatchBuffer", "InjectVirtualThread", "MergeDynamicSharedMemoryAllocations", "LowerThreadAllreduce",
            "ThreadSync", "SplitHostDevice", "lower_sequence", "pipeline_config"]
