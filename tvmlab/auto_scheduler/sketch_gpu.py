@@ -187,7 +187,7 @@ def random_state(dag, sketch, rng, max_innermost=MAX_INNERMOST):
 
 def default_state(dag):
     """The state used where no record exists: nothing tiled, every stage bound with 64 threads."""
-    sketch = {n: ("simple" if "simple" in dag.modes[n] else "cross_thread") for n in dag.tiled}
+    sketch = {n: "simple" for n in dag.tiled}
     ann = {n: {"threads": 64, "unroll": 0} for n in dag.tiled + dag.plain_outputs(sketch)}
     return {"sketch": sketch, "tiles": {}, "ann": ann}
 
@@ -204,7 +204,7 @@ def check_state(dag, state):
         if set(sk) != set(dag.tiled):
             raise SketchError(f"the state's sketch {sk} does not match the reduction stages {dag.tiled}")
         for n, m in sk.items():
-            if m not in dag.modes[n]:
+            if m not in dag.modes[n] and m != "simple":      # "simple" fits any stage (the default)
                 raise SketchError(f"stage {n}: mode {m!r} is not one of its GPU sketches {dag.modes[n]}")
             a = ann[n]
             if not isinstance(a.get("unroll"), int) or a["unroll"] < 0:
