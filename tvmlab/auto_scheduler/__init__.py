@@ -8,6 +8,12 @@
     sch, args = task.apply_best("mm.json")
     task.print_best("mm.json")
 
+For ``target="cuda"`` the sketches are GPU ones (``sketch_gpu``: multi-level
+tiling bound to blocks, virtual threads and threads with shared-memory
+operands, cross-thread reductions, bound elementwise stages); states over the
+target's limits are refused before they are measured, and the CUDA builds are
+compiled by NVRTC and timed on ``cuda(0)`` through AutoTVM's measurement.
+
 Schedules come from sketches of the compute definition (``sketch``), searched
 by ``SketchPolicy`` with a learned cost model (``search``), measured by
 AutoTVM's builders and runners (``measure``); the result is an ordinary

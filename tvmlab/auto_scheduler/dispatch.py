@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 from .measure import RecordError, load_record_lines, mean_cost
 
@@ -10,7 +11,10 @@ class ApplyHistoryBest:
     """Best records by workload key; ``with ApplyHistoryBest(log):`` makes it ``ApplyHistoryBest.current``.
 
     ``query(workload_key, target)`` gives the best state (None when there is
-    none); ``apply(task)`` the ``(schedule, args)`` of it.
+    none); ``apply(task)`` the ``(schedule, args)`` of it, or, where there is no
+    record of the task for its target, the task's default schedule (plain
+    ``te.create_schedule``; for a GPU, each kernel bound to blocks and threads),
+    with a warning naming the workload.
     """
 
     current = None
@@ -35,7 +39,9 @@ class ApplyHistoryBest:
     def apply(self, task):
         state = self.query(task.workload_key, task.target)
         if state is None:
-            raise RecordError(f"no record of {task.workload_key} for {task.target}")
+            warnings.warn(f"ApplyHistoryBest: no record of {task.workload_key} for {task.target}; using the "
+                          f"default schedule", stacklevel=2)
+            return task.default_schedule()
         return task.instantiate(state)
 
     def __enter__(self):

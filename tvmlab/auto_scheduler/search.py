@@ -39,6 +39,9 @@ def _lg(x):
 
 def state_features(dag, state):
     """A fixed-length feature vector of ``state`` (see the module docstring)."""
+    if dag.gpu:
+        from . import sketch_gpu
+        return sketch_gpu.state_features(dag, state)
     sk, tiles, ann = state["sketch"], state["tiles"], state["ann"]
     row = []
     for name in (dag.tiled + [None] * MAX_TILED)[:MAX_TILED]:
@@ -154,6 +157,7 @@ class SketchPolicy:
         self.best_state, self.best_cost = None, None
         self.stopped = False
         self.predicted = {}         # state key -> the model's score when it was picked (last round)
+        self.rejected = 0           # states refused before measurement (over the target's limits)
 
     # ------------------------------------------------------------ generation
     def sample_initial_population(self, n):
@@ -161,8 +165,11 @@ class SketchPolicy:
                              self.params["max_innermost_split_factor"]) for _ in range(n)]
 
     def mutate(self, state):
-        s = json.loads(json.dumps(state))
         dag = self.dag
+        if dag.gpu:
+            from . import sketch_gpu
+            return sketch_gpu.mutate(dag, state, self.rng, self.params["max_innermost_split_factor"])
+        s = json.loads(json.dumps(state))
         if dag.tiled and self.rng.random() < 0.7:
             name = self.rng.choice(dag.tiled)
             kind = self.rng.choice(["S", "R"]) if dag.reduce(name) else "S"
@@ -272,10 +279,15 @@ class SketchPolicy:
         return self.best_state
 
     def _search_rounds(self, options, measure, total, per_round, t0, best_at, progress):
-        done = 0
+        done, idle = 0, 0
         while done < total and not self.stopped:
             n = min(per_round, total - done)
-            states = self.evolve(n) if self.states else self.sample_initial_population(n)
+            states = self.valid(self.evolve(n) if self.states else self.sample_initial_population(n), n)
+            if not states:
+                idle += 1
+                if idle >= 8:           # every state drawn is over the target's limits
+                    break
+                continue
             inputs = [MeasureInput(self.task, s) for s in states]
             results = measure(inputs)
             for s, r in zip(states, results):
@@ -301,6 +313,32 @@ class SketchPolicy:
                 progress.update(len(results), done, best, ok, done / max(time.time() - t0, 1e-9))
             if options.early_stopping and len(self.history) - best_at >= options.early_stopping:
                 break
+
+    def valid(self, states, n):
+        """Up to ``n`` of ``states`` (topped up with random ones) that pass ``task.check_state``, i.e. fit
+        the target: states over its limits are refused here, before any is built or measured."""
+        out, seen = [], set()
+
+        def take(s):
+            k = _key(s)
+            if k in self.measured or k in seen:
+                return
+            seen.add(k)
+            try:
+                self.task.check_state(s)
+            except TVMLabError:
+                self.measured[k] = 0.0
+                self.rejected += 1
+                return
+            out.append(s)
+        for s in states:
+            if len(out) < n:
+                take(s)
+        for s in self.sample_initial_population(4 * (n - len(out))):
+            if len(out) >= n:
+                break
+            take(s)
+        return out
 
     def stop(self):
         """Ask a running search to stop after the current batch (from another thread)."""

@@ -1,4 +1,5 @@
-"""Sketches: the structure of a CPU schedule derived from the compute definition alone.
+"""Sketches: the structure of a CPU schedule derived from the compute definition alone (GPU ones:
+``sketch_gpu``).
 
 A *sketch* fixes what a schedule looks like (which stages are inlined, which
 reduction stage is tiled "SSRSRS", whether it writes through a local cache or
@@ -76,7 +77,10 @@ def _is_reduction(op):
 
 
 class DAG:
-    """The compute stages of a task and the sketches they admit."""
+    """The compute stages of a task and the sketches they admit (for a CPU; ``sketch_gpu.GPUDAG``
+    for a GPU)."""
+
+    gpu = False
 
     def __init__(self, args):
         from ..ir.tensor import Tensor
@@ -176,6 +180,9 @@ def random_split(rng, extent, parts, max_innermost=MAX_INNERMOST):
 
 def random_state(dag, sketch, rng, max_innermost=MAX_INNERMOST):
     """A state of ``sketch`` with random tile sizes and annotations."""
+    if dag.gpu:
+        from . import sketch_gpu
+        return sketch_gpu.random_state(dag, sketch, rng, max_innermost)
     tiles = {}
     for name in dag.tiled:
         tiles[name] = {"S": [random_split(rng, e, 3, max_innermost) for e in dag.spatial(name)],
@@ -197,6 +204,9 @@ def _top(name, dag, sketch):
 
 def check_state(dag, state):
     """Raise SketchError unless ``state`` fits ``dag`` (records may come from elsewhere)."""
+    if dag.gpu:
+        from . import sketch_gpu
+        return sketch_gpu.check_state(dag, state)
     try:
         sk, tiles, ann = state["sketch"], state["tiles"], state["ann"]
         if set(sk) != set(dag.tiled) or any(o not in ("tile", "cache_write", "fuse") for o in sk.values()):
@@ -249,6 +259,9 @@ def _vectorize(st, ax, extent, on):
 
 def apply_state(s, dag, state, tensors):
     """Apply ``state`` to schedule ``s`` of the DAG (``tensors``: name -> output tensor)."""
+    if dag.gpu:
+        from . import sketch_gpu
+        return sketch_gpu.apply_state(s, dag, state, tensors)
     check_state(dag, state)
     sk, tiles, ann = state["sketch"], state["tiles"], state["ann"]
     for name in dag.inlined:

@@ -5,7 +5,7 @@ import numbers
 
 from .measure import (LocalBuilder, LocalRunner, MeasureCallback, RecordError, load_record_lines,
                       mean_cost)
-from .sketch import DAG, apply_state
+from .sketch import DAG, apply_state, check_state
 from .workload import WORKLOAD_FUNC_REGISTRY, WorkloadError, make_workload_key, workload_tensors
 
 
@@ -86,23 +86,53 @@ class SearchTask:
             workload_key = make_workload_key(func, tuple(args or ()))
         self.workload_key = workload_key
         self.target = target if isinstance(target, Target) else Target(target)
-        if self.target.kind.name != "llvm":
-            raise WorkloadError(f"the auto-scheduler tunes CPU (llvm) targets; got {self.target}")
+        if self.target.kind.name not in ("llvm", "cuda"):
+            raise WorkloadError(f"the auto-scheduler tunes CPU (llvm) and CUDA (cuda) targets; got {self.target}")
         self.target_host = target_host
         self.hardware_params = hardware_params
         tensors = workload_tensors(workload_key)
-        self.dag = DAG(tensors)
+        self.dag = self._dag(tensors)
         self.compute_dag = self.dag
         self.flop = self.dag.flops or 1
+
+    @property
+    def is_gpu(self):
+        return self.target.kind.name == "cuda"
+
+    def _dag(self, tensors):
+        if not self.is_gpu:
+            return DAG(tensors)
+        from .sketch_gpu import GPUDAG, target_limits
+        return GPUDAG(tensors, target_limits(self.target))
 
     def instantiate(self, state):
         """A fresh ``(schedule, args)`` of ``state`` (its trace records every step)."""
         from .. import te
         args = workload_tensors(self.workload_key)     # a ComputeDAG's own tensors, or fresh ones
-        dag = DAG(args)
+        dag = self._dag(args)
         s = te.create_schedule([op for op in dag.outputs])
         apply_state(s, dag, state, _tensors_by_name(args))
         return s, args
+
+    def check_state(self, state):
+        """Raise SketchError unless ``state`` fits this task and its target: for a GPU, threads per block,
+        virtual threads and the shared memory of every kernel (from bound inference, without lowering)
+        within the target's limits (``tvmlab.lower.verify_gpu``'s, with the target's ``-max_...`` options)."""
+        check_state(self.dag, state)
+        if self.is_gpu:
+            from .sketch_gpu import check_shared
+            s, args = self.instantiate(state)
+            check_shared(self._dag(args), s)
+
+    def default_schedule(self):
+        """``(schedule, args)`` where no record exists: ``te.create_schedule`` of the outputs; for a GPU
+        with each kernel's loops bound to blocks and threads (``sketch_gpu.default_state``)."""
+        from .. import te
+        if self.is_gpu:
+            from .sketch_gpu import default_state
+            return self.instantiate(default_state(self.dag))
+        args = workload_tensors(self.workload_key)
+        return te.create_schedule([op for op in self._dag(args).outputs]), args
 
     def tune(self, tuning_options, search_policy=None, adaptive_training=False):
         """Search and measure; returns the best state (records go to the options' callbacks)."""
@@ -135,12 +165,17 @@ class SearchTask:
         return self.instantiate(state)
 
     def print_best(self, log_file, print_mode="schedule"):
-        """The best schedule as Python (TVM prints it as its own Python API); also returned."""
-        if print_mode != "schedule":
-            raise WorkloadError(f"print_mode must be 'schedule' (CUDA source is not produced for CPU tasks), "
-                                f"got {print_mode!r}")
-        s, _ = self.apply_best(log_file)
-        code = s.trace.as_python()
+        """The best schedule as Python (TVM prints it as its own Python API), or with ``print_mode="cuda"``
+        (a CUDA task) its CUDA source; also returned."""
+        if print_mode not in ("schedule", "cuda") or (print_mode == "cuda" and not self.is_gpu):
+            raise WorkloadError(f"print_mode must be 'schedule'{' or cuda' if self.is_gpu else ''} (CUDA source "
+                                f"is produced for CUDA tasks only), got {print_mode!r}")
+        s, args = self.apply_best(log_file)
+        if print_mode == "cuda":
+            from .. import build
+            code = build(s, args, self.target).imported_modules[0].get_source()
+        else:
+            code = s.trace.as_python()
         print(code)
         return code
 
