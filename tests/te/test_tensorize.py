@@ -293,6 +293,13 @@ def test_pragma_import_llvm_links_the_kernel_as_in_the_tutorial():
     s[C].tensorize(yi, intrin)
     s[C].pragma(x, "import_llvm", GEMV_LL)
     _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+    # the tutorial's second part: the same axis tensorized again (the new intrinsic wins), and the
+    # helper imported once more at another axis (one definition is kept, as TVM's linker does)
+    s[C].tensorize(yi, intrin)
+    s[C].pragma(yo, "import_llvm", GEMV_LL)
+    _run(s, [A, B, C], [(N, L), (M, L), (N, M)], lambda a, b: a @ b.T)
+    with pytest.raises(tvm.errors.ScheduleError, match="already tensorized at"):
+        s[C].tensorize(x, intrin)
     s2 = te.create_schedule(C.op)
     s2[C].pragma(C.op.axis[0], "import_llvm", "this is not LLVM")
     with pytest.raises(tvm.errors.BuildError, match="imported LLVM IR"):

@@ -62,6 +62,9 @@ def link_imports(ref, funcs):
             raise BuildError(f"pragma import_llvm: the imported LLVM IR (number {k}) is invalid: {e}") from None
         other.triple = ref.triple
         other.data_layout = ref.data_layout
+        for fn in other.functions:      # as TVM: two imports may define one helper (identical by rule)
+            if not fn.is_declaration and fn.linkage == llvm.Linkage.external:
+                fn.linkage = "linkonce_odr"
         try:
             ref.link_in(other)
         except RuntimeError as e:

@@ -551,13 +551,14 @@ def apply(st, var, intrin):
         if st.store_predicate is not None:
             raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: the stage has a store predicate; "
                                 "the intrinsic writes whole tiles")
-        if tensorized_leaf(st) is not None:
+        prev = tensorized_leaf(st)
+        if prev is not None and st.leaf_iter_vars[prev] is not iv:     # the same axis again: the new one wins
             raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: the stage is already tensorized at "
-                                f"{st.leaf_iter_vars[tensorized_leaf(st)].var.name}")
+                                f"{st.leaf_iter_vars[prev].var.name}")
         k = st.leaf_iter_vars.index(iv)
         for x in st.leaf_iter_vars[k:]:
             a = st.attr(x)
-            if a.kind != "serial":
+            if a.kind != "serial" and not (x is iv and a.kind == "tensorized"):
                 raise ScheduleError(f"tensorize of {st.name}.{iv.var.name}: axis {x.var.name} inside the "
                                     f"tile is already {a.kind}")
         for other in st.schedule.stages:
