@@ -300,10 +300,12 @@ class WorkerPool:
         self._done = []
         self._ticket = 0
         self._paused = False
+        self._started = []
 
     def _new(self):
         w = _Worker(multiprocessing.get_context("fork"), self._fn) if self.method == "fork" else _SpawnWorker()
         w.stopped = None
+        self._started.append(w.proc.pid)
         return w
 
     def _signal(self, w, sig):
@@ -339,8 +341,9 @@ class WorkerPool:
         return self.n_parallel - self.idle()
 
     def pids(self):
-        """Process ids of the workers started so far."""
-        return [w.proc.pid for w in self._workers if w is not None]
+        """Process ids of every worker started so far, those since replaced (a timed-out job's) included:
+        files a worker names by its pid can be found after it is gone."""
+        return list(self._started)
 
     def idle_started(self):
         """How many jobs can be submitted now without starting a worker."""
