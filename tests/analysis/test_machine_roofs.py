@@ -84,12 +84,12 @@ def test_explorer_draws_the_kept_roofs_with_their_date_and_remeasures(cache):
     ex = tvmlab.explore(te.create_schedule(C.op), [A, C], targets=["llvm"], benchmark=False)
     ex.controls["measure"].click()
     ex.wait()
-    b = ex._bench
+    b = ex.bench_panel.benchmarker
     deadline = time.monotonic() + 60
     while b.roofs is None and time.monotonic() < deadline:   # the worker reads the kept figures
         time.sleep(0.1)
     ex.roofline()
-    assert ex._roof == (50.0, 5.0)
+    assert ex.analysis_panel.roof == (50.0, 5.0)
     assert "measured 2000-01-01 00:00" in ex.roofline_view.value and "an old way" in ex.roofline_view.value
     ex.remeasure_button.click()                               # measured again, in the worker
     while b.roofs.measured_at == "2000-01-01 00:00" and time.monotonic() < deadline:
@@ -98,7 +98,7 @@ def test_explorer_draws_the_kept_roofs_with_their_date_and_remeasures(cache):
     r = machine.cached()
     assert r.measured_at != "2000-01-01 00:00" and r.peak_gflops > 0 and r.bandwidth_gbs > 0
     assert f"measured {r.measured_at}" in ex.roofline_view.value and "threads x" in ex.roofline_view.value
-    assert ex._roof == (r.peak_gflops, r.bandwidth_gbs)
+    assert ex.analysis_panel.roof == (r.peak_gflops, r.bandwidth_gbs)
     assert "data:image/png;base64," in ex.roofline_view.value
     ex.close()
 

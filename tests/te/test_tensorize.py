@@ -309,7 +309,7 @@ def test_pragma_import_llvm_links_the_kernel_as_in_the_tutorial():
 @pytest.mark.parametrize("shape", [(37, 29, 45), (12, 1, 32)])
 def test_matmul_with_the_micro_kernel_intrinsic(shape):
     from tvmlab import topi
-    from tvmlab.topi.matmul import tile_rows
+    from tvmlab.topi.x86.dense import tile_rows
     from tvmlab.topi.utils import vector_block
     M, K, N = shape
     A = te.placeholder((M, K), name="A")
@@ -326,7 +326,7 @@ def test_matmul_with_the_micro_kernel_intrinsic(shape):
 
 def test_matmul_micro_kernel_symbolic_shapes_and_avx2():
     from tvmlab import topi
-    from tvmlab.topi.matmul import tile_rows
+    from tvmlab.topi.x86.dense import tile_rows
     from tvmlab.topi.utils import vector_block
     M, K, N = te.var("M"), te.var("K"), te.var("N")
     A = te.placeholder((M, K), name="A")
@@ -352,7 +352,7 @@ def test_matmul_micro_kernel_symbolic_shapes_and_avx2():
 @pytest.mark.parametrize("shape", [(50, 17, 33)])
 def test_matmul_micro_kernel_reads_a_in_place_when_a_tile_height_divides_m(shape):
     from tvmlab import topi
-    from tvmlab.topi.matmul import tile_rows
+    from tvmlab.topi.x86.dense import tile_rows
     from tvmlab.topi.utils import vector_block
     M, K, N = shape
     A = te.placeholder((M, K), name="A")

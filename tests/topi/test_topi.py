@@ -13,7 +13,7 @@ import tvmlab
 from tvmlab import te, topi
 from tvmlab.errors import ScheduleError
 from tvmlab.ir.functor import IRVisitor
-from tvmlab.topi.matmul import tile_rows
+from tvmlab.topi.x86.dense import tile_rows
 from tvmlab.topi.utils import vector_block as default_block
 
 
@@ -141,11 +141,11 @@ def test_matmul_pack_b_errors():
 
 def test_matmul_errors():
     A = te.placeholder((4, 5), name="A")
-    with pytest.raises(ScheduleError, match="5 columns but B has 6 rows"):
+    with pytest.raises(ScheduleError, match=r"reduction sizes differ: float32\(4, 5\) has 5, float32\(6, 3\) has 6"):
         topi.matmul(A, te.placeholder((6, 3), name="B"))
     with pytest.raises(ScheduleError, match="2-D"):
         topi.matmul(A, te.placeholder((5,), name="B"))
-    with pytest.raises(ScheduleError, match="output of topi.matmul"):
+    with pytest.raises(ScheduleError, match="no operator tagged matmul"):
         topi.schedule_matmul(topi.add(A, A))
     with pytest.raises(ScheduleError, match="target 'llvm'"):
         topi.schedule_matmul(topi.matmul(A, te.placeholder((5, 3), name="B")), target="cuda")
@@ -155,6 +155,47 @@ def test_matmul_errors():
             topi.schedule_matmul(C, **bad)
     with pytest.raises(ScheduleError, match="matmul: rows must be an int >= 1"):
         topi.matmul(A, te.placeholder((5, 3), name="B"), rows=-1)
+
+
+def test_matmul_is_topi_nn_matmul_blocked():
+    """One compute and one CPU schedule: topi.matmul is topi.nn.matmul's blocked product, and
+    topi.schedule_matmul is topi.x86's."""
+    assert topi.schedule_matmul is topi.x86.schedule_matmul
+    A = te.placeholder((40, 30), name="A")
+    B = te.placeholder((30, 20), name="B")
+    C, D = topi.matmul(A, B), topi.nn.matmul(A, B, blocked=True, name="C")
+    assert (C.op.tag, dict(C.op.attrs)) == (D.op.tag, dict(D.op.attrs)) == ("matmul", {
+        "block": default_block("float32"), "rows": 0, "packed_b": 1})
+    assert topi.schedule_matmul(C).trace.as_python() == topi.schedule_matmul(D).trace.as_python()
+    assert not topi.nn.matmul(A, B).op.attrs           # the plain product: B read in place
+    with pytest.raises(ScheduleError, match="give blocked=True"):
+        topi.nn.matmul(A, B, pack_b=True)
+    with pytest.raises(ScheduleError, match="shape the blocked product of topi.matmul"):
+        topi.schedule_matmul(topi.nn.matmul(A, B), rows=4)
+
+
+@pytest.mark.parametrize("m", [3, 50])
+def test_matmul_blocked_with_a_fused_tail(m, check_build):
+    """A bias and an activation after topi.matmul's product go through each register tile as it is stored."""
+    A = te.placeholder((m, 37), name="A")
+    B = te.placeholder((37, 45), name="B")
+    bias = te.placeholder((45,), name="bias")
+    out = topi.nn.relu(topi.nn.matmul(A, B, bias, blocked=True))
+    check_build(topi.schedule_matmul([out]), [A, B, bias, out], lambda a, b, c: np.maximum(_ref_matmul(a, b) + c, 0),
+                rtol=1e-4, atol=1e-4)
+    for bad in ({"k_chunk": 8}, {"tensorize": True}):
+        with pytest.raises(ScheduleError, match="need the product 'T_matmul' as the output"):
+            topi.schedule_matmul([out], **bad)
+
+
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
+def test_matmul_transposed_is_a_plain_product(ta, tb, check_build):
+    A = te.placeholder((23, 41) if ta else (41, 23), name="A")
+    B = te.placeholder((30, 23) if tb else (23, 30), name="B")
+    C = topi.matmul(A, B, ta, tb)
+    assert not C.op.attrs and C.op.name == "C"
+    check_build(topi.schedule_matmul(C), [A, B, C],
+                lambda a, b: _ref_matmul(a.T if ta else a, b.T if tb else b), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", [(1000,), (1,), (65536 + 37,), (37, 23), (3, 4, 5)])

@@ -1,6 +1,7 @@
 """The explorer: Python API, driving the widget's controls, views, code panes, benchmark."""
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -63,6 +64,29 @@ def test_apply_undo_redo_reset_and_python():
         ex.redo()
     # the original schedule object is left as it was
     assert len(s.trace) == 0
+
+
+def test_panels_own_their_widgets_and_state():
+    """Each panel holds its widgets and state; the Explorer names the widgets as before and shares
+    only the session with them."""
+    s, args = vadd()
+    ex = tvmlab.explore(s, args, benchmark=False)
+    panels = (ex.trace_panel, ex.views_panel, ex.analysis_panel, ex.bench_panel)
+    assert all(p.session is ex.session for p in panels)
+    for p in panels:
+        for name in p.WIDGETS:
+            assert getattr(ex, name) is getattr(p, name), name
+    assert ex.bench_panel.benchmarker is None and ex.analysis_panel.pinned is None
+    ex.controls["stage"].value = "C"
+    ex.controls["primitive"].value = "split"
+    ex.controls["params"]["axis"].value = "i"
+    ex.controls["apply"].click()                          # the trace panel's button: the Explorer's apply
+    assert [st.primitive for st in ex.trace] == ["split"] and "C: split" in ex.trace_view.value
+    ex.pin_button.click()                                 # the analysis panel's button and state
+    assert len(ex.analysis_panel.pinned) == 1 and ex.pin_label.value == "pinned: step 1"
+    assert json.loads(ex.save_session())["pinned"] == ex.analysis_panel.pinned
+    ex.undo_button.click()
+    assert len(ex.trace) == 0 and ex.form_kwargs()["stage"] == "C"
 
 
 def test_failed_apply_changes_nothing_and_shows_message():
@@ -257,16 +281,16 @@ def test_live_benchmark_records_and_plot():
     ex.undo()
     assert [r["step"] for r in ex.benchmarks] == [0, 1]
     recs = ex.benchmarks + [r for r in recs if r["step"] == 2]
-    ex._refresh_bench_view(plot=True)
+    ex.bench_panel.refresh(plot=True)
     assert ex.bench_plot.value[:4] == b"\x89PNG"
     assert "GFLOP/s" in ex.bench_table.value
     assert plot_png(recs, peak=100.0, title="t")[:4] == b"\x89PNG"
     # the plot's peak line is the FMA peak make bench measures, found by the benchmark thread
     deadline = time.monotonic() + 60          # measured once the worker has nothing else to do
-    while ex._bench.peak is None and time.monotonic() < deadline:
+    while ex.bench_panel.benchmarker.peak is None and time.monotonic() < deadline:
         time.sleep(0.1)
-    peak, how = ex._bench.peak
-    ex._refresh_bench_view(plot=True)
+    peak, how = ex.bench_panel.benchmarker.peak
+    ex.bench_panel.refresh(plot=True)
     assert peak > max(r["gflops"] for r in recs) and "measured" in how and how in ex.bench_table.value
 
 

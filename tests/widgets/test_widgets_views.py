@@ -149,7 +149,7 @@ def test_save_and_load_session(tmp_path):
                          benchmark=False)
     ex2.load_session(str(path))
     assert ex2.trace.steps == ex.trace.steps and ex2.text("AST3") == ex.text("AST3")
-    assert ex2._pinned == data["pinned"]
+    assert ex2.analysis_panel.pinned == data["pinned"]
     before = list(ex2.trace.steps)
     bad = dict(data, steps=data["steps"] + [{"primitive": "split", "stage": "C", "axis": "zz",
                                               "factor": 2}])
@@ -198,9 +198,9 @@ def test_benchmark_runs_in_a_worker_process_and_newer_steps_cancel_older():
     recs = ex.benchmarks
     assert [r["step"] for r in recs] == [2] and recs[0]["status"] == "ok", recs
     assert recs[0]["worker_pid"] != os.getpid()
-    assert ex._bench.cancelled >= 2
+    assert ex.bench_panel.benchmarker.cancelled >= 2
     assert ex.last_timings["code"] < 50                  # no build on the apply path
-    ex._bench.close()
+    ex.bench_panel.benchmarker.close()
 
 
 def test_idle_benchmark_worker_exits_and_restarts(monkeypatch):
@@ -214,7 +214,7 @@ def test_idle_benchmark_worker_exits_and_restarts(monkeypatch):
     C = te.compute((64,), lambda i: A[i] * 3.0, name="C")
     ex = tvmlab.explore(te.create_schedule(C.op), [A, C], targets=["llvm"])
     ex.wait()
-    b = ex._bench
+    b = ex.bench_panel.benchmarker
     deadline = time.monotonic() + 30
     while (b.peak is None or b._proc is not None) and time.monotonic() < deadline:
         time.sleep(0.1)

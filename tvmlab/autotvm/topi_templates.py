@@ -29,9 +29,8 @@ def _const(x):
 
 
 def _module(name):
-    # tvmlab.topi re-exports functions under these names: take the modules themselves (the conv2d
-    # hook lives beside the CPU convolution schedule)
-    return importlib.import_module("tvmlab.topi.x86.conv2d" if name == "conv2d" else f"tvmlab.topi.{name}")
+    # the modules of topi.x86 whose CPU schedules hold the hooks (tvmlab.topi re-exports the functions)
+    return importlib.import_module({"matmul": "tvmlab.topi.x86.dense", "conv2d": "tvmlab.topi.x86.conv2d"}[name])
 
 
 def _context():

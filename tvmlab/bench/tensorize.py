@@ -3,7 +3,7 @@
 Each size is built twice from the same inputs: ``schedule_matmul(C)`` (the
 register tile written with schedule primitives) and ``schedule_matmul(C2,
 tensorize=True)`` (each tile computed by the LLVM micro-kernel of
-``topi.matmul_kernel`` through ``s[CC].tensorize``).  Both are checked
+``topi.x86.matmul_kernel`` through ``s[CC].tensorize``).  Both are checked
 against numpy, then timed side by side in this process; the ratio is the
 loop schedule's time over the tensorized one's (above 1: the micro-kernel is
 faster), with numpy's time for scale.
@@ -17,7 +17,7 @@ import numpy as np
 from .. import driver, te, topi
 from ..errors import ScheduleError
 from ..runtime import ndarray as nd
-from ..topi.matmul import tile_rows
+from ..topi.x86.dense import tile_rows
 from ..topi.utils import vector_block
 from .timing import side_by_side
 

@@ -3,12 +3,11 @@
     C = topi.matmul(A, B); s = topi.schedule_matmul(C)     # then tvm.build(s, [A, B, C])
 """
 from .elementwise import schedule_elementwise
-from .matmul import matmul, schedule_matmul
 from .softmax import schedule_softmax, softmax
 # TVM's topi names: computes at the top level and in topi.nn, schedules in topi.x86 / cuda / generic
 from . import cuda, generic, gpu, nn, tag, utils, x86  # noqa: E402,F401
 from .nn import conv2d_nchw  # noqa: E402,F401  (one compute: topi.nn's)
-from .x86 import schedule_conv2d_nchw  # noqa: E402,F401  (the CPU schedule)
+from .x86 import schedule_conv2d_nchw, schedule_matmul  # noqa: E402,F401  (the CPU schedules)
 from .broadcast import (add, broadcast_to, divide, equal, floor_divide, floor_mod, greater,  # noqa: F401
                         greater_equal, less, less_equal, logical_and, logical_or, maximum, minimum, mod,
                         multiply, not_equal, power, subtract)
@@ -25,8 +24,8 @@ from .scan import cumprod, cumsum  # noqa: F401,E402
 from .sort import argsort, sort, topk  # noqa: F401,E402
 from .indexing import gather_nd, scatter_elements, scatter_nd  # noqa: F401,E402
 from .trig import acos, asin, atan, cosh, sinh, tan  # noqa: F401,E402
-from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, repeat, reshape,  # noqa: F401
-                        split, squeeze, stack, strided_slice, take, tile, transpose, where)
+from .transform import (concatenate, expand_dims, full, full_like, gather, layout_transform, matmul, repeat,  # noqa: F401
+                        reshape, split, squeeze, stack, strided_slice, take, tile, transpose, where)
 
 __all__ = ["add", "conv2d_nchw", "matmul", "schedule_conv2d_nchw", "schedule_elementwise", "schedule_matmul",
            "schedule_softmax", "softmax"]

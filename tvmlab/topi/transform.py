@@ -3,6 +3,8 @@
     B = topi.reshape(A, (2, -1)); C = topi.transpose(B, (1, 0))
     parts = topi.split(A, 3, axis=1); D = topi.concatenate(parts, axis=1)
     E = topi.layout_transform(data, "NCHW", "NCHW8c")
+
+and, as in TVM's ``topi.transform``, ``topi.matmul(a, b, transp_a, transp_b)``.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from . import tag
 from .utils import (OperatorError, check_tensor, const_or_none, normalize_axis, prod,
                     ravel_index, shape_str, simplify)
 from .utils import unravel_index as _unravel
+from .nn.dense import matmul as _nn_matmul
 
 
 def _index_arg(op, v, what):
@@ -386,6 +389,14 @@ def layout_transform(data, src_layout, dst_layout):
         return v
     return te.compute(tuple(shape), f, name="T_layout_trans", tag=tag.INJECTIVE,
                       attrs={"src_layout": src_layout, "dst_layout": dst_layout})
+
+
+def matmul(a, b, transp_a=False, transp_b=False, block=None, rows=0, name="C", target=None, pack_b=None):
+    """``op(a) @ op(b)`` for 2-D tensors (TVM's ``topi.matmul``): ``topi.nn.matmul(a, b, blocked=True)``, B
+    packed into column panels for ``topi.schedule_matmul`` (see ``topi.nn.matmul`` for ``block``, ``rows``
+    and ``pack_b``).  Transposed operands are read in place."""
+    return _nn_matmul(a, b, transpose_a=transp_a, transpose_b=transp_b, blocked=True, pack_b=pack_b, block=block,
+                      rows=rows, name=name, target=target)
 
 
 def full(shape, dtype, fill_value):

@@ -15,12 +15,25 @@ from .explorer_trace import click_handler
 from .session import steps_key
 
 
-class AnalysisPanels:
-    """Mixin of ``Explorer``: ``explain``, ``iteration_space``, ``roofline``, ``pin``,
-    ``compare_pinned`` and their tabs."""
+class AnalysisPanel:
+    """The Explain, Iteration space, Roofline and A/B pages of ``session``'s current state, each drawn
+    once per state; the Roofline plots ``bench``'s records (a ``BenchPanel``) and A/B times at its
+    sizes.  Observers do nothing while ``quiet`` is up."""
 
-    def _build_analysis_pages(self):
-        """The Explain, Iteration space, Roofline and A/B pages."""
+    WIDGETS = ("explain_stage", "explain_axis", "explain_view", "iter_sizes", "iter_kind", "iter_loop",
+               "iter_button", "iter_view", "roofline_view", "remeasure_button", "pin_button", "compare_button",
+               "pin_label", "compare_view")
+
+    def __init__(self, session, quiet, bench):
+        self.session = session
+        self._quiet = quiet
+        self.bench = bench
+        self._drawn = {}             # panel title -> state key it was drawn for
+        self.pinned = None           # steps of the pinned state (A of the A/B tab)
+        self._counts = {}            # (state key, sizes) -> roofline Counts
+        self._roofs = None           # the kept roofs, drawn while no benchmarker runs
+        self.roof = None             # (peak GFLOP/s, bandwidth GB/s) the roofline last drew
+        self.last_iteration_space = None
         self.explain_stage = W.Dropdown(description="stage", layout=W.Layout(width="220px"))
         self.explain_axis = W.Dropdown(description="axis", layout=W.Layout(width="220px"))
         self.explain_view = W.HTML()
@@ -34,10 +47,9 @@ class AnalysisPanels:
         self.iter_button = W.Button(description="draw", icon="th",
                                     layout=W.Layout(width="auto", flex="0 0 auto"))
         self.iter_view = W.HTML()
-        self.iter_button.on_click(lambda _: self._draw_panel("Iteration space", force=True))
+        self.iter_button.on_click(lambda _: self.draw("Iteration space", force=True))
         for w in (self.iter_kind, self.iter_loop):
-            w.observe(lambda ch: None if self._updating else self._draw_panel(
-                "Iteration space", force=True), names="value")
+            w.observe(lambda ch: None if self._quiet else self.draw("Iteration space", force=True), names="value")
         iter_page = W.VBox([W.HBox([self.iter_sizes, self.iter_kind, self.iter_loop,
                                     self.iter_button], layout=W.Layout(flex_flow="row wrap")),
                             self.iter_view])
@@ -51,39 +63,36 @@ class AnalysisPanels:
         self.pin_button = W.Button(description="pin this step", icon="thumb-tack",
                                    layout=W.Layout(width="auto", flex="0 0 auto"))
         self.compare_button = W.Button(description="compare with pinned", icon="columns",
-                                   layout=W.Layout(width="auto", flex="0 0 auto"))
+                                       layout=W.Layout(width="auto", flex="0 0 auto"))
         self.pin_label = W.Label("nothing pinned")
         self.compare_view = W.HTML()
         self.pin_button.on_click(lambda _: self.pin())
         self.compare_button.on_click(click_handler(lambda: self.compare_pinned()))
         ab_page = W.VBox([W.HBox([self.pin_button, self.compare_button, self.pin_label]),
                           self.compare_view])
-        return explain_page, iter_page, roof_page, ab_page
+        self.pages = [explain_page, iter_page, roof_page, ab_page]
+
+    def forget(self):
+        """A new state: every panel is drawn again when shown."""
+        self._drawn.clear()
 
     def explain(self, stage=None, axis=None):
-        """Why ``stage``'s bounds are what they are (``tvmlab.analysis.explain``); shown in Explain."""
+        """``Explorer.explain``: the Explain page for ``stage`` (and ``axis``)."""
         from ..analysis.explain import explain
-        st = self._session.current
-        e = explain(st.schedule, self._session.args, stage, axis, lowered=st.lowered)
+        st = self.session.current
+        e = explain(st.schedule, self.session.args, stage, axis, lowered=st.lowered)
         self.explain_view.value = e._repr_html_()
         return e
 
     def iteration_space(self, sizes=None, kind=None, loop=None, strict=True):
-        """Interpret a small instance: {"trace", "kind", "loop", "cache"}; shown in Iteration space.
-
-        ``sizes`` gives the symbolic shape variables (default: 1.5 x the largest split factor,
-        16 to 32, so a tail tile shows); ``kind`` one of
-        the writer kinds (parallel, blockIdx, threadIdx, vthread, vectorized, unrolled);
-        ``loop`` the loop whose iterations the cache view counts lines for (with
-        ``strict=False`` an unknown kind or loop, left from another step, falls back to the
-        first one).
-        """
+        """``Explorer.iteration_space``: a small instance interpreted, drawn on the Iteration space page
+        (``sizes`` default: the sizes box's, the others suggested)."""
         from ..analysis.access import trace_accesses
         from .analysis_views import cache_html, order_png, owner_png, png_img, who_legend_html
-        st = self._session.current
+        st = self.session.current
         if sizes is None:
             sizes = self._iter_sizes()
-        tr = trace_accesses(st.schedule, self._session.args, sizes, lowered=st.lowered)
+        tr = trace_accesses(st.schedule, self.session.args, sizes, lowered=st.lowered)
         kinds = tr.who_kinds()
         loops = [n for n, _ in tr.loops]
         if not strict:
@@ -96,7 +105,7 @@ class AnalysisPanels:
                  png_img(order_png(tr), "write order"), cache_html(rep)]
         gpu = self._gpu_check(st.schedule, sizes, parts)
         self.iter_view.value = '<div class="tvmlab-iteration">' + "".join(parts) + "</div>"
-        with self._quietly():
+        with self._quiet():
             self.iter_kind.options = kinds or ["parallel"]
             self.iter_kind.value = kind if kind in (kinds or ["parallel"]) else self.iter_kind.options[0]
             self.iter_loop.options = loops
@@ -106,22 +115,20 @@ class AnalysisPanels:
         return self.last_iteration_space
 
     def remeasure_roofs(self):
-        """Measure this machine's FMA peak and memory bandwidth again and keep them (the figures
-        the roofline and the benchmark plot draw; ``tvmlab.bench.machine``); the views redraw."""
-        if self._bench is None:
+        """``Explorer.remeasure_roofs``: by the benchmarker when one runs, else here (kept, drawn at once)."""
+        if self.bench.benchmarker is None:
             from .bench import machine_roofs
             self._roofs = machine_roofs(remeasure=True)
-            self._panel_of.pop("Roofline", None)
+            self._drawn.pop("Roofline", None)
             self.roofline()
         else:
-            self._bench.remeasure()
-        return self
+            self.bench.benchmarker.remeasure()
 
     def _machine_roofs(self):
         """The roofs to draw: the benchmarker's (found by its worker), else the kept ones."""
-        if self._bench is not None:
-            return self._bench.roofs
-        if getattr(self, "_roofs", None) is None:
+        if self.bench.benchmarker is not None:
+            return self.bench.benchmarker.roofs
+        if self._roofs is None:
             from .bench import machine_roofs
             self._roofs = machine_roofs(measure=False)      # never measured on the notebook's thread
         return self._roofs
@@ -135,7 +142,7 @@ class AnalysisPanels:
         if not binds_gpu_threads(sch):
             return None
         try:
-            check = check_schedule(sch, self._session.args, sizes)
+            check = check_schedule(sch, self.session.args, sizes)
         except TVMLabError as e:
             parts.append(plot_note(f"GPU check: {e}"))
             return None
@@ -143,21 +150,22 @@ class AnalysisPanels:
         return check
 
     def roofline(self, bandwidth=True):
-        """One point per benchmarked step: {"label", "intensity", "gflops", "series", ...}."""
+        """``Explorer.roofline``: the points of the measured steps, drawn on the Roofline page."""
         from ..analysis.roofline import kernel_counts
         from .analysis_views import png_img, roofline_png
         pts = []
-        env = self._bench.workload.env if self._bench is not None else {}
+        b = self.bench.benchmarker
+        env = b.workload.env if b is not None else {}
         key_env = tuple(sorted(env.items()))
-        for rec in self._records():
+        for rec in self.bench.records():
             if rec.get("status") != "ok" or not rec.get("time_ms"):
                 continue
-            steps = self._session.steps[:rec["step"]]
+            steps = self.session.steps[:rec["step"]]
             ck = (steps_key(steps), key_env)
             c = self._counts.get(ck)
             if c is None:
                 try:
-                    c = kernel_counts(self._session.state(steps).lowered, self._session.args, env)
+                    c = kernel_counts(self.session.state(steps).lowered, self.session.args, env)
                 except TVMLabError:
                     continue
                 self._counts[ck] = c
@@ -168,7 +176,7 @@ class AnalysisPanels:
         r = self._machine_roofs()
         peak = r.peak_gflops if r is not None else None
         bw = r.bandwidth_gbs if r is not None and bandwidth else None
-        self._roof = (peak, bw)
+        self.roof = (peak, bw)
         note = (f"roofs {'measured ' + r.measured_at if r.measured_at else 'given'} on this machine: "
                 f"FMA {r.peak_method}; memory {r.bandwidth_method}") if r is not None else \
             "roofs not measured yet"
@@ -185,7 +193,7 @@ class AnalysisPanels:
             self.roofline_view.value = (
                 f'<div class="tvmlab-roofline">{img}<div style="font-size:11px;color:#868e96">'
                 f'{html.escape(roofs)}; flops and distinct bytes counted from each step\'s AST3 at '
-                f'sizes {html.escape(self._bench.workload.size_text() or "fixed")}</div>'
+                f'sizes {html.escape(b.workload.size_text() or "fixed")}</div>'
                 + TABLE + '<tr><th>step</th><th>target</th><th>flops</th>'
                 '<th>bytes</th><th>distinct bytes per buffer</th><th>flops/byte</th>'
                 f'<th>GFLOP/s</th></tr>{rows}</table></div>')
@@ -195,34 +203,33 @@ class AnalysisPanels:
                                         '"measure this step"</div>')
         return pts
 
-    def pin(self):
-        """Pin the current step: the A/B tab compares it (A) with whatever is current (B)."""
-        self._pinned = list(self._session.steps)
-        self.pin_label.value = f"pinned: step {len(self._pinned)}"
-        self._panel_of.pop("A/B", None)
-        return self
+    def pin(self, steps=None):
+        """Pin ``steps`` (default: the current step's) as A of the A/B tab."""
+        self.pinned = [dict(x) for x in steps] if steps is not None else list(self.session.steps)
+        self.pin_label.value = f"pinned: step {len(self.pinned)}"
+        self._drawn.pop("A/B", None)
 
     def compare_pinned(self, benchmark=True):
-        """``tvmlab.compare`` of the pinned step (A) and the current one (B); shown in A/B."""
+        """``Explorer.compare_pinned``: the Comparison, shown on the A/B page."""
         from ..errors import ScheduleError
         from .compare import Comparison
-        if self._pinned is None:
+        if self.pinned is None:
             raise ScheduleError("nothing is pinned: press 'pin this step' (or call ex.pin()) first")
-        a = self._session.state(self._pinned).schedule
-        b = self._session.current.schedule
+        a = self.session.state(self.pinned).schedule
+        b = self.session.current.schedule
         if a is b:
-            b = self._session.state(list(self._session.steps)).schedule
-        c = Comparison(a, b, self._session.args, self.targets, self._sizes, benchmark=benchmark,
-                       labels=(f"pinned (step {len(self._pinned)})",
-                               f"current (step {len(self._session.steps)})"))
+            b = self.session.state(list(self.session.steps)).schedule
+        c = Comparison(a, b, self.session.args, self.session.targets, self.bench.sizes, benchmark=benchmark,
+                       labels=(f"pinned (step {len(self.pinned)})",
+                               f"current (step {len(self.session.steps)})"))
         self.compare_view.value = c.html()
         return c
 
     def _refresh_explain_choices(self):
-        sch = self._session.schedule
+        sch = self.session.schedule
         keys = [sch.stage_key(x) for x in sch.stages if not x.is_placeholder]
         cur = self.explain_stage.value
-        with self._quietly():
+        with self._quiet():
             self.explain_stage.options = keys
             self.explain_stage.value = cur if cur in keys else (keys[-1] if keys else None)
             self._refresh_explain_axes()
@@ -232,19 +239,19 @@ class AnalysisPanels:
         if not stage:
             self.explain_axis.options = []
             return
-        st = self._session.schedule.stage_by_name(stage)
+        st = self.session.schedule.stage_by_name(stage)
         names = [("all axes", "")] + [(iv.var.name, iv.var.name) for iv in st.all_iter_vars]
         cur = self.explain_axis.value
         self.explain_axis.options = names
         self.explain_axis.value = cur if cur in [v for _, v in names] else ""
 
     def _on_explain_choice(self, change):
-        if self._updating:
+        if self._quiet:
             return
         if change["owner"] is self.explain_stage:
-            with self._quietly():
+            with self._quiet():
                 self._refresh_explain_axes()
-        self._draw_panel("Explain", force=True)
+        self.draw("Explain", force=True)
 
     def _iter_sizes(self):
         """{name: int} from the sizes box ("n=16, m=8"); the others get the suggested size."""
@@ -261,9 +268,9 @@ class AnalysisPanels:
                     from None
         return out
 
-    def _draw_panel(self, title, force=False):
-        key = self._session.current.key
-        if not force and self._panel_of.get(title) == key:
+    def draw(self, title, force=False):
+        key = self.session.current.key
+        if not force and self._drawn.get(title) == key:
             return
         try:
             if title == "Explain":
@@ -276,18 +283,18 @@ class AnalysisPanels:
             elif title == "Roofline":
                 self.roofline()
             elif title == "A/B":
-                if self._pinned is None:
+                if self.pinned is None:
                     self.compare_view.value = ('<i>pin a step, move on, then press "compare with '
                                                'pinned"</i>')
                 else:
-                    self.compare_view.value = ('<i>pinned: step ' f'{len(self._pinned)}; press '
+                    self.compare_view.value = ('<i>pinned: step ' f'{len(self.pinned)}; press '
                                                '"compare with pinned" to diff and time both</i>')
         except TVMLabError as e:
             view = {"Explain": self.explain_view, "Iteration space": self.iter_view,
                     "Roofline": self.roofline_view, "A/B": self.compare_view}[title]
             view.value = (f'<div style="color:#c92a2a;font-size:12px">{html.escape(title)} not '
                           f'drawn: {html.escape(str(e))}</div>')
-        self._panel_of[title] = key
+        self._drawn[title] = key
 
 
 def _per_buffer(point):

@@ -1,4 +1,4 @@
-"""The Explorer's Benchmark tab: live measurements of every step against numpy, and ``tune``.
+"""The Explorer's Benchmark tab: live measurements of every step against numpy.
 
 Measuring runs in a worker process (or a thread) so a step never waits for its timing; this
 module turns the records into the progress line, plot and table.
@@ -17,53 +17,54 @@ from .colors import TABLE
 from .session import steps_key, target_kind
 
 
-class BenchmarkPanel:
-    """Mixin of ``Explorer``: the live benchmark, its records and the Tune entry point."""
+class BenchPanel:
+    """The live benchmark of ``session``'s steps: its Benchmarker (None while off), its records and the
+    Benchmark page.  The plot is drawn only while ``open_tab()`` is "Benchmark"; when the measurements
+    are done with the Roofline tab open, ``redraw_roofline()`` is called (from the benchmark thread)."""
 
-    def _build_bench_page(self):
-        """The Benchmark page: live switch, measure button, progress, plot and table."""
+    WIDGETS = ("bench_progress", "bench_label", "bench_plot", "bench_table", "live_benchmark", "measure_button")
+
+    def __init__(self, session, open_tab, redraw_roofline, process=True, sizes=None):
+        self.session = session
+        self._open_tab = open_tab
+        self._redraw_roofline = redraw_roofline
+        self._process = bool(process)
+        self.sizes = sizes               # symbolic shape variables' benchmark values (None: the default)
+        self.benchmarker = None
+        self._plotted = None             # what the plot shows (records, peak)
         self.bench_progress = W.IntProgress(min=0, max=1, value=0, description="benchmark")
         self.bench_label = W.Label()
         self.bench_plot = W.Image(format="png")
         self.bench_table = W.HTML()
         self.live_benchmark = W.Checkbox(description="live benchmark of every step", value=True)
         self.measure_button = W.Button(description="measure this step", icon="clock-o",
-                                   layout=W.Layout(width="auto", flex="0 0 auto"))
+                                       layout=W.Layout(width="auto", flex="0 0 auto"))
         self.live_benchmark.observe(self._on_live, names="value")
         self.measure_button.on_click(self._on_measure)
-        bench_page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),
-                             W.HBox([self.bench_progress, self.bench_label]),
-                             self.bench_plot, self.bench_table])
-        return bench_page
-
-    @property
-    def benchmarks(self):
-        """One record per step of the trace and runnable target (waits for pending measurements)."""
-        self.wait()
-        return self._records()
-
-    def tune(self, n_trial=64, tuner="xgb", **options):
-        """Auto-schedule this computation in the background, shown in the Tune tab (widgets.tune_view)."""
-        from .tune_view import tune
-        return tune(self, n_trial, tuner, **options)
+        self.page = W.VBox([W.HBox([self.live_benchmark, self.measure_button]),
+                            W.HBox([self.bench_progress, self.bench_label]),
+                            self.bench_plot, self.bench_table])
 
     def wait(self, timeout=300):
-        """Block until the queued benchmark measurements are done; False on timeout."""
-        return True if self._bench is None else self._bench.wait(timeout)
+        """Block until the queued measurements are done; False on timeout."""
+        return True if self.benchmarker is None else self.benchmarker.wait(timeout)
 
-    def _start_benchmarker(self, sizes):
-        wl = Workload(self._session.args, self._session.ops, sizes)
-        if self._bench is not None:
-            self._bench.close(timeout=0.5)
-        if self._benchmark_process:
-            self._bench = ProcessBenchmarker(wl, on_update=self._refresh_bench_view)
+    def start(self, sizes):
+        """(Re)start measuring, at ``sizes``; an older benchmarker is closed."""
+        self.sizes = sizes
+        wl = Workload(self.session.args, self.session.ops, sizes)
+        if self.benchmarker is not None:
+            self.benchmarker.close(timeout=0.5)
+        if self._process:
+            self.benchmarker = ProcessBenchmarker(wl, on_update=self.refresh)
         else:
-            self._bench = Benchmarker(wl, on_update=self._refresh_bench_view)
+            self.benchmarker = Benchmarker(wl, on_update=self.refresh)
 
-    def _runnable(self):
+    def runnable(self):
+        """(targets with a device here, targets without)."""
         import tvmlab
         out, skipped = [], []
-        for t in self.targets:
+        for t in self.session.targets:
             kind = target_kind(t)
             try:
                 dev = tvmlab.device(kind)
@@ -73,55 +74,57 @@ class BenchmarkPanel:
             (out if ok else skipped).append(t)
         return out, skipped
 
-    def _submit_benchmark(self, force=False):
-        if self._bench is None or not (self.live_benchmark.value or force):
+    def submit(self, force=False):
+        """Queue the current step (when live, or ``force``)."""
+        if self.benchmarker is None or not (self.live_benchmark.value or force):
             return
-        st = self._session.current
-        label = str(len(self._session.steps))
-        if isinstance(self._bench, ProcessBenchmarker):
-            self._bench.submit_steps(st.key, label, st.steps, self._runnable()[0])
+        st = self.session.current
+        label = str(len(self.session.steps))
+        if isinstance(self.benchmarker, ProcessBenchmarker):
+            self.benchmarker.submit_steps(st.key, label, st.steps, self.runnable()[0])
             return
         mods = {}
-        for t in self._runnable()[0]:
+        for t in self.runnable()[0]:
             try:
                 mods[t] = st.module(t)
             except TVMLabError as e:
                 mods[t] = f"build failed: {e}"
-        self._bench.submit(st.key, label, mods)
+        self.benchmarker.submit(st.key, label, mods)
 
     def _on_live(self, change):
         if change["new"]:
-            if self._bench is None:
-                self._start_benchmarker(self._sizes)
-            self._submit_benchmark()
-            self._refresh_bench_view()
+            if self.benchmarker is None:
+                self.start(self.sizes)
+            self.submit()
+            self.refresh()
 
     def _on_measure(self, _):
-        if self._bench is None:
-            self._start_benchmarker(self._sizes)
-        self._submit_benchmark(force=True)
-        self._refresh_bench_view()
+        if self.benchmarker is None:
+            self.start(self.sizes)
+        self.submit(force=True)
+        self.refresh()
 
-    def _records(self):
-        if self._bench is None:
+    def records(self):
+        """One record per measured step of the trace and runnable target, as measured so far."""
+        if self.benchmarker is None:
             return []
-        steps = self._session.steps
+        steps = self.session.steps
         out = []
-        runnable = self._runnable()[0]
+        runnable = self.runnable()[0]
         for k in range(len(steps) + 1):
             key = steps_key(steps[:k])
             for t in runnable:
-                rec = self._bench.records.get((key, t))
+                rec = self.benchmarker.records.get((key, t))
                 if rec is not None:
                     out.append({"step": k, "label": repr(steps[k - 1]) if k else "initial schedule",
                                 **rec})
         return out
 
-    def _refresh_bench_view(self, plot=None):
+    def refresh(self, plot=None):
         """Progress line always; the plot and table (``plot=None``: only while the Benchmark tab is
         open, and only when the records changed; ``True``: now)."""
-        b = self._bench
-        skipped = self._runnable()[1]
+        b = self.benchmarker
+        skipped = self.runnable()[1]
         note = f" · not run (no device): {', '.join(skipped)}" if skipped else ""
         if b is None:
             self.bench_label.value = "benchmark off" + note
@@ -137,7 +140,7 @@ class BenchmarkPanel:
         tab = self._open_tab()
         if plot is None:          # the plot is drawn for the open Benchmark tab only
             plot = tab == "Benchmark"
-        recs = self._records()
+        recs = self.records()
         peak, how = b.peak or (None, "")
         sig = (json.dumps(recs, sort_keys=True, default=str), peak, how)
         if plot and sig != self._plotted:
@@ -149,9 +152,7 @@ class BenchmarkPanel:
             self.bench_table.value = _records_html(recs, how)
             self._plotted = sig
         if tab == "Roofline" and not pending:
-            with self._lock:      # from the benchmark thread: never while an apply is lowering
-                self._draw_panel("Roofline", force=True)
-
+            self._redraw_roofline()
 
 
 def _records_html(recs, how):

@@ -1,13 +1,12 @@
 """The Explorer's trace and primitive controls: the stage table, the form of one primitive
 (only valid choices, from ``choices``), and the trace with undo / redo / reset / copy-as-code.
 
-Everything a control does goes through the Python API here (``apply``, ``undo``, ...), so a
+Everything a control does goes through the Explorer's Python API (``apply``, ``undo``, ...), so a
 notebook and a click change the session the same way.
 """
 from __future__ import annotations
 
 import html
-import time
 
 import ipywidgets as W
 
@@ -28,57 +27,31 @@ def click_handler(fn):
     return click
 
 
-class TraceControls:
-    """Mixin of ``Explorer``: applying primitives and moving along the trace."""
+class TracePanel:
+    """The stage table, the form of one primitive and the trace of ``session``; its buttons call
+    ``apply`` (keyword arguments from the form), ``undo``, ``redo`` and ``reset``, which change the
+    session and refresh the explorer; ``show_error`` puts an incomplete choice in the status line.
+    Observers do nothing while ``quiet`` is up."""
 
-    def apply(self, primitive, stage=None, axis=None, **params):
-        """Apply one primitive by printed names: ``apply("split", stage="C", axis="i", factor=64)``.
+    WIDGETS = ("stages_view", "stage_select", "primitive_select", "apply_button", "trace_view", "undo_button",
+               "redo_button", "reset_button", "copy_button", "code_box")
 
-        On failure the TVMLabError is shown in the widget and raised; nothing changes.
-        """
-        return self._move(lambda: self._session.apply(primitive, stage=stage, axis=axis, **params),
-                          lambda: f"applied {self._session.steps[-1]!r}")
-
-    def undo(self):
-        return self._move(self._session.undo, "undid the last step")
-
-    def redo(self):
-        return self._move(self._session.redo, "redid a step")
-
-    def reset(self):
-        return self._move(self._session.reset, "reset to the schedule the explorer opened with")
-
-    def _move(self, fn, what):
-        """Run ``fn`` (a session change) under the lock, then refresh with the status ``what``
-        (text, or a function giving it once ``fn`` is done); a TVMLabError is shown and raised."""
-        t0 = time.perf_counter()
-        with self._lock:
-            try:
-                fn()
-            except TVMLabError as e:
-                self._show_error(e)
-                raise
-            self.last_timings = {"schedule+lower": (time.perf_counter() - t0) * 1e3}
-            self._refresh(t0, what() if callable(what) else what)
-        return self
-
-    def as_python(self, schedule_var="s"):
-        """Python that rebuilds the current schedule from the tensors, bound to ``s``."""
-        return self._session.as_python(schedule_var)
-
-    def _build_trace_controls(self):
-        """The stages and primitive form (``_controls_box``) and the trace (``_trace_box``)."""
+    def __init__(self, session, quiet, apply, undo, redo, reset, show_error):
+        self.session = session
+        self._quiet = quiet
+        self._apply = apply
+        self._show_error = show_error
         self.stages_view = W.HTML()
         self.stage_select = W.Dropdown(description="stage", layout=W.Layout(width="260px"))
         self.primitive_select = W.Dropdown(description="primitive", layout=W.Layout(width="260px"))
         self._form = W.VBox()
-        self._params = {}
+        self.params = {}
         self.apply_button = W.Button(description="apply", button_style="primary", icon="play")
         self.stage_select.observe(self._on_stage, names="value")
         self.primitive_select.observe(self._on_primitive, names="value")
         self.apply_button.on_click(self._on_apply)
-        self._controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
-                                     self._form, self.apply_button], layout=flex())
+        self.controls_box = W.VBox([self.stages_view, self.stage_select, self.primitive_select,
+                                    self._form, self.apply_button], layout=flex())
         self.trace_view = W.HTML()
         fit = dict(layout=W.Layout(width="auto", flex="0 0 auto"))   # as wide as its label, never cut
         self.undo_button = W.Button(description="undo", icon="undo", **fit)
@@ -86,23 +59,15 @@ class TraceControls:
         self.reset_button = W.Button(description="reset", icon="refresh", **fit)
         self.copy_button = W.Button(description="copy as code", icon="clipboard", **fit)
         self.code_box = W.Textarea(layout=W.Layout(width="100%", height="140px", display="none"))
-        for b, fn in ((self.undo_button, self.undo), (self.redo_button, self.redo),
-                      (self.reset_button, self.reset)):
+        for b, fn in ((self.undo_button, undo), (self.redo_button, redo), (self.reset_button, reset)):
             b.on_click(click_handler(fn))
         self.copy_button.on_click(self._on_copy)
-        self._trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
+        self.trace_box = W.VBox([W.HTML("<b>trace</b>"), self.trace_view, W.HBox(
             [self.undo_button, self.redo_button, self.reset_button, self.copy_button],
             layout=W.Layout(flex_flow="row wrap")), self.code_box], layout=flex())
 
-    def _show_error(self, e):
-        self.error = str(e)
-        self._status.value = (f'<div class="tvmlab-error" style="color:#c92a2a;background:#fff5f5;'
-                              f'border:1px solid #ffc9c9;padding:4px;font-size:12px;'
-                              f'white-space:pre-wrap"><b>{type(e).__name__}:</b> '
-                              f'{html.escape(str(e))}<br><i>nothing was changed</i></div>')
-
-    def _refresh_stages(self):
-        sch = self._session.schedule
+    def refresh_stages(self):
+        sch = self.session.schedule
         rows = []
         for stg in sch.stages:
             key = sch.stage_key(stg)
@@ -138,7 +103,7 @@ class TraceControls:
         self._refresh_primitives()
 
     def _refresh_primitives(self):
-        sch = self._session.schedule
+        sch = self.session.schedule
         prims = C.valid_primitives(sch, self.stage_select.value) if self.stage_select.value else []
         cur = self.primitive_select.value
         self.primitive_select.options = prims
@@ -148,25 +113,25 @@ class TraceControls:
         self.apply_button.disabled = not prims
 
     def _on_stage(self, change):
-        if self._updating:
+        if self._quiet:
             return
-        with self._quietly():
+        with self._quiet():
             self._refresh_primitives()
-        self._rebuild_form()
+        self.rebuild_form()
 
     def _on_primitive(self, change):
-        if not self._updating:
-            self._rebuild_form()
+        if not self._quiet:
+            self.rebuild_form()
 
-    def _rebuild_form(self):
-        sch = self._session.schedule
+    def rebuild_form(self):
+        sch = self.session.schedule
         stage, prim = self.stage_select.value, self.primitive_select.value
-        self._params = {}
+        self.params = {}
         if not stage or not prim:
             self._form.children = [W.HTML("<i>no primitive applies to this stage</i>")]
             return
         ch = C.axis_choices(sch, stage, prim)
-        P = self._params
+        P = self.params
         wide = W.Layout(width="260px")
 
         def dd(name, opts, value=None, desc=None):
@@ -215,7 +180,7 @@ class TraceControls:
             dd("scope", C.scope_choices(sch, parent.value) if parent.value else [])
 
             def on_parent(change):
-                P["scope"].options = C.scope_choices(self._session.schedule, change["new"]) \
+                P["scope"].options = C.scope_choices(self.session.schedule, change["new"]) \
                     if change["new"] else []
             parent.observe(on_parent, names="value")
         elif prim in ("set_scope", "cache_write"):
@@ -228,13 +193,13 @@ class TraceControls:
         self._form.children = widgets or [W.HTML("<i>no parameters</i>")]
 
     def form_kwargs(self):
-        """The ``apply`` keyword arguments the controls currently describe."""
-        P = {k: w.value for k, w in self._params.items()}
+        """``Explorer.form_kwargs``: what the stage, primitive and form choose, as ``apply`` keywords."""
+        P = {k: w.value for k, w in self.params.items()}
         prim, stage = self.primitive_select.value, self.stage_select.value
         if prim == "split":
             return {"stage": stage, "axis": P["axis"], P["mode"]: P["amount"]}
         if prim == "reorder":
-            leaf = [iv.var.name for iv in self._session.schedule[stage].leaf_iter_vars]
+            leaf = [iv.var.name for iv in self.session.schedule[stage].leaf_iter_vars]
             order = [n for n in leaf if n != P["axis"]]
             order.insert(P["position"], P["axis"])
             return {"stage": stage, "axes": order}
@@ -253,14 +218,14 @@ class TraceControls:
             return
         try:
             kw = self.form_kwargs()
-            self.apply(prim, **kw)
+            self._apply(prim, **kw)
         except TVMLabError:
             pass            # shown in the status line
         except (KeyError, TypeError, ValueError) as e:
             self._show_error(TVMLabError(f"{prim}: incomplete choice ({e})"))
 
-    def _refresh_trace(self):
-        s = self._session
+    def refresh_trace(self):
+        s = self.session
         items = []
         for k, step in enumerate(s.steps):
             weight = "bold" if k == len(s.steps) - 1 else "normal"
@@ -273,9 +238,9 @@ class TraceControls:
         self.undo_button.disabled = not s.steps
         self.redo_button.disabled = not s.redo_steps
         if self.code_box.layout.display != "none":
-            self.code_box.value = self.as_python()
+            self.code_box.value = self.session.as_python()
 
     def _on_copy(self, _):
-        self.code_box.value = self.as_python()
+        self.code_box.value = self.session.as_python()
         self.code_box.layout.display = None if self.code_box.layout.display == "none" else "none"
 

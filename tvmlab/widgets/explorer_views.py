@@ -2,10 +2,12 @@
 
 Kept apart from the controls because drawing is the slow part of a refresh: the text is diffed
 against the previous step, graphs are laid out on background threads and code is built only
-while its tab is open.  Also holds the tab layout every part of the Explorer refers to.
+while its tab is open.  Also holds what every panel of the Explorer refers to: the tab layout,
+``flex`` and ``Quiet``.
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 import time
@@ -29,44 +31,69 @@ def flex(**kw):
     return W.Layout(flex="1 1 0", min_width="0", **kw)
 
 
-class StageViews:
-    """Mixin of ``Explorer``: the graph, text and code of the current state."""
+class Quiet:
+    """Up while the explorer sets its controls' options and values itself: an observer that finds it
+    up redraws nothing.  ``with quiet(): ...`` raises it; ``if quiet:`` reads it."""
 
-    def _build_stage_pages(self):
-        """One graph|text page per level, and the row of code panes."""
+    def __init__(self):
+        self.up = False
+
+    def __bool__(self):
+        return self.up
+
+    @contextlib.contextmanager
+    def __call__(self):
+        was, self.up = self.up, True
+        try:
+            yield
+        finally:
+            self.up = was
+
+
+class ViewsPanel:
+    """The graph and text of each level and the code of ``session``'s current state, each drawn once
+    per state; graphs are laid out on background threads that show their result under ``lock``."""
+
+    WIDGETS = ("graph_views", "text_views", "code_views")
+
+    def __init__(self, session, lock, async_graphs=True):
+        self.session = session
+        self._lock = lock
+        self._async_graphs = bool(async_graphs)
+        self._graph_threads = []
+        self._text_of = {}           # level -> state key its text view was drawn for
+        self._graph_of = {}          # level -> state key its graph was drawn for
+        self._code_of = None         # state key the code panes were built for
         self.graph_views = {lv: W.HTML(layout=flex()) for lv in LEVELS}
         self.text_views = {lv: W.HTML(layout=flex()) for lv in LEVELS}
-        pages = [W.HBox([self.graph_views[lv], self.text_views[lv]]) for lv in LEVELS]
+        self.pages = [W.HBox([self.graph_views[lv], self.text_views[lv]]) for lv in LEVELS]
         self.code_views = W.HBox(layout=W.Layout(width="100%"))
-        return pages
 
-    def source(self, target, fmt=None):
-        """Generated source for ``target`` (LLVM IR for "llvm"; ``fmt="asm"`` for assembly)."""
-        return self._session.source(target, fmt)
+    def forget(self):
+        """A new state: every view is drawn again when shown."""
+        self._text_of = {}
+        self._graph_of.clear()
+        self._code_of = None
 
-    def graph(self, level):
-        """A graphviz.Digraph of "AST1", "AST2" or "AST3" (new nodes outlined)."""
-        return self._session.graph(level)
+    def draw(self, level):
+        self.draw_text(level)
+        self.draw_graph(level)
 
-    def text(self, level):
-        """The text of "AST1", "AST2" or "AST3"."""
-        return self._session.text(level)
-
-    def _draw_text(self, level):
+    def draw_text(self, level):
         """The text of ``level`` with the last step's change highlighted (only the open tab's:
         the hidden ones are drawn when opened, so an apply sends one diff, not three)."""
-        st, prev = self._session.current, self._session.previous
+        st, prev = self.session.current, self.session.previous
         if self._text_of.get(level) == st.key:
             return
         old = prev.text(level) if prev is not None else None
         self.text_views[level].value = diff_html(old, st.text(level), f"{level} text")
         self._text_of[level] = st.key
 
-    def _draw_graph(self, level):
+    def draw_graph(self, level):
         """Show the graph of the current state: at once when its layout is cached, else laid out
         on a background thread (graphviz runs outside the GIL) while the text views are already
         up to date; a layout for a state the user has left is dropped."""
-        st, prev = self._session.current, self._session.previous
+        st, prev = self.session.current, self.session.previous
         if self._graph_of.get(level) == st.key:
             return
         self._graph_of[level] = st.key
@@ -83,7 +110,7 @@ class StageViews:
             except Exception as e:      # never raise on a worker thread
                 got = (None, f"{type(e).__name__}: {e}")
             with self._lock:
-                if self._session.current is st and self._graph_of.get(level) == st.key:
+                if self.session.current is st and self._graph_of.get(level) == st.key:
                     self._show_graph(level, *got)
         t = threading.Thread(target=work, name="tvmlab-graph", daemon=True)
         self._graph_threads = [x for x in self._graph_threads if x.is_alive()] + [t]
@@ -100,21 +127,21 @@ class StageViews:
                                              f'<div style="{_GRAPH_BOX}">{svg}</div>')
 
     def wait_graphs(self, timeout=60):
-        """Block until the graphs being laid out are shown; False on timeout."""
+        """``Explorer.wait_graphs``: join the layout threads (False if one is still running)."""
         deadline = time.monotonic() + timeout
         for t in list(self._graph_threads):
             t.join(max(0.0, deadline - time.monotonic()))
         return not any(t.is_alive() for t in self._graph_threads)
 
-    def _refresh_code(self):
+    def refresh_code(self):
         """Build and show the code of the current state (only while the Code tab is open: a
         build is the slowest part of a refresh, and the benchmark builds in its own process)."""
-        st = self._session.current
+        st = self.session.current
         if self._code_of == st.key:
             return
         self._code_of = st.key
         panes = []
-        for t in self.targets:
+        for t in self.session.targets:
             kind = target_kind(t)
             if kind == "llvm":
                 fmts = [("LLVM IR", "ll", "llvm"), ("assembly", "asm", "asm")]
@@ -133,8 +160,3 @@ class StageViews:
                     panes.append(W.HTML(pane_html(label, None, note=f"no code: {e}"),
                                         layout=flex()))
         self.code_views.children = panes
-
-    def _open_tab(self):
-        """The title of the open tab (None when none is)."""
-        sel = self._tabs.selected_index
-        return None if sel is None else TAB_TITLES[sel]

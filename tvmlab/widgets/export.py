@@ -57,7 +57,7 @@ def explorer_html(ex):
             panes.append(f"<div>{pane_html(f'code ({t})', None, note=f'no code: {e}')}</div>")
     parts.append(_section("Code", f'<div class="row">{"".join(panes)}</div>'))
     bench = ""
-    ex._refresh_bench_view(plot=True)
+    ex.bench_panel.refresh(plot=True)
     if ex.bench_plot.value:
         bench += png_img(ex.bench_plot.value, "benchmark")
     bench += ex.bench_table.value or "<i>no benchmark</i>"

@@ -5,8 +5,8 @@
 
 ``dense`` reads W through a packed copy ``W_pack[jo, k, ji] = W[jo * block + ji, k]`` (zero past N)
 when X has more than ``SMALL_M`` rows: each panel of ``block`` output columns is contiguous, so the
-schedule's inner loop loads it with full vectors (as ``topi.matmul`` packs B).  With few rows
-(batch-1 inference) the product is bound by reading W once, which is done in place.
+schedule's inner loop loads it with full vectors (as ``matmul(..., blocked=True)`` packs B).  With few
+rows (batch-1 inference) the product is bound by reading W once, which is done in place.
 """
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from ...ir import dtype as dt
 from ...ir import op as _op
 from .. import tag
 from ..utils import pack_blocks, vector_block
-from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, shape_str, with_cpu_target
+from ..utils import (OperatorError, check_options, check_tensor, const_or_none, gpu_target_current, shape_str,
+                     with_cpu_target)
 
-SMALL_M = 16
+SMALL_M = 16        # at most this many rows: the right operand is read in place, not packed
 
 
 def _out_dtype(op, a, b, out_dtype):
@@ -102,11 +103,31 @@ def dense_pack(data, packed_weight, bias=None, out_dtype=None, units=None):
     return _with_bias("dense_pack", out, bias, N)
 
 
-def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, transpose_b=False):
-    """``op(a) @ op(b) (+ bias)`` where op transposes when asked. Tag ``matmul``; ``transpose_b`` is dense."""
+@with_cpu_target
+def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, transpose_b=False, *, blocked=False,
+           pack_b=None, block=None, rows=0, name="T_matmul", target=None):
+    """``op(a) @ op(b) (+ bias)`` where op transposes when asked. Tag ``matmul``; ``transpose_b`` alone is
+    ``dense``.
+
+    ``blocked=True`` (``topi.matmul``) lays ``a @ b`` out for a BLAS kernel and records the layout in the
+    op's attrs (``block``, ``rows``, ``packed_b``), which ``topi.x86.schedule_matmul`` follows: b is packed
+    into column panels, ``Bp[jo, k, ji] = b[k, jo * block + ji]`` (zero past the last column), so a register
+    tile reads it with full-width vector loads, one cache line after the other.  ``block`` defaults to two
+    vector registers of the target (``vector_block``).  ``pack_b=None`` packs b unless a has at most
+    ``SMALL_M`` rows (a constant: a pass over all of b then costs more than reading it in place).
+    ``rows > 0`` also packs a into panels of ``rows`` rows (``Ap[io, k, ii] = a[io * rows + ii, k]``, a
+    parallel pass of its own); reading a in place costs no memory and is as fast.  With ``blocked``,
+    transposed operands are read in place (a plain product)."""
     check_tensor("matmul", tensor_a, "tensor_a", 2)
     check_tensor("matmul", tensor_b, "tensor_b", 2)
-    if not transpose_a and transpose_b:
+    if pack_b not in (None, True, False):
+        raise OperatorError(f"matmul: pack_b must be True, False or None (choose), got {pack_b!r}")
+    check_options("matmul", block=block, rows=rows or None)
+    if not blocked and (pack_b is not None or block is not None or rows):
+        raise OperatorError("matmul: pack_b, block and rows lay out the blocked product: give blocked=True")
+    if rows and pack_b is False:
+        raise OperatorError("matmul: rows > 0 packs A, which needs pack_b (B packed too)")
+    if not transpose_a and transpose_b and not blocked:
         out = dense(tensor_a, tensor_b, bias, out_dtype)
         return out
     out_dtype = _out_dtype("matmul", tensor_a, tensor_b, out_dtype)
@@ -120,9 +141,30 @@ def matmul(tensor_a, tensor_b, bias=None, out_dtype=None, transpose_a=False, tra
 
     def b(j):
         return tensor_b[j, k] if transpose_b else tensor_b[k, j]
+    attrs = None
+    if blocked and not (transpose_a or transpose_b):
+        a, b, attrs = _panels(tensor_a, tensor_b, k, out_dtype, pack_b, block, rows, name, target)
     out = te.compute((M, N), lambda i, j: te.sum(_cast(out_dtype, a(i)) * _cast(out_dtype, b(j)), axis=k),
-                     name="T_matmul", tag="matmul")
+                     name=name, tag="matmul", attrs=attrs)
     return _with_bias("matmul", out, bias, N)
+
+
+def _panels(A, B, k, out_dtype, pack_b, block, rows, name, target):
+    """``matmul(A, B, blocked=True)``'s readers of A and B (through their packed panels) and its attrs."""
+    (M, K), N = A.shape, B.shape[1]
+    block = vector_block(out_dtype, target) if block is None else block
+    if pack_b is None:
+        pack_b = bool(rows) or const_or_none(M) is None or const_or_none(M) > SMALL_M
+    a, b = (lambda i: A[i, k]), (lambda j: B[k, j])
+    if pack_b:
+        Bp = pack_blocks(((N + block - 1) // block, K, block), lambda jo, k, ji: B[k, jo * block + ji], N, B.dtype,
+                         name + "_packB")
+        b = (lambda j: Bp[j // block, k, j % block])
+    if rows:
+        Ap = pack_blocks(((M + rows - 1) // rows, K, rows), lambda io, k, ii: A[io * rows + ii, k], M, A.dtype,
+                         name + "_packA")
+        a = (lambda i: Ap[i // rows, k, i % rows])
+    return a, b, {"block": block, "rows": rows, "packed_b": int(pack_b)}
 
 
 @with_cpu_target

@@ -12,8 +12,8 @@ points unrolled), through the tail (bias, activation, residual add) on the way.
 """
 from __future__ import annotations
 
-from ..matmul import accumulate_in_registers, tile_rows
 from ..utils import const_or_none, with_cpu_target
+from .dense import accumulate_in_registers, tile_rows
 from .injective import fused_group, schedule_others
 
 TAG = "conv2d_winograd_NCHWc"

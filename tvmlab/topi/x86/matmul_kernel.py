@@ -8,17 +8,17 @@ accumulators held in vector registers (loop-carried phis) over the whole
 reduction, one vector load per ``lanes`` columns of b and one broadcast per
 row of a at each step, fused multiply-adds, then one store of the tile.  The
 IR is linked into the module (``pragma_import_llvm``) and inlined where it is
-called.  ``schedule_matmul(C, tensorize=True)`` uses it.
+called.  ``topi.x86.schedule_matmul(C, tensorize=True)`` uses it.
 """
 from __future__ import annotations
 
-from .. import te
-from ..codegen.llvm_vector import vector_registers
-from ..errors import ScheduleError
-from ..ir import op as _op
-from ..ir.expr import StringImm
-from ..ir.function import Buffer
-from ..ir.stmt import AttrStmt, Evaluate
+from ... import te
+from ...codegen.llvm_vector import vector_registers
+from ...errors import ScheduleError
+from ...ir import op as _op
+from ...ir.expr import StringImm
+from ...ir.function import Buffer
+from ...ir.stmt import AttrStmt, Evaluate
 
 K_UNROLL = 4            # reduction steps per iteration of the kernel's loop (LLVM unrolls it)
 _LLVM_TYPES = {"float32": ("float", 4, "f32"), "float64": ("double", 8, "f64")}
@@ -102,7 +102,7 @@ def intrin_matmul_tile(rows, block, K, dtype="float32", target="llvm", a_rows=Fa
     bufs = {x: Buffer(x.name, x.shape, dtype, strides=[te.var(f"{x.name}_stride"), 1],
                       elem_offset=te.var(f"{x.name}_offset"), offset_factor=1) for x in (a, b, c)}
     name = kernel_name(rows, vectors, lanes, dtype, a_rows)
-    from ..codegen.llvm_import import register_llvm
+    from ...codegen.llvm_import import register_llvm
     ir = register_llvm(name, kernel_ir(rows, vectors, lanes, dtype, a_rows))
 
     def body(ins, outs):
@@ -114,60 +114,6 @@ def intrin_matmul_tile(rows, block, K, dtype="float32", target="llvm", a_rows=Fa
 
 
 def _call(name, cc, aa, bb, K):
-    from ..ir.op import call_extern
+    from ...ir.op import call_extern
     return call_extern("int32", name, cc.access_ptr("w"), aa.access_ptr("r"), bb.access_ptr("r"),
                        _op.convert(K), aa.strides[0], bb.strides[0], cc.strides[0])
-
-
-def schedule_tensorized(C, target="llvm", col_block=None):
-    """``schedule_matmul(C, tensorize=True)``: the blocked schedule with micro-kernel tiles.
-
-    Each ``rows x block`` tile is computed by the kernel into a write cache
-    (one tile of registers, stored once) and copied into C, whose edge tiles
-    are guarded; the packed panels of A and B are padded, so the kernel never
-    reads past them.
-    """
-    from .matmul import B_BLOCK_BYTES
-    from .utils import const_or_none, find_stage_input
-    from ..ir import dtype as dt
-    from .matmul import tile_rows
-    rows, block = int(C.op.attrs["rows"]), int(C.op.attrs["block"])
-    M = const_or_none(C.shape[0])
-    a_rows = False
-    if not rows and int(C.op.attrs.get("packed_b", 1)) and M is not None:
-        # A read in place: a tile height near the registers' that divides M (no edge tile to read past A)
-        most = tile_rows(block, C.dtype, target)
-        fits = [d for d in range(most, (most + 1) // 2 - 1, -1) if d and M % d == 0]
-        if fits:
-            rows, a_rows = fits[0], True
-    if not rows or not int(C.op.attrs.get("packed_b", 1)):
-        raise ScheduleError("schedule_matmul(tensorize=True) needs B packed, and A packed (build C with "
-                            "topi.matmul(A, B, rows=R), R rows per tile: topi.matmul.tile_rows gives the "
-                            "target's) unless a tile height near R divides the rows of A (a constant)")
-    s = te.create_schedule(C.op)
-    packs = [find_stage_input(C, "_packB")] + ([] if a_rows else [find_stage_input(C, "_packA")])
-    for P in packs:
-        s[P].parallel(s[P].op.axis[0])
-        s[P].vectorize(s[P].op.axis[2])
-    i, j = s[C].op.axis
-    (k,) = s[C].op.reduce_axis
-    K = const_or_none(k.dom.extent)
-    if col_block is None:
-        col_block = B_BLOCK_BYTES // ((K or 512) * max(1, dt.parse(C.dtype)[1] // 8))
-    # Every tile the kernel computes must lie in the packed panels (the edge tiles are
-    # padded), so the column blocks hold a number of panels that divides the panel count.
-    N = const_or_none(C.shape[1])
-    panels = 1
-    if N is not None:
-        count = -(-N // block)
-        panels = max(d for d in range(1, min(count, max(1, col_block // block)) + 1) if count % d == 0)
-    CC = s.cache_write(C, "global")
-    io, ii = s[C].split(i, factor=rows)
-    jo, ji = s[C].split(j, factor=block)
-    jc, jb = s[C].split(jo, factor=panels)
-    s[C].reorder(io, jc, jb, ii, ji)
-    s[C].parallel(s[C].fuse(io, jc))
-    s[C].vectorize(ji)
-    s[CC].compute_at(s[C], jb)
-    s[CC].tensorize(s[CC].op.axis[0], intrin_matmul_tile(rows, block, k.dom.extent, C.dtype, target, a_rows))
-    return s
