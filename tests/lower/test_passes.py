@@ -700,7 +700,8 @@ def test_partition_constant_split_main_and_tail():
     assert main.loop_var is io and not nodes(main, IfThenElse)
     assert (_value(main.min), _value(main.extent)) == (0, 4)
     assert (_value(tail.min), _value(tail.extent)) == (4, 1)
-    assert len(nodes(tail, IfThenElse)) == 1 and tail.loop_var is not io
+    # the tail row's columns past 37 fail the guard everywhere: that part is gone, no guard is left
+    assert not nodes(tail, IfThenElse) and tail.loop_var is not io
     run_both(ast2, out, binds)
 
 
@@ -714,7 +715,9 @@ def test_partition_of_a_parallel_loop_branches_inside_it():
     assert (_value(out.min), _value(out.extent)) == (0, 5)
     branch = out.body
     assert isinstance(branch, IfThenElse) and not nodes(branch.then_case, IfThenElse)
-    assert len(nodes(branch.else_case, IfThenElse)) == 1
+    # the guarded copy is partitioned along i.inner: its columns past 37 (guard false) are gone
+    (inner,) = nodes(branch.else_case, For)
+    assert _value(inner.extent, {io: 4}) == 5 and not nodes(branch.else_case, IfThenElse)
     assert [_value(branch.condition, {io: v}) for v in range(5)] == [1, 1, 1, 1, 0]
     run_both(ast2, out, binds)
 
@@ -726,7 +729,8 @@ def test_partition_symbolic_n(factor):
     binds = binds_of(A, B, C)
     out = loop_partition(storage_flatten(ast2, binds))
     main, tail = out.seq
-    assert not nodes(main, IfThenElse) and nodes(tail, IfThenElse)
+    # the tail row runs its in-range columns only: the guard became the inner loop's extent
+    assert not nodes(main, IfThenElse) and not nodes(tail, IfThenElse)
     for nv in (0, 1, factor - 1, factor, 37, 64):
         env = {n: nv}
         assert _value(main.extent, env) == nv // factor
@@ -759,9 +763,28 @@ def test_partition_lower_and_upper_guards_give_three_loops():
                 IfThenElse(likely(guard), ProducerStore(C, A[i] * 2.0, (i,))))
     binds = binds_of(A, C)
     out = loop_partition(storage_flatten(ast2, binds))
-    pre, main, post = out.seq
-    assert [(_value(f.min), _value(f.extent)) for f in out.seq] == [(0, 3), (3, 14), (17, 3)]
-    assert not nodes(main, IfThenElse) and nodes(pre, IfThenElse) and nodes(post, IfThenElse)
+    # the guard fails on the whole of [0, 3) and [17, 20) and has no else: only [3, 17) is left
+    assert isinstance(out, For) and (_value(out.min), _value(out.extent)) == (3, 14)
+    assert not nodes(out, IfThenElse)
+    run_both(ast2, out, binds)
+
+
+def test_partition_drops_likely_conditions_of_selects_and_equalities():
+    """A ``likely`` condition counts wherever it stands (Select, if_then_else), and ``i == 5``
+    cuts the loop around one point: each piece is left with the values it takes."""
+    A, C = tensor("A", (16,)), tensor("C", (16,))
+    i = Var("i")
+    value = op.select(likely(i == 5), A[i] * 2.0,
+                      op.if_then_else(likely(i < 13), A[i] + 1.0, op.const(-1.0)))
+    ast2 = loop(i, 0, 16, "serial", ProducerStore(C, value, (i,)))
+    binds = binds_of(A, C)
+    out = loop_partition(storage_flatten(ast2, binds))
+    pieces = out.seq
+    spans = [(_value(f.min), _value(f.min) + _value(f.extent)) for f in pieces]
+    assert spans[0][0] == 0 and spans[-1][1] == 16
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    (at5,) = [f for f, sp in zip(pieces, spans) if sp == (5, 6)]
+    assert not nodes(at5, Select) and not nodes(at5, Call)      # i == 5 and i < 13 both hold
     run_both(ast2, out, binds)
 
 
@@ -776,12 +799,13 @@ def test_partition_cut_points_are_clamped_into_the_loop(p_value):
                 IfThenElse(likely(guard), ProducerStore(C, A[i] + 3.0, (i,))))
     binds = binds_of(A, C)
     out = loop_partition(storage_flatten(ast2, binds))
-    pre, main, post = out.seq
-    assert not nodes(main, IfThenElse)
+    # i < 17 fails on the whole post part, which goes; p <= i may hold below the cut (p < 5)
+    pre, main = out.seq
+    assert not nodes(main, IfThenElse) and nodes(pre, IfThenElse)
     env = {p: p_value}
     bounds = [(_value(f.min, env), _value(f.min, env) + _value(f.extent, env)) for f in out.seq]
-    assert bounds[0][0] == 5 and bounds[2][1] == 25
-    assert bounds[0][1] == bounds[1][0] and bounds[1][1] == bounds[2][0]
+    assert bounds[0][0] == 5 and bounds[1][1] == max(17, min(max(p_value, 5), 25))
+    assert bounds[0][1] == bounds[1][0]
     assert all(a <= b for a, b in bounds)
     run_both(ast2, out, binds, env)
 

@@ -312,6 +312,27 @@ def test_narrow_datatype_keeps_what_does_not_fit_and_never_widens():
         tvm.tir.transform.NarrowDataType(12)
 
 
+def test_narrow_datatype_thread_index_follows_an_int64_extent_where_int32_overflows():
+    def kernel(m, n):
+        ib = tvm.tir.ir_builder.create()
+        data = ib.pointer("float32", name="data")
+        bx, tx = te.thread_axis("blockIdx.x"), te.thread_axis("threadIdx.x")
+        ib.scope_attr(bx, "thread_extent", m)
+        ib.scope_attr(tx, "thread_extent", n)
+        data[bx * n + tx] = 1.0
+        return tvm.IRModule.from_expr(tvm.tir.PrimFunc([], ib.get()))
+    c64 = lambda v: tvm.tir.const(v, "int64")  # noqa: E731
+
+    def dtypes(mod):
+        body = tvm.tir.transform.NarrowDataType(32)(mod)["main"].body
+        return body.node.var.dtype, body.body.node.var.dtype, body.body.body
+    assert dtypes(kernel(c64(2), c64(32)))[:2] == ("int32", "int32")
+    bx, tx, store = dtypes(kernel(c64(2**30), c64(32)))     # bx * 32 + tx reaches 2**35
+    assert (bx, tx) == ("int64", "int64")
+    assert "Cast" not in repr(store.index) and store.index.dtype == "int64"
+    assert dtypes(kernel(2**30, 32))[:2] == ("int32", "int32")   # int32 extents: never widened
+
+
 # ------------------------------------------------------------------ InstrumentBoundCheckers
 def _checked_build(s, args):
     with tvm.transform.PassContext(config={"tir.instrument_bound_checkers": True}):

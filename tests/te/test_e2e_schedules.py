@@ -714,3 +714,17 @@ def test_rfactor_guard_precedes_a_where_that_reads_memory(check_build):
         mask = a[rr, rr + 3][None, :] >= (np.arange(8)[:, None] - 4)
         return (v[rr + 3][None, :] * mask).sum(axis=1)
     check_build(s, [A, V, T], ref, ranges={"A": (-8, 8)}, rtol=1e-5, atol=1e-5)
+
+
+def test_rfactor_guard_is_partitioned_away_from_the_main_loop(check_build):
+    """rfactor's range guard of an uneven split is ``likely``, as ScheduleOps' own guards:
+    loop partitioning gives the partial reduction a guard-free main part."""
+    A = te.placeholder((3, 68), name="A")
+    k = te.reduce_axis((0, 68), name="k")
+    B = te.compute((3,), lambda b: te.sum(A[b, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, _ = s[B].split(k, 16)
+    s.rfactor(B, ko, 0)
+    text = str(tvmlab.lower(s, [A, B]))
+    assert "likely" not in text and text.count("if ") == 0
+    check_build(s, [A, B], lambda a: a.sum(axis=1), rtol=1e-5, atol=1e-5)

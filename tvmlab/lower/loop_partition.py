@@ -29,9 +29,9 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.arith import POS_INF, Analyzer, IntervalSet
-from ..ir.expr import GE, GT, LE, LT, And, Call, IntImm, Load, Var
+from ..ir.expr import EQ, GE, GT, LE, LT, And, Call, IntImm, Load, Max, Min, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars, post_order_visit, substitute
-from ..ir.stmt import THREAD_ALLREDUCE, Allocate, AttrStmt, For, IfThenElse, Store, seq
+from ..ir.stmt import THREAD_ALLREDUCE, Allocate, AttrStmt, Evaluate, For, IfThenElse, Store, seq
 from ..ir.tensor import IterVar, Range
 from .unroll import fresh_copy
 
@@ -43,10 +43,6 @@ def _conjuncts(cond):
     if isinstance(cond, And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)
     return [cond]
-
-
-def _is_likely(cond):
-    return isinstance(cond, Call) and cond.op == "likely"
 
 
 class _Guards(IRVisitor):
@@ -81,27 +77,30 @@ class _Guards(IRVisitor):
 
     visit_Let = visit_LetStmt
 
-    def visit_IfThenElse(self, s):
-        if _is_likely(s.condition):
-            for c in _conjuncts(s.condition):
+    def visit_Call(self, e):
+        if e.op == "likely":
+            for c in _conjuncts(e):
                 self.found.append((c, dict(self.doms), set(self.lets)))
-        self.generic_visit(s)
+        self.generic_visit(e)
 
 
 def _as_less_than(cond):
-    """``cond`` as ``d < k`` (integers), returned as (d, k), or None."""
-    if not isinstance(cond, (LT, LE, GT, GE)):
+    """``cond`` as ``d < k`` (integers), returned as (d, k), or None.  ``a == b`` gives
+    (a - b, 1) with k marking an equality by a third element: (d, 1, True) means ``d == 0``."""
+    if not isinstance(cond, (LT, LE, GT, GE, EQ)):
         return None
     a, b = cond.a, cond.b
     if not dt.is_int(a.dtype) or dt.lanes(a.dtype) != 1:
         return None
+    if isinstance(cond, EQ):
+        return _op.sub(a, b), 0, True
     if isinstance(cond, LT):
-        return _op.sub(a, b), 0
+        return _op.sub(a, b), 0, False
     if isinstance(cond, LE):
-        return _op.sub(a, b), 1
+        return _op.sub(a, b), 1, False
     if isinstance(cond, GT):
-        return _op.sub(b, a), 0
-    return _op.sub(b, a), 1
+        return _op.sub(b, a), 0, False
+    return _op.sub(b, a), 1, False
 
 
 class _Bound:
@@ -117,15 +116,21 @@ def _true_region(cond, x, doms, lets):
     form = _as_less_than(cond)
     if form is None:
         return None
-    d, k = form
+    d, k, equal = form
     ana = Analyzer()
-    hi = ana.int_set(d, doms).max if doms else d
-    if hi is POS_INF:
-        return None
-    hi = ana.simplify(hi)
     inner = set(doms) | set(lets)
-    if any(v in inner for v in collect_vars(hi)):
-        return None
+    if equal:
+        # ``d == 0`` holds for every inner value only when d does not depend on them
+        hi = ana.simplify(d)
+        if any(v in inner for v in collect_vars(hi)):
+            return None
+    else:
+        hi = ana.int_set(d, doms).max if doms else d
+        if hi is POS_INF:
+            return None
+        hi = ana.simplify(hi)
+        if any(v in inner for v in collect_vars(hi)):
+            return None
     coef = ana.simplify(_op.sub(substitute(hi, {x: _op.add(x, 1)}), hi))
     if not isinstance(coef, IntImm) or coef.value == 0:
         return None
@@ -136,6 +141,11 @@ def _true_region(cond, x, doms, lets):
     rest = ana.simplify(_op.sub(hi, _op.add(_op.mul(x, a), b)))
     if not (isinstance(rest, IntImm) and rest.value == 0):
         return None
+    if equal:       # a*x + b == 0: one point when a is a unit
+        if abs(a) != 1:
+            return None
+        at = ana.simplify(_op.mul(b, _op.const(-a, x.dtype)))
+        return _Bound(lower=at, upper=at)
     # a*x + b < k
     if a > 0:
         return _Bound(upper=ana.simplify(_op.floordiv(_op.sub(_op.const(k - 1, x.dtype), b), a)))
@@ -143,32 +153,76 @@ def _true_region(cond, x, doms, lets):
                                              1)))
 
 
-class _DropConjuncts(IRMutator):
-    """Remove the proven conjuncts (by identity) from likely guards."""
+def _inverse(cond):
+    """The negation of an integer comparison, or None."""
+    if isinstance(cond, LT):
+        return GE(cond.a, cond.b)
+    if isinstance(cond, LE):
+        return GT(cond.a, cond.b)
+    if isinstance(cond, GT):
+        return LE(cond.a, cond.b)
+    if isinstance(cond, GE):
+        return LT(cond.a, cond.b)
+    return None
 
-    def __init__(self, proven):
+
+def _regions(found, x, negate=False):
+    """id(conjunct) -> the _Bounds of its occurrences where it holds (``negate``: where it
+    fails) for every value of the loops inside; None when one occurrence gives none."""
+    regions = {}
+    for cond, doms, lets in found:
+        if x not in collect_vars(cond):
+            continue
+        key = id(cond)
+        if key in regions and regions[key] is None:
+            continue
+        c = _inverse(cond) if negate else cond
+        region = _true_region(c, x, doms, lets) if c is not None else None
+        if region is None:
+            regions[key] = None
+        else:
+            regions.setdefault(key, []).append(region)
+    return regions
+
+
+class _DropConjuncts(IRMutator):
+    """Remove the proven conjuncts (by identity) from ``likely`` conditions, wherever they
+    stand (an ``if``, a ``Select``, an ``if_then_else``); a guard left empty goes away."""
+
+    def __init__(self, proven, refuted=()):
         super().__init__()
         self.proven = proven
+        self.refuted = refuted
+
+    def visit_Call(self, e):
+        if e.op != "likely":
+            return self.generic_visit(e)
+        parts = _conjuncts(e)
+        if any(id(c) in self.refuted for c in parts):
+            return _op.const(False, "bool")
+        kept = [c for c in parts if id(c) not in self.proven]
+        if len(kept) == len(parts):
+            return self.generic_visit(e)
+        if not kept:
+            return _op.const(True, "bool")
+        cond = self.visit(kept[0])
+        for c in kept[1:]:
+            cond = _op.logical_and(cond, self.visit(c))
+        return _op.likely(cond)
 
     def visit_IfThenElse(self, s):
-        then = self.visit(s.then_case)
-        other = self.visit(s.else_case) if s.else_case is not None else None
-        if not _is_likely(s.condition):
-            if then is s.then_case and other is s.else_case:
-                return s
-            return IfThenElse(s.condition, then, other)
-        parts = _conjuncts(s.condition)
-        kept = [c for c in parts if id(c) not in self.proven]
-        if not kept:
-            return then
-        if len(kept) == len(parts):
-            if then is s.then_case and other is s.else_case:
-                return s
-            return IfThenElse(s.condition, then, other)
-        cond = kept[0]
-        for c in kept[1:]:
-            cond = _op.logical_and(cond, c)
-        return IfThenElse(_op.likely(cond), then, other)
+        out = self.generic_visit(s)
+        if out is not s and isinstance(out.condition, IntImm):
+            if out.condition.value:
+                return out.then_case
+            return out.else_case if out.else_case is not None else Evaluate(_op.const(0, "int32"))
+        return out
+
+    def visit_Select(self, e):
+        out = self.generic_visit(e)
+        if out is not e and isinstance(out.condition, IntImm):
+            return out.true_value if out.condition.value else out.false_value
+        return out
 
 
 class _Partitioner(IRMutator):
@@ -219,19 +273,7 @@ class _Partitioner(IRMutator):
         x = s.loop_var
         g = _Guards()
         g.visit(s.body)
-        regions = {}     # id(conjunct) -> list of _Bound, or None when one occurrence fails
-        for cond, doms, lets in g.found:
-            if x not in collect_vars(cond):
-                continue
-            key = id(cond)
-            if key in regions and regions[key] is None:
-                continue
-            region = _true_region(cond, x, doms, lets)
-            if region is None:
-                regions[key] = None
-            else:
-                regions.setdefault(key, []).append(region)
-        proven = {k: v for k, v in regions.items() if v}
+        proven = {k: v for k, v in _regions(g.found, x).items() if v}
         if not proven:
             return None
         lowers = [b.lower for bs in proven.values() for b in bs if b.lower is not None]
@@ -257,13 +299,20 @@ class _Partitioner(IRMutator):
             self.scope.pop()
         if s.kind == "parallel":
             return self._branch(s, lo, hi, mn, end, main_body, ana)
+        # a guard may be provably false on a whole guarded part (the tail past ``n``): drop it there
+        refuted = {k: v for k, v in _regions(g.found, x, negate=True).items() if v}
         pieces = []
         if not ana.can_prove(_op.le(lo, mn)):
-            pieces.append(self._guarded(s, mn, lo, ana))
+            false = {k for k, bs in refuted.items()
+                     if all(b.upper is not None and _proves_le(ana, _op.sub(lo, 1), b.upper) for b in bs)}
+            pieces.append(self._guarded(s, mn, lo, ana, false))
         pieces.append(For(x, lo, ana.simplify(_op.sub(hi, lo)), s.kind, main_body, s.annotations))
         if not ana.can_prove(_op.ge(hi, end)):
-            pieces.append(self._guarded(s, hi, end, ana))
-        return seq(*pieces)
+            false = {k for k, bs in refuted.items()
+                     if all(b.lower is not None and _proves_le(ana, b.lower, hi) for b in bs)}
+            pieces.append(self._guarded(s, hi, end, ana, false))
+        pieces = [p for p in pieces if p is not None]
+        return seq(*pieces) if len(pieces) > 1 else pieces[0]
 
     def _branch(self, s, lo, hi, mn, end, main_body, ana):
         """One parallel loop whose body picks the guard-free or the guarded copy: cutting the
@@ -287,10 +336,13 @@ class _Partitioner(IRMutator):
             self.scope.pop()
         return s.replace(body=IfThenElse(_op.all(*inside), main_body, guarded))
 
-    def _guarded(self, s, start, stop, ana):
+    def _guarded(self, s, start, stop, ana, false=()):
         nv = Var(s.loop_var.name, s.loop_var.dtype)
         extent = ana.simplify(_op.sub(stop, start))
-        body = fresh_copy(s.body, {s.loop_var: nv})
+        body = _DropConjuncts(set(), false).visit(s.body) if false else s.body
+        if isinstance(body, Evaluate) and isinstance(body.value, IntImm):
+            return None     # the guards fail on the whole part: it does nothing
+        body = fresh_copy(body, {s.loop_var: nv})
         self.scope.append((nv, Range(start, extent)))
         try:
             body = self.visit(body)
@@ -313,6 +365,21 @@ def _cooperates(body, shared=()):
             found.append(n)
     post_order_visit(body, visit)
     return bool(found)
+
+
+def _proves_le(ana, a, b):
+    """Whether ``a <= b``, looking into the clamps (``min``/``max``) the cut points carry."""
+    if ana.can_prove(_op.le(a, b)):
+        return True
+    if isinstance(b, Max):
+        return _proves_le(ana, a, b.a) or _proves_le(ana, a, b.b)
+    if isinstance(a, Min):
+        return _proves_le(ana, a.a, b) or _proves_le(ana, a.b, b)
+    if isinstance(b, Min):
+        return _proves_le(ana, a, b.a) and _proves_le(ana, a, b.b)
+    if isinstance(a, Max):
+        return _proves_le(ana, a.a, b) and _proves_le(ana, a.b, b)
+    return False
 
 
 def _clamped_max(ana, a, b):

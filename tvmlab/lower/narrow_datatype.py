@@ -6,7 +6,9 @@ expression (load and store indices, loop bounds, thread extents) whose value
 and every intermediate value fit is computed in that narrower type.  Nothing
 is ever widened: an int32 loop stays int32 with ``target_bits=32`` even where
 its index arithmetic could overflow.  Where a narrowed variable meets wider
-arithmetic it is cast back, so the result never changes.
+arithmetic it is cast back, so the result never changes.  The one widening: a
+thread index narrower than its extent whose index arithmetic does not fit the
+target takes its extent's type (thread variables follow their extent's dtype).
 """
 from __future__ import annotations
 
@@ -71,6 +73,7 @@ class _Collect(IRVisitor):
         self.b = bounds
         self.wide = set()
         self.candidates = []
+        self.extent_dtype = {}    # thread variable -> dtype of its extent
 
     def _index(self, e):
         if e is None or not _is_index(e) or dt.lanes(e.dtype) != 1:
@@ -98,6 +101,7 @@ class _Collect(IRVisitor):
         v = _thread_var(s)
         if v is None or not _is_index(s.value):
             return self.generic_visit(s)
+        self.extent_dtype[v] = s.value.dtype
         self._bind(v, _op.const(0, s.value.dtype), s.value, lambda: self.visit(s.body))
 
     def visit_Store(self, s):
@@ -119,6 +123,12 @@ class _Rewrite(IRMutator):
         super().__init__()
         self.b, self.bits, self.vmap = bounds, bits, vmap
         self.target = f"int{bits}"
+        self.widened = {v for v, nv in vmap.items() if dt.bits(nv.dtype) > dt.bits(v.dtype)}
+
+    def visit_Cast(self, e):
+        if isinstance(e.value, Var) and e.value in self.widened and self.vmap[e.value].dtype == e.dtype:
+            return self.vmap[e.value]
+        return self.generic_visit(e)
 
     # variables outside index positions keep their type through a cast
     def visit_Var(self, v):
@@ -176,7 +186,8 @@ class _Rewrite(IRMutator):
             node = IterVar(node.dom, nv, node.iter_type, node.thread_tag)
         else:
             node = nv
-        return AttrStmt(node, s.attr_key, self._to(s.value), self.visit(s.body))
+        value = self.visit(s.value) if v in self.widened else self._to(s.value)
+        return AttrStmt(node, s.attr_key, value, self.visit(s.body))
 
 
 class _Wide(IRVisitor):
@@ -221,5 +232,10 @@ def narrow_datatype(stmt, target_bits=32):
     for v in c.candidates:
         if v not in c.wide and dt.bits(v.dtype) > target_bits and v not in vmap:
             vmap[v] = Var(v.name, f"int{target_bits}")
+        ext = c.extent_dtype.get(v)
+        if v in c.wide and ext is not None and dt.bits(ext) > dt.bits(v.dtype) and v not in vmap:
+            # a thread index counts up to its extent: where that overflows its own type, it
+            # takes the extent's (TVM's thread variables follow their extent's dtype)
+            vmap[v] = Var(v.name, ext)
     return _Rewrite(bounds, target_bits, vmap).visit(stmt)
 

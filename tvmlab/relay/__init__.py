@@ -13,6 +13,7 @@ from ..ir.function import GlobalVar  # noqa: F401  (TVM exports it from relay to
 from . import analysis, backend, op, transform  # noqa: F401
 from . import frontend  # noqa: F401  (from_onnx, from_pytorch)
 from .build_module import build, create_executor, optimize  # noqa: F401
+from . import te_compiler  # noqa: F401
 from .base import RelayError, TypeInferenceError  # noqa: F401
 from .expr import (Attrs, Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, TupleWrapper,  # noqa: F401
                    Var, bind, const, var)
@@ -45,4 +46,4 @@ def _from_expr(cls, expr, functions=None):
 
 _function.register_from_expr(_from_expr)
 
-
+backend.te_compiler = te_compiler   # TVM's spelling: relay.backend.te_compiler.get()

@@ -65,7 +65,8 @@ def rfactor(sch, tensor, axis, factor_axis=0):
     # that is only in bounds once they hold (ScheduleOps nests the parts).
     cond = None
     for parent in _uneven_reduce_splits(st, dom):
-        g = _op.lt(vals[parent], _op.add(dom[parent].min, dom[parent].extent))
+        # ``likely``, as ScheduleOps' own guards: loop partitioning drops it from the main loop
+        g = _op.likely(_op.lt(vals[parent], _op.add(dom[parent].min, dom[parent].extent)))
         cond = g if cond is None else _op.logical_and(cond, g)
     where = substitute(r0.condition, vmap)
     cond = where if cond is None else _op.logical_and(cond, where)

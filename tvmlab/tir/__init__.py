@@ -7,7 +7,6 @@ from ..ir.op import (abs, all, any, call_extern, call_pure_extern, ceil, const, 
                     floor, floordiv, floormod, fmod, if_then_else, likely, log, max, max_value, min,
                     min_value, popcount, power, round, rsqrt, sigmoid, sqrt, tanh, truncdiv, truncmod,
                     cast)
-from ..ir.op import select as Select  # noqa: F401
 from ..ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse, LetStmt,  # noqa: F401
                       ProducerRealize, ProducerStore, SeqStmt, Stmt, Store)
 
@@ -26,3 +25,14 @@ from ..ir.stmt import While  # noqa: F401,E402
 from ..ir.stmt import ForKind  # noqa: F401,E402
 from .buffer_access import BufferLoad, BufferStore  # noqa: F401,E402  (TVM's names for flat Store / Load)
 from ..ir.op import CallEffectKind, call_intrin  # noqa: F401,E402
+from .buffer_access import _NodeName  # noqa: E402
+from ..ir.op import select as _select  # noqa: E402
+
+
+class Select(metaclass=_NodeName):
+    """``Select(cond, t, f)`` builds the ``Select`` node (both sides evaluated); ``isinstance``
+    checks against it see every Select in the IR."""
+    _node = expr.Select
+
+    def __new__(cls, condition, true_value, false_value):
+        return _select(condition, true_value, false_value)
