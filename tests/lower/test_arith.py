@@ -140,12 +140,6 @@ REWRITES = [
     (op.logical_and(x < 5, x > 7), {}, False),
     (op.logical_and(x < 5, i < 10), {"i": (0, 10)}, x < 5),
     (op.logical_or(x < 5, i < 10), {"i": (0, 10)}, True),
-    # digits of an index put back together (floor division: any sign)
-    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), {}, op.floormod(x, 144)),
-    (op.floordiv(x, 2304) * 2304 + op.floormod(op.floordiv(x, 144), 16) * 144
-     + op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), {}, x),
-    (op.floormod(op.floordiv(x, 16), 9) * 32 + op.floormod(x, 16) * 2 + y, {}, op.floormod(x, 144) * 2 + y),
-    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 8), {}, None),      # not digits of one number
     # select
     (E.Select(x < 0, y, y), {}, y),
     (E.Select(x < 0, y, z), {"x": (0, 5)}, z),
@@ -164,6 +158,26 @@ def test_rewrite_table(e, ranges, want):
     if len(consts) == len(ranges):
         check_equal_on_points(e, got, consts)
     assert same(ana_with(**ranges).simplify(got), got), "not idempotent"
+
+
+DIGITS = [      # an index taken apart into digits, put back together (floor division: any sign)
+    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), op.floormod(x, 144)),
+    (op.floordiv(x, 2304) * 2304 + op.floormod(op.floordiv(x, 144), 16) * 144
+     + op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 16), x),
+    (op.floormod(op.floordiv(x, 16), 9) * 32 + op.floormod(x, 16) * 2 + y, op.floormod(x, 144) * 2 + y),
+    (op.floormod(op.floordiv(x, 16), 9) * 16 + op.floormod(x, 8), None),      # not digits of one number
+]
+
+
+@pytest.mark.parametrize("e, want", DIGITS, ids=[str(d[0]) for d in DIGITS])
+def test_merge_digits(e, want):
+    from tvmlab.ir.arith.analyzer import Analyzer
+    got = Analyzer(merge_digits=True).simplify(e)
+    if want is not None:
+        assert same(got, want), f"simplify({e}) = {got}, want {want}"
+    check_equal_on_points(e, got, {x: (-300, 3000), y: (-5, 5)})
+    if want is not None:
+        assert not same(simplify(e), want)       # off by default
 
 
 def test_results_are_canonical():

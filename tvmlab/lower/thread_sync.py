@@ -120,6 +120,13 @@ class _Acc:
 SYNC = "sync"
 
 
+def _index(e):
+    """An access's index with digits put back together: a fused copy loop writes ``outer * threads +
+    thread`` even where the tensor's shape took that number apart, so each thread owns its elements."""
+    from ..ir.arith.analyzer import Analyzer
+    return Analyzer(merge_digits=True).simplify(e)
+
+
 def _same_thread(a, b):
     """Both at one index that depends on the innermost thread index: each thread its own element."""
     if a.index is None or b.index is None or a.thread is None or a.thread is not b.thread:
@@ -198,7 +205,7 @@ class _Collect(IRVisitor):
 
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
-            self.out.append(_Acc(e.buffer_var, False, e.index, self.scope.thread, False, self.stmt,
+            self.out.append(_Acc(e.buffer_var, False, _index(e.index), self.scope.thread, False, self.stmt,
                                  dt.element_of(e.dtype)))
         self.generic_visit(e)
 
@@ -209,7 +216,7 @@ class _Collect(IRVisitor):
         if s.predicate is not None:
             self.visit(s.predicate)
         if s.buffer_var in self.shared:
-            self.out.append(_Acc(s.buffer_var, True, s.index, self.scope.thread, self.db, s,
+            self.out.append(_Acc(s.buffer_var, True, _index(s.index), self.scope.thread, self.db, s,
                                  dt.element_of(s.value.dtype)))
 
     def visit_AttrStmt(self, s):

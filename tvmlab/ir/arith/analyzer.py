@@ -72,7 +72,11 @@ def _as_var(v):
 class Analyzer:
     """Simplifier, bound analysis and prover sharing one set of variable bindings."""
 
-    def __init__(self):
+    def __init__(self, merge_digits=False):
+        """``merge_digits``: also put an index taken apart into digits back together,
+        ``(x // b) % a * b + x % b`` -> ``x % (a * b)`` (for analyses that compare indices; left off by
+        default, as the digits keep a vector index's lanes provably in one row)."""
+        self.merge_digits = merge_digits
         self._bindings = {}
         self._depth = 0            # > 0 while proving: no nested symbolic relaxation
         self._keys = KeyCache()

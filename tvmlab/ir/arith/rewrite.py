@@ -268,15 +268,16 @@ class Simplifier(DivModRules):
     def _merge_divmod(self, s):
         """Use x == (x // c) * c + x % c (floor and truncating pairs alike) to shorten a sum.
 
-        ``(x // c) * c + x % c`` -> ``x`` and ``x - (x // c) * c`` -> ``x % c``; with floor division also
-        ``(x // b) % a * b + x % b`` -> ``x % (a * b)``, so an index split into digits (a fused copy loop's
-        flat index taken apart by its tensor's shape) is put back together.
+        ``(x // c) * c + x % c`` -> ``x`` and ``x - (x // c) * c`` -> ``x % c``; with the analyzer's
+        ``merge_digits`` and floor division also ``(x // b) % a * b + x % b`` -> ``x % (a * b)``, so an
+        index split into digits (a fused copy loop's flat index taken apart by its tensor's shape) is put
+        back together.
         """
         if len(s.terms) < 2:
             return s
         for _ in range(8):
             r = self._merge_pair(s)
-            if r is None:
+            if r is None and self.ana.merge_digits:
                 r = self._merge_digits(s)
             if r is None:
                 r = self._fold_remainder(s)
