@@ -261,12 +261,12 @@ def conv2d_winograd_NCHWc(data, U, padding, tile_size=4, out_dtype=None):
     """Winograd F(m x m, 3 x 3) convolution, unit stride, in blocked layouts: data (N, C/ib, H, W, ib) and
     the transformed kernel ``U`` = ``winograd_weight_transform_NCHWc(kernel, m, ob)`` -> (N, O/ob, OH, OW, ob).
 
-    Three stages, so that most of the work is one batched matrix product: ``V`` (alpha * alpha, P, C)
-    transforms each input tile (P tiles of m x m outputs, zero past the padded input), ``M`` (alpha * alpha,
-    O/ob, P, ob) = ``V @ U`` for each of the alpha * alpha points, and the output (tag
-    ``conv2d_winograd_NCHWc``) transforms the tile of ``M`` back.  The transforms are written out with
-    their non-zero constants only; each stage picks its expression by index (folded where the schedule
-    unrolls the index)."""
+    Most of the work is one batched matrix product: ``V`` (alpha * alpha, P, C) transforms each input
+    tile (P tiles of m x m outputs, zero past the padded input; rows in ``V1``, then columns), ``M``
+    (alpha * alpha, O/ob, P, ob) = ``V @ U`` for each of the alpha * alpha points, and the output (tag
+    ``conv2d_winograd_NCHWc``) transforms each tile of ``M`` back (rows in ``Y1``, then columns).  The
+    transforms are written out with their non-zero constants only; each stage picks its expression by
+    index (a select chain that unrolling folds to one entry)."""
     op = "conv2d_winograd_NCHWc"
     check_tensor(op, data, "data", 5)
     check_tensor(op, U, "U", 4)

@@ -4,11 +4,13 @@
     out = topi.nn.relu(topi.nn.conv2d_winograd_NCHWc(X, U, 1))
     s = topi.x86.schedule_conv2d_winograd_NCHWc([out])
 
-The input transform runs one task per (tile, channel block), the alpha x alpha points unrolled over a
-vector of channels, so each transform is its non-zero constants only.  The product ``M`` is one matrix
+The input transform runs one task per (tile, channel block): its row pass into a small local array, then
+its column pass, each point unrolled over a vector of channels, so each sum holds only the transform's
+non-zero constants.  The product ``M`` is one matrix
 product per point, register-tiled as ``topi.x86.schedule_batch_matmul`` tiles: tiles x a block of
-output channels, summed over the input channels.  The output is stored one m x m tile at a time (its
-points unrolled), through the tail (bias, activation, residual add) on the way.
+output channels, summed over the input channels.  The output is stored one m x m tile at a time (the
+row pass of the inverse transform into a local array first, the points unrolled), through the tail
+(bias, activation, residual add) on the way.
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ def schedule_conv2d_winograd_NCHWc(outs, target=None):
     """Schedule a fused group whose anchor is ``conv2d_winograd_NCHWc``."""
     s, outs, conv, out = fused_group(outs, (TAG,), "schedule_conv2d_winograd_NCHWc", target)
     m = int(conv.attrs["tile_size"])
-    M = next(t for t in conv.input_tensors if t.op.name.endswith("_Y1")).op.input_tensors[0]
     Y1 = next(t for t in conv.input_tensors if t.op.name.endswith("_Y1"))
+    M = Y1.op.input_tensors[0]
     V = M.op.input_tensors[0]
     V1 = V.op.input_tensors[0]
     block = const_or_none(V1.op.input_tensors[0].shape[4])     # the data's channel block
