@@ -4,7 +4,9 @@ Each row builds one fused group (conv2d + bias + relu, or dense + bias), checks 
 reference, and times both side by side: onnxruntime running the same one-node model (same threads),
 or numpy.  Two forms of each convolution: ``topi.nn.conv2d_nchw`` (the kernel packed on every call)
 and ``topi.nn.conv2d_NCHWc`` on data and kernel already in the blocked layouts (as a graph keeps
-them, with constant weights transformed once).
+them, with constant weights transformed once); a third for the 3x3 unit-stride layers,
+``topi.nn.conv2d_winograd_NCHWc`` with the transformed kernel (its GFLOP/s count the direct
+convolution's operations, so they pass the machine's peak by what the algorithm saves).
 """
 from __future__ import annotations
 
@@ -48,7 +50,16 @@ def _numpy_conv(w, b, stride, pad):
     return run
 
 
-def conv(c, h, o, k, stride, blocked):
+def _winograd_weight(w, ob, m=4):
+    """``topi.nn.winograd_weight_transform_NCHWc`` of a constant kernel, in numpy."""
+    from ..topi.nn.winograd import winograd_matrices
+    o, c, r, _ = w.shape
+    g = winograd_matrices(m, r)[2]
+    u = np.einsum("ea,ocab,fb->efco", g, w.astype(np.float64), g).reshape(-1, c, o // ob, ob)
+    return np.ascontiguousarray(u.transpose(0, 2, 1, 3)).astype(np.float32)
+
+
+def conv(c, h, o, k, stride, blocked, winograd=False):
     pad = k // 2
 
     def row(rng):
@@ -60,7 +71,19 @@ def conv(c, h, o, k, stride, blocked):
         reference = reference or _numpy_conv(w, b, stride, pad)
         oh = (h + 2 * pad - k) // stride + 1
         want = reference(a)
-        if blocked:
+        if winograd:
+            ic, oc = topi.x86.nchwc_blocks(c, o)
+            u = _winograd_weight(w, oc)
+            X = te.placeholder((1, c // ic, h, h, ic), name="data")
+            U = te.placeholder(u.shape, name="U")
+            B = te.placeholder((1, o // oc, 1, 1, oc), name="bias")
+            out = topi.nn.relu(topi.add(topi.nn.conv2d_winograd_NCHWc(X, U, pad), B))
+            f, build_s = _build(topi.x86.schedule_conv2d_winograd_NCHWc([out]), [X, U, B, out])
+            args = [ref.layout_transform_python(a, "NCHW", f"NCHW{ic}c"), u, b.reshape(1, o // oc, 1, 1, oc)]
+            to = _poisoned((1, o // oc, oh, oh, oc))
+            check = lambda: ref.layout_transform_python(to.numpy(), f"NCHW{oc}c", "NCHW")  # noqa: E731
+            name = f"winograd{k} {h}px {c}->{o}"
+        elif blocked:
             ic, oc = topi.x86.nchwc_blocks(c, o)
             X = te.placeholder((1, c // ic, h, h, ic), name="data")
             W = te.placeholder((o // oc, c // ic, k, k, ic, oc), name="kernel")
@@ -168,6 +191,7 @@ OPS = [
 ]
 
 ROWS = [conv(*layer, blocked=False) for layer in LAYERS] + [conv(*layer, blocked=True) for layer in LAYERS] + \
+    [conv(*layer, blocked=True, winograd=True) for layer in LAYERS if layer[3] == 3 and layer[4] == 1] + \
     [dense(1, 2048, 1000)] + OPS
 
 
