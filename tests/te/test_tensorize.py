@@ -172,6 +172,25 @@ def _vadd_schedule(factor):
     return A, B, C, s, ji
 
 
+def test_tensorize_region_and_matched_body_as_tvm_shows_them():
+    """TVM's test hooks: the tile's ranges (root axes and inputs) and the stage's body in the intrinsic's terms."""
+    A, B, C, s, ji = _vadd_schedule(8)
+    jo = s[C].leaf_iter_vars[1]
+    intrin = intrin_vadd(8)
+    s[C].tensorize(ji, intrin)
+    dom_map = tvm.te.schedule.InferBound(s)
+    out_dom, in_dom = tvm.get_global_func("test.op.InferTensorizeRegion")(s[C], dom_map)
+    i, j = C.op.axis
+    assert tvm.ir.structural_equal(out_dom[i].extent, 1) and tvm.ir.structural_equal(out_dom[j].extent, 8)
+    assert tvm.ir.structural_equal(out_dom[j].min, jo.var * 8)
+    assert [t.name for t, _ in in_dom.items()] == ["A", "B"]
+    assert tvm.ir.structural_equal(in_dom.items()[0][1][1].extent, 8)
+    body = tvm.get_global_func("test.op.MatchTensorizeBody")(s[C], out_dom, in_dom, intrin)
+    ana = tvm.arith.Analyzer()
+    assert tvm.ir.structural_equal(ana.simplify(body[0]), ana.simplify(intrin.op.body[0]))
+    assert not tvm.ir.structural_equal(tvm.tir.IntImm("int32", 7), 8)
+
+
 def test_tile_of_the_wrong_size_is_refused_unchanged():
     A, B, C, s, ji = _vadd_schedule(4)
     before = (list(s.trace.steps), dict(s[C].iter_var_attrs))

@@ -10,6 +10,8 @@ other side.  A free variable (and a tensor) matches only itself, unless
 """
 from __future__ import annotations
 
+import numbers
+
 import hashlib
 
 from ..errors import TVMLabError
@@ -136,8 +138,18 @@ class _Equal:
             self.fail(path, a, b, f"{type(a).__name__} values differ")
 
 
+def _as_ir(x):
+    """A Python number as its constant (TVM's FFI converts arguments so); anything else as it is."""
+    if isinstance(x, numbers.Number) and not isinstance(x, bool):
+        from .op import const
+        return const(x)
+    return x
+
+
 def _check(lhs, rhs, map_free_vars):
     e = _Equal(map_free_vars)
+    if isinstance(lhs, numbers.Number) != isinstance(rhs, numbers.Number):     # 16 against IntImm(16)
+        lhs, rhs = _as_ir(lhs), _as_ir(rhs)
     e.eq(lhs, rhs, "root")
 
 

@@ -18,7 +18,7 @@ import weakref
 
 from ..errors import DSLError, LoweringError, ScheduleError
 from ..ir import op as _op
-from ..ir.expr import Call, Expr, IntImm, ProducerLoad, Reduce, Var
+from ..ir.expr import Call, Expr, IntImm, ProducerLoad, Reduce, Select, Var
 from ..ir.function import Buffer
 from ..ir.functor import IRMutator, substitute
 from ..ir.stmt import AttrStmt, Evaluate, IfThenElse, Stmt, seq
@@ -272,11 +272,7 @@ def match(st, intrin, body, values, dom_map, inner, ana):
     for it in list(iop.axis) + list(iop.reduce_axis):
         ana.bind(it.var, it.dom)        # the intrinsic's own axes, over their ranges
     relax = {iv.var: dom_map[iv] for iv in inner}
-    region = {}
-    for iv in list(op.axis) + list(op.reduce_axis):
-        s = ana.int_set(values[iv], relax)
-        lo = ana.simplify(s.min)
-        region[iv] = Range(lo, ana.simplify(_op.add(_op.sub(s.max, lo), 1)))
+    region = _axis_region(op, values, relax, ana)
     if not ana.can_prove_equal(_prod(dom_map[iv].extent for iv in inner),
                                _prod(r.extent for r in region.values())):
         raise _Mismatch(f"{where}: the loops from {inner[0].var.name} inward do not cover a "
@@ -313,15 +309,7 @@ def match(st, intrin, body, values, dom_map, inner, ana):
         if t.dtype != p.dtype or t.ndim < p.ndim:
             raise _Mismatch(f"{where}: tensor {t.name} ({t.dtype}, {t.ndim}-d) cannot be the "
                             f"intrinsic's {p.name} ({p.dtype}, {p.ndim}-d)")
-        rng = []
-        for d in range(t.ndim):
-            lo = hi = None
-            for idx in idx_list:
-                s = ana.int_set(substitute(idx[d], root_vals), relax)
-                lo = s.min if lo is None else _op.min(lo, s.min)
-                hi = s.max if hi is None else _op.max(hi, s.max)
-            lo = ana.simplify(lo)
-            rng.append(Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1))))
+        rng = _read_ranges(t, idx_list, root_vals, relax, ana)
         skip = t.ndim - p.ndim
         for d, r in enumerate(rng):
             want = 1 if d < skip else p.shape[d - skip]
@@ -336,6 +324,101 @@ def match(st, intrin, body, values, dom_map, inner, ana):
     return Match(inputs, outs)
 
 
+def _axis_region(op, values, relax, ana):
+    """{root IterVar: Range} that the tile covers, the loops in ``relax`` spanning their ranges."""
+    region = {}
+    for iv in list(op.axis) + list(op.reduce_axis):
+        s = ana.int_set(values[iv], relax)
+        lo = ana.simplify(s.min)
+        region[iv] = Range(lo, ana.simplify(_op.add(_op.sub(s.max, lo), 1)))
+    return region
+
+
+def _read_ranges(t, idx_list, root_vals, relax, ana):
+    """[Range per dimension] of tensor ``t`` that the tile reads (``idx_list``: its index tuples)."""
+    rng = []
+    for d in range(t.ndim):
+        lo = hi = None
+        for idx in idx_list:
+            s = ana.int_set(substitute(idx[d], root_vals), relax)
+            lo = s.min if lo is None else _op.min(lo, s.min)
+            hi = s.max if hi is None else _op.max(hi, s.max)
+        lo = ana.simplify(lo)
+        rng.append(Range(lo, ana.simplify(_op.add(_op.sub(hi, lo), 1))))
+    return rng
+
+
+class _Map(dict):
+    """A dict whose ``items()`` is a list, as TVM's Map returns (``m.items()[0]``)."""
+
+    def items(self):
+        return list(super().items())
+
+
+def infer_region(stage, dom_map):
+    """TVM's ``test.op.InferTensorizeRegion``: ``(out_dom, in_dom)`` of a tensorized stage, the ranges of
+    its root axes ({IterVar: Range}) and of each tensor it reads ({Tensor: [Range]}) over the tile."""
+    from ..ir.arith.analyzer import Analyzer
+    from .bound import effective_bodies
+    from .passes import leaf_values, pass_up_index
+    t = tensorized_leaf(stage)
+    if t is None:
+        raise ScheduleError(f"InferTensorizeRegion: stage {stage.name} is not tensorized")
+    inner = stage.leaf_iter_vars[t:]
+    ana = Analyzer()
+    values = pass_up_index(stage, dom_map, leaf_values(stage))
+    relax = {iv.var: dom_map[iv] for iv in inner}
+    out_dom = _axis_region(stage.op, values, relax, ana)
+    root_vals = {iv.var: values[iv] for iv in out_dom}
+    body = effective_bodies(stage.schedule)[stage]
+    in_dom = _Map((t, _read_ranges(t, idx, root_vals, relax, ana)) for t, idx in _ordered_reads(body))
+    return _Map(out_dom), in_dom
+
+
+def match_body(stage, out_dom, in_dom, intrin):
+    """TVM's ``test.op.MatchTensorizeBody``: the stage's body over the tile in the intrinsic's terms (its
+    axes, its input tensors indexed from the tile's corner), to compare with ``intrin.op.body``."""
+    from ..ir.arith.analyzer import Analyzer
+    from .bound import effective_bodies
+    op, iop = stage.op, intrin.op
+    vmap, axis_of = {}, {}
+    for mine, theirs in ((op.axis, iop.axis), (op.reduce_axis, iop.reduce_axis)):
+        skip = len(mine) - len(theirs)
+        for k, iv in enumerate(mine):
+            r = out_dom[iv]
+            vmap[iv.var] = r.min if k < skip else _op.add(r.min, theirs[k - skip].var)
+            if k >= skip:
+                axis_of[iv] = theirs[k - skip]
+    reads = list(in_dom.items())
+    their = [p for p, _ in _ordered_reads(iop.body)]
+    rename = {t: (p, [r.min for r in rng], t.ndim - p.ndim) for (t, rng), p in zip(reads, their)}
+    ana = Analyzer()
+
+    class Rename(IRMutator):
+        def visit_ProducerLoad(self, ld):
+            if ld.producer not in rename:
+                return ProducerLoad(ld.producer, tuple(self.visit(i) for i in ld.indices))
+            p, mins, skip = rename[ld.producer]
+            idx = [self.visit(i) for i in ld.indices]
+            return ProducerLoad(p, tuple(ana.simplify(_op.sub(i, m)) for i, m in list(zip(idx, mins))[skip:]))
+
+        def visit_Reduce(self, e):
+            return e.replace(source=tuple(self.visit(x) for x in e.source), condition=self.visit(e.condition),
+                             axis=tuple(axis_of.get(a, a) for a in e.axis))
+
+    return [_Selects().visit(Rename().visit(substitute(b, vmap))) for b in effective_bodies(stage.schedule)[stage]]
+
+
+class _Selects(IRMutator):
+    """if_then_else as Select: a guard a split put into the stage's body is an if_then_else, the
+    intrinsic's declaration may say Select; over the tile they compute one value."""
+
+    def visit_Call(self, e):
+        if e.op == "if_then_else":
+            return Select(*(self.visit(a) for a in e.args))
+        return self.generic_visit(e)
+
+
 def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
     class Rename(IRMutator):
         def visit_ProducerLoad(self, ld):
@@ -345,7 +428,7 @@ def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
                                          for i, m in list(zip(idx, mins))[skip:]))
 
     def norm(e):
-        return ana.simplify(Rename().visit(substitute(e, vmap)))
+        return ana.simplify(_Selects().visit(Rename().visit(substitute(e, vmap))))
 
     iop = intrin.op
     if len(body) != len(iop.body):
@@ -362,10 +445,10 @@ def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
                 and all(ana.can_prove_equal(a, b) for a, b in zip(cm.identity_element, ct.identity_element))
             if not same:
                 raise _Mismatch(f"{where}: the reductions combine differently")
-            pairs = [(norm(a), ana.simplify(b)) for a, b in zip(mine.source, theirs.source)]
+            pairs = [(norm(a), ana.simplify(_Selects().visit(b))) for a, b in zip(mine.source, theirs.source)]
             pairs.append((norm(mine.condition), ana.simplify(theirs.condition)))
         else:
-            pairs = [(norm(mine), ana.simplify(theirs))]
+            pairs = [(norm(mine), ana.simplify(_Selects().visit(theirs)))]
         for a, b in pairs:
             if a.dtype != b.dtype or not ana.can_prove_equal(a, b):
                 raise _Mismatch(f"{where}: over the tile, stage {st.name} computes {a}; the intrinsic "
