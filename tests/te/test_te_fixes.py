@@ -162,3 +162,20 @@ def test_nested_groups_compute_at_inside_each_other(rng):
     s.create_group(outputs=x1, inputs=x, include_inputs=True)         # {x, x1}
     with pytest.raises(tvm.TVMLabError, match="nests only whole"):
         s.create_group(outputs=x2, inputs=x)                          # {x1, x2} would split {x, x1}
+
+
+def test_scalar_on_the_left_of_a_whole_tensor_is_element_wise(rng):
+    """``n + B`` is B's element-wise compute, as ``B + n`` is (a 0-d tensor stays a scalar)."""
+    n = te.var("n", dtype="float32")
+    B = te.placeholder((5, 3), name="B")
+    outs = [n + B, n - B, n * B, n / B]
+    assert all(isinstance(o, te.Tensor) and tuple(o.shape) == (5, 3) for o in outs)
+    s = te.create_schedule([o.op for o in outs])
+    f = tvm.build(s, [B, n, *outs])
+    b = rng.uniform(1, 2, (5, 3)).astype("float32")
+    got = [tvm.nd.array(np.full((5, 3), np.nan, "float32")) for _ in outs]
+    f(tvm.nd.array(b), 2.5, *got)
+    for g, want in zip(got, [2.5 + b, 2.5 - b, 2.5 * b, 2.5 / b]):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+    z = te.placeholder((), name="z")
+    assert not isinstance(n + z, te.Tensor)

@@ -18,6 +18,12 @@ from .node import Node, node
 _VAR_SERIAL = itertools.count()
 
 
+def _whole(o):
+    """Whether ``o`` is a tensor of rank > 0: ``n + B`` is then B's element-wise compute (its reflected
+    operator), as ``B + n`` is."""
+    return getattr(o, "_whole_tensor", False) and o.ndim > 0
+
+
 class ExprOp:
     """Python operators on expressions.  Subclasses provide ``_as_expr``."""
     __slots__ = ()
@@ -25,17 +31,17 @@ class ExprOp:
     def _as_expr(self):
         return self
 
-    def __add__(self, o): return _op.add(self, o)
+    def __add__(self, o): return NotImplemented if _whole(o) else _op.add(self, o)
     def __radd__(self, o): return _op.add(o, self)
-    def __sub__(self, o): return _op.sub(self, o)
+    def __sub__(self, o): return NotImplemented if _whole(o) else _op.sub(self, o)
     def __rsub__(self, o): return _op.sub(o, self)
-    def __mul__(self, o): return _op.mul(self, o)
+    def __mul__(self, o): return NotImplemented if _whole(o) else _op.mul(self, o)
     def __rmul__(self, o): return _op.mul(o, self)
-    def __truediv__(self, o): return _op.true_div(self, o)
+    def __truediv__(self, o): return NotImplemented if _whole(o) else _op.true_div(self, o)
     def __rtruediv__(self, o): return _op.true_div(o, self)
-    def __floordiv__(self, o): return _op.floordiv(self, o)
+    def __floordiv__(self, o): return NotImplemented if _whole(o) else _op.floordiv(self, o)
     def __rfloordiv__(self, o): return _op.floordiv(o, self)
-    def __mod__(self, o): return _op.floormod(self, o)
+    def __mod__(self, o): return NotImplemented if _whole(o) else _op.floormod(self, o)
     def __rmod__(self, o): return _op.floormod(o, self)
     def __neg__(self): return _op.neg(self)
     def __pos__(self): return self._as_expr()

@@ -151,6 +151,7 @@ class ComputeOp(Operation):
 class Tensor(ExprOp):
     """A multi-dimensional array produced by an operation; ``A[i, j]`` reads it."""
     __slots__ = ("shape", "dtype", "op", "value_index", "__weakref__")
+    _whole_tensor = True         # ``n + B`` defers to B's reflected operator
 
     def __init__(self, shape, dtype, op, value_index):
         self.shape = tuple(shape)
