@@ -22,3 +22,10 @@ def test_without_a_gpu_it_says_so_and_exits_0():
     out = io.StringIO()
     assert gpu.main(["--rows", "add"], out=out) == 0
     assert "no CUDA GPU here" in out.getvalue() and "--simulate" in out.getvalue()
+
+
+def test_bench_help_prints_usage_and_runs_nothing():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "tvmlab.bench", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("usage: python -m tvmlab.bench") and "GFLOP" not in r.stdout
