@@ -123,21 +123,16 @@ class Parser:
         return seq(*out)
 
     def stmt(self, node):
-        fn = getattr(self, "s_" + type(node).__name__, None)
-        if fn is None:
-            self.error(node, f"unsupported statement `{ast.unparse(node).splitlines()[0]}` "
-                             f"({type(node).__name__})")
-        try:
-            return fn(node)
-        except HybridScriptError:
-            raise
-        except TVMLabError as e:
-            self.error(node, str(e))
+        return self._dispatch("s_", "statement", node)
 
     def value(self, node):
-        fn = getattr(self, "e_" + type(node).__name__, None)
+        return self._dispatch("e_", "expression", node)
+
+    def _dispatch(self, prefix, what, node):
+        """Parse ``node`` with its ``prefix + node type`` method; any error names the script's line."""
+        fn = getattr(self, prefix + type(node).__name__, None)
         if fn is None:
-            self.error(node, f"unsupported expression `{ast.unparse(node)}` ({type(node).__name__})")
+            self.error(node, f"unsupported {what} `{ast.unparse(node).splitlines()[0]}` ({type(node).__name__})")
         try:
             return fn(node)
         except HybridScriptError:
