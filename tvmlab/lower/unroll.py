@@ -201,8 +201,7 @@ def _small(e, limit=64):
             return False
         for name in x.field_names():
             c = getattr(x, name)
-            stack.extend(c if isinstance(c, (list, tuple)) else [c])
-        stack = [c for c in stack if isinstance(c, Node)]
+            stack.extend(v for v in (c if isinstance(c, (list, tuple)) else (c,)) if isinstance(v, Node))
     return True
 
 
