@@ -229,14 +229,18 @@ def reduce_axis(dom, name="rv"):
 
 
 def thread_axis(dom=None, tag="", name=""):
-    """A thread index: ``te.thread_axis("threadIdx.x")`` or ``thread_axis((0, 64), "threadIdx.x")``."""
+    """A thread index: ``te.thread_axis("threadIdx.x")`` or ``thread_axis((0, 64), "threadIdx.x")``.
+
+    ``"pipeline"`` (TVM's FPGA marker) binds an axis of extent one (``split(nparts=1)``): the loop
+    becomes an ``AttrStmt("pipeline_exec_scope")`` around its body, which CPU targets run as it is.
+    """
     if isinstance(dom, str):
         dom, tag = None, dom
     if not tag:
         raise DSLError("thread_axis needs a tag such as 'threadIdx.x', 'blockIdx.x' or 'vthread'")
-    if not _is_thread_tag(tag):
-        raise DSLError(f"unknown thread tag {tag!r}; expected blockIdx.x/y/z, threadIdx.x/y/z "
-                       "or vthread")
+    if not _is_thread_tag(tag) and tag != "pipeline":
+        raise DSLError(f"unknown thread tag {tag!r}; expected blockIdx.x/y/z, threadIdx.x/y/z, "
+                       "vthread or pipeline")
     if dom is not None and not isinstance(dom, Range):
         lo, hi = dom
         dom = Range(_op.convert(lo), _op.convert(hi - lo))

@@ -480,3 +480,78 @@ def test_prefetch_at_a_thread_bound_axis_is_a_lowering_error():
     s[C].bind(C.op.axis[1], te.thread_axis("threadIdx.x"))
     with pytest.raises(LoweringError, match="prefetch is for CPU loops"):
         tvm.lower(s, [A, C])
+
+
+# ------------------------------------------------------------------ tir.Prefetch statements
+def _prefetch_loops(stmt):
+    loops = []
+    while isinstance(stmt, tvm.tir.For):
+        loops.append(int(stmt.extent))
+        stmt = stmt.body
+    return loops, stmt
+
+
+def test_prefetch_statement_flattens_to_one_hint_per_cache_line():
+    A = te.placeholder((25, 100, 4), name="A")
+    Ab = tvm.tir.decl_buffer(A.shape, A.dtype, name="A")
+    i, j = te.size_var("i"), te.size_var("j")
+    region = [tvm.ir.Range.from_min_extent(lo, ext) for lo, ext in [(i, 2), (j, 8), (0, 4)]]
+    func = tvm.te.schedule.SchedulePostProcToPrimFunc([Ab], tvm.tir.Prefetch(Ab, region), {A: Ab})
+    assert "T.prefetch(A[i:i + 2, j:j + 8, 0:4])" in str(func)
+    mod = tvm.transform.Sequential([tvm.tir.transform.StorageFlatten(64),
+                                    tvm.tir.transform.Simplify()])(tvm.IRModule.from_expr(func))
+    # rows of 4 floats: 4 rows per 64-byte line, so 8 rows are 2 hints, for each of the 2 planes
+    loops, hint = _prefetch_loops(mod["main"].body)
+    assert loops == [2, 2]
+    assert hint.value.op == "prefetch" and isinstance(hint.value.args[0].args[0], tvm.tir.Load)
+
+
+def test_prefetch_statement_runs_in_an_ir_builder_function():
+    n = te.size_var("n")
+    Ab = tvm.tir.decl_buffer((n, 37), "float32", name="A")
+    Bb = tvm.tir.decl_buffer((n, 37), "float32", name="B")
+    ib = tvm.tir.ir_builder.create()
+    A, B = ib.buffer_ptr(Ab), ib.buffer_ptr(Bb)
+    with ib.for_range(0, n, name="i") as i:
+        ib.emit(tvm.tir.Prefetch(Ab, [tvm.ir.Range.from_min_extent(i + 1, 1),
+                                      tvm.ir.Range.from_min_extent(0, 37)]))
+        with ib.for_range(0, 37, name="j") as j:
+            B[i * 37 + j] = A[i * 37 + j] * 2.0
+    f = tvm.build(tvm.tir.PrimFunc([Ab, Bb], ib.get()), target="llvm")
+    assert "@llvm.prefetch" in f.get_source("ll")
+    a = np.random.default_rng(2).uniform(-1, 1, (5, 37)).astype("float32")
+    b = tvm.nd.array(np.full((5, 37), np.nan, "float32"))
+    f(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 2)
+    with pytest.raises(tvm.TVMLabError, match="2 ranges for 1 dimensions"):
+        tvm.tir.Prefetch(tvm.tir.decl_buffer((4,), name="X"), [tvm.ir.Range.from_min_extent(0, 1)] * 2)
+
+
+# ------------------------------------------------------------------ the FPGA "pipeline" tag
+def test_pipeline_bound_axis_is_a_scope_and_runs_on_the_cpu():
+    n = 1000
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
+    D = te.compute(A.shape, lambda i: A[i] * C[i], name="D")
+    s = te.create_schedule(D.op)
+    for t in (C, D):
+        px, _ = s[t].split(t.op.axis[0], nparts=1)
+        s[t].bind(px, te.thread_axis("pipeline"))
+    assert str(tvm.lower(s, [A, B, C, D])).count('"pipeline_exec_scope", 1') == 2
+    f = tvm.build(s, [A, B, C, D], "llvm")
+    rng = np.random.default_rng(3)
+    a, b = (rng.uniform(-1, 1, n).astype("float32") for _ in range(2))
+    c, d = (tvm.nd.array(np.full(n, np.nan, "float32")) for _ in range(2))
+    f(tvm.nd.array(a), tvm.nd.array(b), c, d)
+    np.testing.assert_allclose(d.numpy(), a * (a + b), rtol=1e-6)
+
+
+def test_pipeline_axis_of_extent_above_one_is_a_lowering_error():
+    A = te.placeholder((64,), name="A")
+    C = te.compute((64,), lambda i: A[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    px, _ = s[C].split(C.op.axis[0], nparts=4)
+    s[C].bind(px, te.thread_axis("pipeline"))
+    with pytest.raises(LoweringError, match="pipeline axis must have extent 1"):
+        tvm.lower(s, [A, C])

@@ -116,6 +116,11 @@ class StmtMixin:
         if not isinstance(s.value, (E.IntImm, E.FloatImm, E.StringImm)):
             self.expr(s.value)
 
+    def _s_Prefetch(self, s):
+        # a hint in a function built already flat (ir_builder): its loops of prefetch calls
+        from ..lower.storage_flatten import flatten_prefetch
+        self.stmt(flatten_prefetch(s))
+
     def _s_LetStmt(self, s):
         value = self.expr(s.value)
         if s.var.dtype == "handle" and s.value in self.buf_elem:

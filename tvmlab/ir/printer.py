@@ -207,6 +207,10 @@ class Printer:
         self.line(f"with T.realize({s.producer.name}[{b}]{scope}):")
         self.block(s.body)
 
+    def stmt_Prefetch(self, s):
+        b = ", ".join(f"{self.expr(r.min)}:{self.expr(r.min + r.extent)}" for r in s.bounds)
+        self.line(f"T.prefetch({s.buffer.name}[{b}])")
+
     def stmt_Allocate(self, s):
         ext = ", ".join(self.expr(x) for x in s.extents)
         self.line(f'{self.vn(s.buffer_var)} = T.allocate([{ext}], "{s.dtype}", "{s.scope}")')

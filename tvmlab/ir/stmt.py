@@ -102,6 +102,24 @@ class ProducerRealize(Stmt):
 
 
 @node
+class Prefetch(Stmt):
+    """A hint to bring ``buffer``'s region ``bounds`` (Ranges, one per dimension) into the cache.
+
+    StorageFlatten turns it into loops of ``prefetch`` calls, one per cache line of the region.
+    """
+    buffer: Any
+    bounds: tuple
+
+    def __post_init__(self):
+        bounds = tuple(self.bounds)
+        if len(bounds) != len(self.buffer.shape):
+            from ..errors import DSLError
+            raise DSLError(f"Prefetch of buffer {self.buffer.name}: {len(bounds)} ranges for "
+                           f"{len(self.buffer.shape)} dimensions")
+        object.__setattr__(self, "bounds", bounds)
+
+
+@node
 class Allocate(Stmt):
     """AST3: a buffer of ``dtype`` with ``extents`` on ``buffer_var`` inside ``body``."""
     buffer_var: Any

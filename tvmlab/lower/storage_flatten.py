@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
-from ..ir.expr import IntImm, Load, Var
+from ..ir import dtype as dt
+from ..ir.expr import Call, IntImm, Load, Var
 from ..ir.functor import IRMutator
-from ..ir.stmt import Allocate, Store
+from ..ir.stmt import Allocate, Evaluate, For, Store
 
 
 class _Layout:
@@ -122,11 +123,52 @@ class _Flattener(IRMutator):
         indices = tuple(self.visit(i) for i in s.indices)
         return Store(lay.data, value, lay.flat_index(t, indices))
 
+    def visit_Prefetch(self, s):
+        return flatten_prefetch(self.generic_visit(s))
+
     def visit_ProducerLoad(self, e):
         t = e.producer
         lay = self.layout(t, "read")
         indices = tuple(self.visit(i) for i in e.indices)
         return Load(t.dtype, lay.data, lay.flat_index(t, indices))
+
+
+def flatten_prefetch(s, cache_line=64):
+    """A ``Prefetch`` of a buffer region as loops of ``prefetch`` hints, one per cache line.
+
+    The innermost constant dimensions that fit in one cache line together are
+    covered whole by each hint; the dimension outside them steps by the lines'
+    worth of its rows; dimensions further out are looped over one by one.
+    """
+    buf, bounds = s.buffer, s.bounds
+    ndim = len(bounds)
+    line = max(1, cache_line // dt.itemsize(buf.dtype))
+    block, start = 1, ndim - 1
+    contiguous = not buf.strides      # explicit strides: one line along the last dimension only
+    while contiguous and start > 0:
+        ext = buf.shape[start]
+        if not isinstance(ext, IntImm) or block * ext.value > line:
+            break
+        block *= ext.value
+        start -= 1
+    step = max(1, line // block)
+    loop_vars = {d: Var(f"prefetch.{buf.name}.{d}", "int32") for d in range(start + 1)}
+    idx = [r.min for r in bounds]
+    idx[start] = _op.add(bounds[start].min, _op.mul(loop_vars[start], step))
+    for d in range(start):
+        idx[d] = _op.add(loop_vars[d], bounds[d].min)
+    strides = buf.strides or row_major_strides(buf.shape)
+    flat = buf.elem_offset
+    for i, st in zip(idx, strides):
+        flat = _op.add(flat, _op.mul(i, st))
+    addr = Call("handle", "address_of", (Load(buf.dtype, buf.data, flat),))
+    stmt = Evaluate(Call("int32", "prefetch", (addr, _op.const(0, "int32"), _op.const(3, "int32"),
+                                               _op.const(1, "int32"))))
+    ext = _op.add(_op.floordiv(_op.sub(bounds[start].extent, 1), step), 1)
+    stmt = For(loop_vars[start], IntImm("int32", 0), ext, "serial", stmt)
+    for d in reversed(range(start)):
+        stmt = For(loop_vars[d], IntImm("int32", 0), bounds[d].extent, "serial", stmt)
+    return stmt
 
 
 def storage_flatten(stmt, binds):

@@ -388,6 +388,12 @@ class _Builder:
         a = st.attr(iv)
         if a.bind_thread is not None:
             t = a.bind_thread
+            if t.thread_tag == "pipeline":      # FPGA pipeline marker: a scope, not a loop
+                if not _is_one(rng.extent):
+                    raise LoweringError(f"{st.name}.{iv.var.name} is bound to 'pipeline' with extent "
+                                        f"{rng.extent}; a pipeline axis must have extent 1 "
+                                        "(split(axis, nparts=1))")
+                return AttrStmt(t, "pipeline_exec_scope", rng.extent, substitute(body, {var: rng.min}))
             tv = t.var
             val = tv if _is_zero(rng.min) else _op.add(tv, rng.min)
             body = substitute(body, {var: val})
@@ -416,6 +422,10 @@ def _conjuncts(e):
 
 def _is_zero(e):
     return isinstance(e, IntImm) and e.value == 0
+
+
+def _is_one(e):
+    return isinstance(e, IntImm) and e.value == 1
 
 
 def ProducerLoadOf(t, idx):

@@ -57,7 +57,7 @@ def unique_names(names):
 
 
 def SchedulePostProcToPrimFunc(arg_list, body, bind_map=None):  # noqa: N802 - TVM's name
-    """AST2 ``body`` (from ScheduleOps) as a PrimFunc of ``arg_list`` (tensors and scalar vars).
+    """AST2 ``body`` (from ScheduleOps) as a PrimFunc of ``arg_list`` (tensors, Buffers, scalar vars).
 
     The arguments' realizations are dropped (they are the function's buffers)
     and the tensor -> buffer map is kept for ``tir.transform.StorageFlatten``;
@@ -69,9 +69,9 @@ def SchedulePostProcToPrimFunc(arg_list, body, bind_map=None):  # noqa: N802 - T
     from ..ir.tensor import Tensor
     bind_map = dict(bind_map or {})
     for k, a in enumerate(arg_list):
-        if not isinstance(a, (Tensor, Var)):
-            raise LoweringError(f"SchedulePostProcToPrimFunc: argument {k} must be a tensor or a "
-                                f"scalar te.var, got {type(a).__name__}")
+        if not isinstance(a, (Tensor, Var, Buffer)):
+            raise LoweringError(f"SchedulePostProcToPrimFunc: argument {k} must be a tensor, a Buffer "
+                                f"or a scalar te.var, got {type(a).__name__}")
     tensors = [a for a in arg_list if isinstance(a, Tensor)]
 
     def arg_of(t):
@@ -104,6 +104,12 @@ def SchedulePostProcToPrimFunc(arg_list, body, bind_map=None):  # noqa: N802 - T
     params, buffer_map, binds, shape_vars = [], {}, {}, []
     explicit = [a for a in arg_list if isinstance(a, Var)]
     for a, name in zip(arg_list, unique_names([a.name for a in arg_list])):
+        if isinstance(a, Buffer):            # a buffer the body uses directly (tir.Prefetch)
+            params.append(a.data)
+            buffer_map[a.data] = a
+            shape_vars += [v for d in a.shape for v in collect_vars(d)
+                           if v not in explicit and v not in shape_vars]
+            continue
         if not isinstance(a, Tensor):
             params.append(a)
             continue

@@ -21,7 +21,7 @@ from ..ir.extern import call_packed  # noqa: F401,E402
 from . import ir_builder  # noqa: F401,E402  (tvm.tir.ir_builder.create())
 from . import stmt_functor  # noqa: F401,E402  (tvm.tir.stmt_functor: post_order_visit, ir_transform)
 from ..ir.tensor import IterVar  # noqa: F401,E402
-from ..ir.stmt import While  # noqa: F401,E402
+from ..ir.stmt import Prefetch, While  # noqa: F401,E402
 from ..ir.stmt import ForKind  # noqa: F401,E402
 from .buffer_access import BufferLoad, BufferStore  # noqa: F401,E402  (TVM's names for flat Store / Load)
 from ..ir.op import CallEffectKind, call_intrin  # noqa: F401,E402
