@@ -88,6 +88,41 @@ def test_bf16_passes_one_by_one():
     tvm.ir.assert_structural_equal(lowered["main"].body, tvm.tir.transform.BF16Legalize()(mod)["main"].body)
 
 
+def test_bf16_legalize_before_flattening_gives_uint16_tensors_that_run(rng):
+    """As in TVM, BF16Legalize on AST2 turns bfloat16 tensors and buffers into uint16 ones: the
+    function then takes the bits, and computes as the bfloat16 program does."""
+    A, B, C, D = _program(37)
+    s = te.create_schedule(D.op)
+    xo, _ = s[D].split(D.op.axis[0], factor=8)
+    s[C].compute_at(s[D], xo)
+    mod = tvm.tir.transform.BF16Legalize()(tvm.driver.build_module.schedule_to_module(s, [A, B, D]))
+    func = mod["main"]
+    assert "bfloat16" not in str(func)
+    assert sorted(b.dtype for b in func.buffer_map.values()) == ["uint16"] * 3
+    f = tvm.build(mod, target="llvm")
+    a, b = _data(rng, 37)
+    out = tvm.nd.array(np.full(37, 0xFFFF, "uint16"))
+    f(tvm.nd.array(a.view("uint16")), tvm.nd.array(b.view("uint16")), out)
+    np.testing.assert_array_equal(out.numpy().view(BF16).astype("float32"),
+                                  _reference(a, b).astype("float32"))
+
+
+def test_two_schedules_built_alike_give_equal_statements():
+    """Tensors are storage, defined where first seen (TVM's Buffers): structural equality maps them."""
+    def body(dtype):
+        A = te.placeholder((10,), dtype, name="A")
+        B = te.compute((10,), lambda i: A[i] + A[9 - i], name="B")
+        return tvm.driver.build_module.schedule_to_module(te.create_schedule(B.op), [A, B])["main"].body
+    tvm.ir.assert_structural_equal(body("float32"), body("float32"))
+    assert tvm.ir.structural_hash(body("float32")) == tvm.ir.structural_hash(body("float32"))
+    assert not tvm.ir.structural_equal(body("float32"), body("float16"))
+    A = te.placeholder((10,), name="A")
+    B = te.placeholder((10,), name="B")
+    C = te.compute((10,), lambda i: A[i] + B[i], name="C")
+    D = te.compute((10,), lambda i: A[i] + A[i], name="D")
+    assert not tvm.ir.structural_equal(C.op.body[0], D.op.body[0])   # A is matched to A, not to B
+
+
 def _gpu_schedule(n):
     A, B, C, D = _program(n)
     s = te.create_schedule(D.op)

@@ -4,8 +4,11 @@ Two pieces of IR are equal when they have the same node types and field
 values, with variables matched by binding, not by name: a variable bound by
 a ``For``, ``Let``, ``LetStmt``, ``Allocate``, a reducer or a reduce axis,
 or a PrimFunc parameter, matches the variable bound at the same place on the
-other side.  A free variable (and a tensor) matches only itself, unless
-``map_free_vars=True``, when free variables match in order of appearance.
+other side.  A free variable matches only itself, unless ``map_free_vars=True``,
+when free variables match in order of appearance.  A tensor is storage, as a
+Buffer is in TVM's lowered IR: it is defined where it first appears, so a
+tensor matches another of the same dtype and shape at the same place, and then
+only that one (two schedules built alike give equal statements).
 ``structural_hash`` is consistent with this: equal IR hashes equally.
 """
 from __future__ import annotations
@@ -79,6 +82,7 @@ class _Equal:
                 if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                     self.fail(path, a, b, "tensors of different dtype or rank")
                 self.eq(a.shape, b.shape, path + ".shape")
+                define = True          # storage: defined where first seen (TVM's Buffer)
             self.symbol(a, b, path, define)
             return
         if type(a) is not type(b):

@@ -23,6 +23,7 @@ from ..ir import expr as E
 from ..ir import op as _op
 from ..ir.functor import IRMutator
 from ..ir.stmt import Allocate
+from ..ir.tensor import Tensor
 
 _BINARY = {E.Add: _op.add, E.Sub: _op.sub, E.Mul: _op.mul, E.Div: _op.div, E.Min: _op.min, E.Max: _op.max,
            E.FloorDiv: _op.floordiv, E.FloorMod: _op.floormod, E.Mod: _op.truncmod}
@@ -126,6 +127,45 @@ def to_bfloat16_bits(y, dtype):
 
 
 class _Lower(IRMutator):
+    """bfloat16 values to their uint16 bits; in AST2 each bfloat16 tensor becomes a uint16 tensor
+    of the same operation (``tensors`` holds the pairs, for the function's buffers)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tensors = {}
+
+    def bits_tensor(self, t):
+        if not dt.is_bfloat16(t.dtype):
+            return t
+        new = self.tensors.get(t)
+        if new is None:
+            new = self.tensors[t] = Tensor(t.shape, _u(16, t.dtype), t.op, t.value_index)
+        return new
+
+    def visit_ProducerLoad(self, e):
+        out = self.generic_visit(e)
+        t = self.bits_tensor(out.producer)
+        return out if t is out.producer else E.ProducerLoad(t, out.indices)
+
+    def visit_ProducerStore(self, s):
+        out = self.generic_visit(s)
+        t = self.bits_tensor(out.producer)
+        return out if t is out.producer else out.replace(producer=t)
+
+    def visit_ProducerRealize(self, s):
+        out = self.generic_visit(s)
+        t = self.bits_tensor(out.producer)
+        return out if t is out.producer else out.replace(producer=t)
+
+    def visit_AttrStmt(self, s):
+        out = self.generic_visit(s)
+        node = out.node
+        if isinstance(node, Tensor):
+            node = self.bits_tensor(node)
+        elif isinstance(node, tuple):
+            node = tuple(self.bits_tensor(x) if isinstance(x, Tensor) else x for x in node)
+        return out if node is out.node or node == out.node else out.replace(node=node)
+
     def visit_Cast(self, e):
         v = self.visit(e.value)
         if _bf(e.value) and not _bf(e):                   # bf16 bits -> float32 -> target
@@ -175,6 +215,32 @@ def bf16_cast_elimination(stmt):
 
 def bf16_lower(stmt):
     return _Lower().visit(stmt)
+
+
+def bf16_lower_function(func, binds_attr):
+    """``func`` with its bfloat16 values as uint16 bits, and its bfloat16 buffers (``buffer_map``,
+    and the tensor bindings under ``binds_attr`` of an AST2 function) as uint16 buffers on the same
+    data, as TVM's BF16TypeLowering gives them: callers pass the bits (uint16 arrays)."""
+    from ..ir.function import Buffer
+    low = _Lower()
+    body = low.visit(func.body)
+    bufs = {}
+
+    def bits_buffer(b):
+        if not dt.is_bfloat16(b.dtype):
+            return b
+        if b not in bufs:
+            bufs[b] = Buffer(b.name, b.shape, _u(16, b.dtype), data=b.data, strides=b.strides,
+                             scope=b.scope, elem_offset=b.elem_offset, offset_factor=b.offset_factor)
+        return bufs[b]
+    out = func.with_body(body)
+    out.buffer_map = {p: bits_buffer(b) for p, b in func.buffer_map.items()}
+    binds = func.attrs.get(binds_attr)
+    if binds:
+        attrs = dict(out.attrs)
+        attrs[binds_attr] = {low.bits_tensor(t): bits_buffer(b) for t, b in binds.items()}
+        out.attrs = attrs
+    return out
 
 
 class _Finder(IRMutator):

@@ -249,31 +249,35 @@ def NarrowDataType(target_bits=32):  # noqa: N802
     return PrimFuncPass(run, PassInfo(0, "tir.NarrowDataType"))
 
 
-def _bf16_pass(name, step):
+def _bf16_pass(name, steps, lower=False):
     def run(func, mod, ctx):
         from ..lower import bf16_legalize as B
-        return func.with_body(getattr(B, step)(func.body))
+        for step in steps:
+            func = func.with_body(getattr(B, step)(func.body))
+        return B.bf16_lower_function(func, BINDS_ATTR) if lower else func
     return PrimFuncPass(run, PassInfo(0, name))
 
 
 def BF16Promote():  # noqa: N802
     """bfloat16 operations computed in float32 between casts."""
-    return _bf16_pass("tir.BF16Promote", "bf16_promote")
+    return _bf16_pass("tir.BF16Promote", ["bf16_promote"])
 
 
 def BF16CastElimination():  # noqa: N802
     """``float32(bfloat16(x))`` of a float32 ``x`` is ``x``: a chain rounds to bfloat16 once."""
-    return _bf16_pass("tir.BF16CastElimination", "bf16_cast_elimination")
+    return _bf16_pass("tir.BF16CastElimination", ["bf16_cast_elimination"])
 
 
 def BF16TypeLowering():  # noqa: N802
-    """bfloat16 values as their uint16 bits, conversions as shifts and round-to-nearest-even."""
-    return _bf16_pass("tir.BF16TypeLowering", "bf16_lower")
+    """bfloat16 values as their uint16 bits, conversions as shifts and round-to-nearest-even;
+    bfloat16 tensors and buffers become uint16 ones (the function then takes uint16 arrays)."""
+    return _bf16_pass("tir.BF16TypeLowering", [], lower=True)
 
 
 def BF16Legalize():  # noqa: N802
-    """BF16Promote, BF16CastElimination and BF16TypeLowering (what tvm.lower runs for CPU targets)."""
-    return _bf16_pass("tir.BF16Legalize", "bf16_legalize")
+    """BF16Promote, BF16CastElimination and BF16TypeLowering (tvm.lower runs the same steps for CPU
+    targets on the body alone, so its functions keep taking bfloat16 arrays)."""
+    return _bf16_pass("tir.BF16Legalize", ["bf16_promote", "bf16_cast_elimination"], lower=True)
 
 
 def InstrumentBoundCheckers():  # noqa: N802
