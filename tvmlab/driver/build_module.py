@@ -285,6 +285,11 @@ def build(sch, args=None, target=None, target_host=None, name="default_function"
     if isinstance(sch, PrimFunc):
         sch = IRModule({sch.name: sch})
     if isinstance(sch, IRModule):
+        packed = [k for k, f in sch.functions.items() if f.attrs.get("calling_conv", 0) != 0]
+        if packed:
+            raise BuildError(f"function(s) {packed} are in TVM's packed calling convention "
+                             "(tir.transform.MakePackedAPI); tvmlab compiles functions before that "
+                             "pass and checks the arguments in its runtime: build without it")
         sch = _lower_module(sch, False)       # AST2 from schedule_to_module is lowered first
         from ..lower.intrin_rules import apply_intrin_rules, rules_for
         if rules_for(tgt.kind):

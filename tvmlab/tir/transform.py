@@ -280,6 +280,20 @@ def BF16Legalize():  # noqa: N802
     return _bf16_pass("tir.BF16Legalize", ["bf16_promote", "bf16_cast_elimination"], lower=True)
 
 
+def MakePackedAPI(num_unpacked_args=-1):  # noqa: N802
+    """Functions in TVM's packed calling convention: ``(args, arg_type_ids, num_args, ...,
+    out_ret_value, out_ret_tcode, resource_handle)``, with the entry code that unpacks and
+    checks the arguments (see ``tvmlab.lower.make_packed_api``).  Needs the functions' "target"
+    and "global_symbol" attributes; functions already packed are left as they are.  tvmlab
+    builds functions before this form, so ``tvm.build`` refuses a packed one."""
+    def run(func, mod, ctx):
+        from ..lower.make_packed_api import make_packed_api
+        if func.attrs.get("calling_conv", 0) != 0:
+            return func
+        return make_packed_api(func, num_unpacked_args)
+    return PrimFuncPass(run, PassInfo(0, "tir.MakePackedAPI"))
+
+
 def InstrumentBoundCheckers():  # noqa: N802
     """An assertion before every access of an argument or allocated buffer that its index is
     inside the buffer (tvm.lower adds it under config ``tir.instrument_bound_checkers``)."""
@@ -427,7 +441,7 @@ def lower_sequence(simple_mode=False, ctx=None):
 __all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
            "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
-           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers",
+           "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers", "MakePackedAPI",
            "CompactBufferAllocation", "ConvertBlocksToOpaque", "FlattenBuffer",
            "PlanAndUpdateBufferAllocationLocation", "LowerCrossThreadReduction", "LowerInitBlock",
            "LowerMatchBuffer", "InjectVirtualThread", "MergeDynamicSharedMemoryAllocations", "LowerThreadAllreduce",
