@@ -121,6 +121,10 @@ def test_two_schedules_built_alike_give_equal_statements():
     C = te.compute((10,), lambda i: A[i] + B[i], name="C")
     D = te.compute((10,), lambda i: A[i] + A[i], name="D")
     assert not tvm.ir.structural_equal(C.op.body[0], D.op.body[0])   # A is matched to A, not to B
+    # passes looking for a repeated condition or index compare tensors by identity
+    from tvmlab.ir.structural import same_value
+    assert tvm.ir.structural_equal(A[0] > 0, B[0] > 0) and not same_value(A[0] > 0, B[0] > 0)
+    assert same_value(A[0] > 0, A[0] > 0)
 
 
 def _gpu_schedule(n):

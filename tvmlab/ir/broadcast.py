@@ -30,8 +30,8 @@ def _is_one(d):
 def _same(a, b):
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return a.value == b.value
-    from .structural import structural_equal
-    return structural_equal(a, b, map_free_vars=False)
+    from .structural import same_value
+    return same_value(a, b)
 
 
 def broadcast_shape(sa, sb, what):

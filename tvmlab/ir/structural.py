@@ -47,8 +47,9 @@ class _Mismatch(Exception):
 
 
 class _Equal:
-    def __init__(self, map_free_vars):
+    def __init__(self, map_free_vars, tensors_by_identity=False):
         self.map_free = map_free_vars
+        self.tensor_identity = tensors_by_identity
         self.lr = {}     # id(left symbol) -> right symbol
         self.rl = {}
 
@@ -82,7 +83,7 @@ class _Equal:
                 if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                     self.fail(path, a, b, "tensors of different dtype or rank")
                 self.eq(a.shape, b.shape, path + ".shape")
-                define = True          # storage: defined where first seen (TVM's Buffer)
+                define = define or not self.tensor_identity   # storage: defined where first seen
             self.symbol(a, b, path, define)
             return
         if type(a) is not type(b):
@@ -150,8 +151,8 @@ def _as_ir(x):
     return x
 
 
-def _check(lhs, rhs, map_free_vars):
-    e = _Equal(map_free_vars)
+def _check(lhs, rhs, map_free_vars, tensors_by_identity=False):
+    e = _Equal(map_free_vars, tensors_by_identity)
     if isinstance(lhs, numbers.Number) != isinstance(rhs, numbers.Number):     # 16 against IntImm(16)
         lhs, rhs = _as_ir(lhs), _as_ir(rhs)
     e.eq(lhs, rhs, "root")
@@ -161,6 +162,17 @@ def structural_equal(lhs, rhs, map_free_vars=False):
     """True when ``lhs`` and ``rhs`` are the same IR up to the names of bound variables."""
     try:
         _check(lhs, rhs, map_free_vars)
+    except _Mismatch:
+        return False
+    return True
+
+
+def same_value(lhs, rhs):
+    """Whether two expressions compute the same value where they stand: structural equality with
+    free variables and tensors matching only themselves (what passes use to find a repeated
+    condition or index; ``A[i] > 0`` and ``B[i] > 0`` differ)."""
+    try:
+        _check(lhs, rhs, False, tensors_by_identity=True)
     except _Mismatch:
         return False
     return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..ir.expr import IntImm, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars
 from ..ir.stmt import Evaluate, IfThenElse
-from ..ir.structural import structural_equal
+from ..ir.structural import same_value
 from .remove_no_op import PURE_CALLS, remove_no_op
 from .unroll import fresh_copy
 
@@ -142,7 +142,7 @@ class _Select(IRMutator):
         self.cond, self.value = cond, value
 
     def visit_IfThenElse(self, s):
-        if s.condition is self.cond or structural_equal(s.condition, self.cond):
+        if s.condition is self.cond or same_value(s.condition, self.cond):
             branch = s.then_case if self.value else s.else_case
             if branch is None:
                 return _nop()

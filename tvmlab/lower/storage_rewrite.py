@@ -30,7 +30,7 @@ from ..ir import op as _op
 from ..ir.expr import IntImm, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars
 from ..ir.stmt import Allocate, AttrStmt, For, ForKind, Store
-from ..ir.structural import structural_equal
+from ..ir.structural import same_value
 
 MATCH_RANGE = 16
 _SCOPE_ATTRS = ("thread_extent", "virtual_thread")
@@ -210,7 +210,7 @@ class _InplaceCheck(IRVisitor):
             return
         if e.buffer_var is self.src:
             st = self.store
-            if st is None or st.value.dtype != e.dtype or not structural_equal(st.index, e.index):
+            if st is None or st.value.dtype != e.dtype or not same_value(st.index, e.index):
                 self.ok = False
                 return
         self.nest += 1
