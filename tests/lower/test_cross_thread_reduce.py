@@ -139,12 +139,73 @@ def test_custom_reducer_and_init_across_threads():
         np.testing.assert_allclose(out, want, rtol=1e-5)
 
 
-def test_two_reduce_axes_on_threads_are_refused():
-    A = te.placeholder((8, 8), name="A")
-    k1, k2 = te.reduce_axis((0, 8), name="k1"), te.reduce_axis((0, 8), name="k2")
-    B = te.compute((1,), lambda i: te.sum(A[k1, k2], axis=[k1, k2]), name="B")
-    s = te.create_schedule(B.op)
-    s[B].bind(k1, te.thread_axis("threadIdx.y"))
-    s[B].bind(k2, te.thread_axis("threadIdx.x"))
-    with pytest.raises(LoweringError, match="bind one reduce axis"):
-        tvm.lower(s, [A, B], target="cuda")
+def grid_reduce(m, n1, n2, tags, kind, rows=None, parts=None):
+    """Reduce A[i, :, :] over k1 (bound to tags[0]) and k2 (bound to tags[1]; with ``parts``, its
+    outer part after split(nparts=parts), the inner part serial in each thread); rows over
+    blockIdx.x and, with ``rows`` = (tag, count), that thread axis too."""
+    A = te.placeholder((m, n1, n2), name="A")
+    k1, k2 = te.reduce_axis((0, n1), name="k1"), te.reduce_axis((0, n2), name="k2")
+    if kind == "argmax":
+        idx = te.placeholder((m, n1, n2), name="I", dtype="int32")
+        outs = te.compute((m,), lambda i: argmax_reducer()((idx[i, k1, k2], A[i, k1, k2]), axis=[k1, k2]),
+                          name="T")
+        ins, red = [idx, A], outs[0]
+    else:
+        red = te.compute((m,), lambda i: (te.sum if kind == "sum" else te.max)(A[i, k1, k2], axis=[k1, k2]),
+                         name="B")
+        outs, ins = [red], [A]
+    s = te.create_schedule(red.op)
+    s[red].bind(k1, te.thread_axis(tags[0]))
+    if parts:
+        ko, _ = s[red].split(k2, nparts=parts)
+        s[red].bind(ko, te.thread_axis(tags[1]))
+    else:
+        s[red].bind(k2, te.thread_axis(tags[1]))
+    if rows:
+        bo, bi = s[red].split(s[red].op.axis[0], factor=rows[1])
+        s[red].bind(bo, te.thread_axis("blockIdx.x"))
+        s[red].bind(bi, te.thread_axis(rows[0]))
+    else:
+        s[red].bind(s[red].op.axis[0], te.thread_axis("blockIdx.x"))
+    return s, ins + list(outs)
+
+
+GRID_CASES = [
+    # (m, n1, n2, tags, kind, rows, parts, shuffles)
+    (6, 4, 8, ("threadIdx.x", "threadIdx.y"), "sum", ("threadIdx.z", 2), None, True),    # 32 lanes: one warp
+    (5, 5, 3, ("threadIdx.x", "threadIdx.y"), "max", ("threadIdx.z", 2), None, False),   # 15 threads: the tree
+    (4, 16, 8, ("threadIdx.x", "threadIdx.y"), "argmax", None, None, True),              # 4 warps
+    (3, 8, 8, ("threadIdx.y", "threadIdx.x"), "sum", None, None, True),                  # k1 on y, k2 on x
+    (6, 4, 4, ("threadIdx.y", "threadIdx.z"), "sum", ("threadIdx.x", 3), None, False),   # not lanes in order
+    (5, 6, 50, ("threadIdx.x", "threadIdx.y"), "sum", None, 4, False),                   # 24 threads, serial parts
+    (3, 8, 37, ("threadIdx.x", "threadIdx.y"), "argmax", ("threadIdx.z", 2), 4, True),   # 37 = 4 uneven parts
+    (7, 32, 3, ("threadIdx.x", "threadIdx.y"), "max", None, None, False),                # 96: 3 warps, the tree
+]
+
+
+def _check_grid(call, m, n1, n2, kind, wrap=lambda x: x):
+    a = RNG.standard_normal((m, n1 * n2)).astype("float32")
+    if kind == "argmax":
+        ii = np.tile(np.arange(n1 * n2, dtype="int32"), (m, 1))
+        o0, o1 = wrap(np.full(m, -7, "int32")), wrap(np.full(m, np.nan, "float32"))
+        call(wrap(ii.reshape(m, n1, n2)), wrap(a.reshape(m, n1, n2)), o0, o1)
+        np.testing.assert_array_equal(_np(o0), a.argmax(1))
+        np.testing.assert_allclose(_np(o1), a.max(1))
+    else:
+        b = wrap(np.full(m, np.nan, "float32"))
+        call(wrap(a.reshape(m, n1, n2)), b)
+        np.testing.assert_allclose(_np(b), a.sum(1) if kind == "sum" else a.max(1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n1,n2,tags,kind,rows,parts,shuffles", GRID_CASES)
+def test_reduce_axes_on_several_threads_form_one_group(m, n1, n2, tags, kind, rows, parts, shuffles):
+    """k1 on threadIdx.x and k2 on threadIdx.y reduce over all their threads together (index
+    threadIdx.x fastest); warp shuffles only when those threads are consecutive lanes."""
+    s, args = grid_reduce(m, n1, n2, tags, kind, rows, parts)
+    mod = tvm.lower(s, args, target="cuda")
+    assert bool(calls(mod, "tvm_warp_shuffle_down")) == shuffles
+    f = tvm.build(s, args, "cuda")                              # NVRTC compiles it
+    _check_grid(lambda *xs: tvm.testing.simulate(f, *xs), m, n1, n2, kind)
+    if glc.available():
+        g = tvm.build(s, args, "opengl -compute")
+        _check_grid(g, m, n1, n2, kind, lambda x: tvm.nd.array(x, tvm.opengl(0)))

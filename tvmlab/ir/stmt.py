@@ -204,11 +204,12 @@ THREAD_ALLREDUCE = "thread_allreduce"
 
 class AllreduceInfo:
     """What a ``thread_allreduce`` AttrStmt reduces with (``combiner``, a CommReducer) and across
-    (``thread``, the IterVar of a threadIdx.* axis).  Not an IR node: passes leave it alone."""
-    __slots__ = ("combiner", "thread", "name")
+    (``threads``, the IterVars of the threadIdx.* axes whose threads form one group).  Not an IR
+    node: passes leave it alone."""
+    __slots__ = ("combiner", "threads", "name")
 
-    def __init__(self, combiner, thread, name):
-        self.combiner, self.thread, self.name = combiner, thread, name
+    def __init__(self, combiner, threads, name):
+        self.combiner, self.threads, self.name = combiner, tuple(threads), name
 
     def __repr__(self):
-        return f"AllreduceInfo({self.name} across {self.thread.thread_tag})"
+        return f"AllreduceInfo({self.name} across {', '.join(t.thread_tag for t in self.threads)})"

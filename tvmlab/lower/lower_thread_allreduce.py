@@ -1,25 +1,29 @@
 """Cross-thread reduction: lower each ``thread_allreduce`` that ScheduleOps made.
 
-A reduction whose reduce axis is bound to ``threadIdx.*`` (usually after
+A reduction whose reduce axes are bound to ``threadIdx.*`` (usually after
 ``rfactor``) reaches AST3 as ``AttrStmt(AllreduceInfo, "thread_allreduce")``
 around one store per output, ``res_k[0] = part_k``: each thread's part into a
 one-element "local" buffer (``res_k[v]`` in virtual thread ``v``'s copy).  This pass
-replaces it with code that leaves the block's total (along the reducing axis; the
+replaces it with code that leaves the block's total (along the reducing axes; the
 other thread axes of the block are separate rows) in that element of every thread, combining with the reducer's
 own combiner, so tuple reducers (argmax) and custom ``comm_reducer``s work as
-``sum`` does:
+``sum`` does.  Several reducing axes (``k1`` on ``threadIdx.x``, ``k2`` on
+``threadIdx.y``) form one group of n threads, indexed ``threadIdx.x`` fastest as
+in the block.  The group's threads are consecutive lanes of a warp when its axes
+come first in the block's order (x; x and y; x, y and z, leaving out axes the
+kernel does not use); then, with ``warp_size`` given:
 
-* **warp shuffles** when the reducing axis is ``threadIdx.x`` with a power of
-  two extent of at most a warp (32): log2(n) ``tvm_warp_shuffle_down`` steps
-  in a per-thread temporary, then ``res_k = tvm_warp_shuffle(temp, 0, n)``, lane
-  0's total (so ``res_k``'s one store is visibly alike in every lane); no shared
-  memory, no barrier;
-* **warps, then shuffles** when it is ``threadIdx.x`` with 32 * w threads (w a
-  power of two): each warp reduces by shuffles, lane 0 of each writes its warp's
-  total to a "shared" buffer, a barrier, and every warp reduces those w values;
-* **a shared-memory tree** otherwise (or with ``warp_size=None``, as for targets
-  without shuffles): each thread writes its part, log2 rounds halve the active
-  threads with a barrier after each, and every thread reads slot 0.
+* **warp shuffles** when n is a power of two of at most a warp (32): log2(n)
+  ``tvm_warp_shuffle_down`` steps in a per-thread temporary, then ``res_k =
+  tvm_warp_shuffle(temp, 0, n)``, lane 0's total (so ``res_k``'s one store is
+  visibly alike in every lane); no shared memory, no barrier;
+* **warps, then shuffles** when n is 32 * w (w a power of two): each warp
+  reduces by shuffles, lane 0 of each writes its warp's total to a "shared"
+  buffer, a barrier, and every warp reduces those w values;
+
+and **a shared-memory tree** otherwise: each thread writes its part, log2
+rounds halve the active threads with a barrier after each, and every thread
+reads slot 0.
 
 Every thread of the block runs these steps (ScheduleOps moved the guards onto
 the parts), so the barriers and shuffles are uniform.  ``tvm_warp_shuffle_down
@@ -106,20 +110,17 @@ class _Lower(IRMutator):
         self.dts = {r: x.value.dtype for r, x in zip(red, stores)}
         # the element of each result buffer (0, or a virtual thread's copy)
         self.at = {r: x.index for r, x in zip(red, stores)}
-        ext = next((e for iv, e in self.threads if iv is info.thread), None)
-        if ext is None:
-            ext = next((e for iv, e in self.threads if iv.thread_tag == info.thread.thread_tag), None)
-        if ext is None:
-            raise LoweringError(f"stage {info.name}: its reduce axis is bound to {info.thread.thread_tag}, but "
-                                "the reduction is not inside that thread axis")
-        tag, var = info.thread.thread_tag, info.thread.var
-        if not isinstance(ext, IntImm):
-            raise LoweringError(f"cross-thread reduction of {info.name} over {tag}: the extent {ext} is "
-                                "symbolic; split the reduce axis by a constant factor first")
-        n = ext.value
+        group = sorted((self._extent(info, t) for t in info.threads), key=lambda g: g[0].thread_tag)
+        tags = [t.thread_tag for t, _ in group]
+        # the group's index, threadIdx.x fastest: the order of the threads of a block
+        var, n = None, 1
+        for t, e in group:
+            term = t.var if n == 1 else _op.mul(t.var, n)
+            var = term if var is None else _op.add(var, term)
+            n *= e
         row, rows = IntImm("int32", 0), 1
         for iv, oext in self.threads:
-            if iv.thread_tag == tag:
+            if iv.thread_tag in tags:
                 continue
             if not isinstance(oext, IntImm):
                 raise LoweringError(f"cross-thread reduction of {info.name}: thread axis {iv.thread_tag} has "
@@ -127,14 +128,18 @@ class _Lower(IRMutator):
             row = _op.add(_op.mul(row, oext.value), iv.var)
             rows *= oext.value
         ws = self.warp_size
-        one_warp = ws and tag == "threadIdx.x" and _pow2(n) and n <= ws
+        # the group is lanes L .. L + n of a warp only when its axes come first in the block's order
+        present = sorted(self.kernel or tags)
+        lanes_in_order = present[:len(tags)] == tags
+        one_warp = ws and lanes_in_order and _pow2(n) and n <= ws
+        warps = ws and lanes_in_order and n % ws == 0 and _pow2(n // ws) and n // ws <= ws
         # A thread axis of the kernel that does not enclose the reduction (bound by another stage)
         # splits no rows: its threads would share the slots, so only its index 0 writes them.
         around = {iv.thread_tag for iv, _ in self.threads}
         only = [_op.eq(iv.var, IntImm("int32", 0)) for t, iv in sorted((self.kernel or {}).items())
-                if t != tag and t not in around]
+                if t not in tags and t not in around]
         self.only = _op.all(*only) if only else None
-        if not (one_warp or ws and tag == "threadIdx.x" and n % ws == 0 and _pow2(n // ws) and n // ws <= ws):
+        if not (one_warp or warps):
             return self._tree(comb, red, parts, var, n, row, rows, info)
         # the shuffles work in per-thread temporaries; the result buffers get only the total
         zero = IntImm("int32", 0)
@@ -149,6 +154,20 @@ class _Lower(IRMutator):
         for t in reversed(lanes):
             body = Allocate(t, self.dts[t], (IntImm("int32", 1),), _op.const(True), body, "local")
         return body
+
+    def _extent(self, info, thread):
+        """(IterVar, constant extent) of the enclosing thread axis that ``thread`` names."""
+        tag = thread.thread_tag
+        ext = next((e for iv, e in self.threads if iv is thread), None)
+        if ext is None:
+            ext = next((e for iv, e in self.threads if iv.thread_tag == tag), None)
+        if ext is None:
+            raise LoweringError(f"stage {info.name}: its reduce axis is bound to {tag}, but the reduction "
+                                "is not inside that thread axis")
+        if not isinstance(ext, IntImm):
+            raise LoweringError(f"cross-thread reduction of {info.name} over {tag}: the extent {ext} is "
+                                "symbolic; split the reduce axis by a constant factor first")
+        return thread, ext.value
 
     def _shuffles(self, comb, red, width, upto=None):
         """Reduce ``red_k[0]`` over the lanes of each ``width``-lane segment into its lane 0."""

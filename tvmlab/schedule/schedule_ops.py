@@ -166,29 +166,26 @@ class _Builder:
         return values
 
     def _cross_thread(self, st, body, vmap, guards, pred):
-        """A reduction whose reduce axis is bound to threadIdx.*: each thread reduces its part over
-        the other (serial) reduce axes, which loop inside the thread axes whatever the leaf order,
-        in a "local" accumulator; a ``thread_allreduce`` combines the parts of the block (every
-        thread gets the total) and one thread writes it: the one at index 0 of the reducing axis,
+        """A reduction whose reduce axes (one or several) are bound to threadIdx.*: each thread reduces
+        its part over the other (serial) reduce axes, which loop inside the thread axes whatever the
+        leaf order, in a "local" accumulator; a ``thread_allreduce`` combines the parts of the block
+        (every thread gets the total) and one thread writes it: the one at index 0 of the reducing axes,
         or those the store predicate picks (every thread, into its own copy, for "local" storage).
         Guards move onto the parts (a thread out of range contributes the identity), so every
         thread reaches the combination."""
         leaves = st.leaf_iter_vars
+        # several reduce axes on threads (k1 on threadIdx.x, k2 on threadIdx.y) form one group
         bound = [iv for iv in leaves if iv.iter_type == IterVar.REDUCE and st.attr(iv).bind_thread is not None]
-        if len(bound) > 1:
-            raise LoweringError(f"stage {st.name}: reduce axes {', '.join(iv.var.name for iv in bound)} are all "
-                                "bound to threads; bind one reduce axis to threadIdx.* (fuse them first)")
-        red_iv = bound[0]
-        normal = [k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE and iv is not red_iv]
+        normal = [k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE and iv not in bound]
         main = [k for k in range(len(leaves)) if k not in normal]
         with self._inside_normal_loops(st, main, normal):
-            return self._cross_thread_nest(st, body, vmap, guards, pred, red_iv, normal, main)
+            return self._cross_thread_nest(st, body, vmap, guards, pred, bound, normal, main)
 
-    def _cross_thread_nest(self, st, body, vmap, guards, pred, red_iv, normal, main):
+    def _cross_thread_nest(self, st, body, vmap, guards, pred, bound, normal, main):
         op = st.op
         r0 = body[0]
         comb = r0.combiner
-        thread = st.attr(red_iv).bind_thread
+        threads = [st.attr(iv).bind_thread for iv in bound]
         red_vars = {iv.var for iv in st.all_iter_vars if iv.iter_type == IterVar.REDUCE}
         idx = tuple(vmap.get(iv.var, iv.var) for iv in op.axis)
         src = [substitute(x, vmap) for x in r0.source]
@@ -199,7 +196,7 @@ class _Builder:
             write_conds += _conjuncts(pred)
         elif base_scope(storage_scope(st)) != "local":
             # memory the block shares: one writer; a per-thread result is every thread's own
-            write_conds.append(_op.eq(red_iv.var, self.dom_map[red_iv].min))
+            write_conds += [_op.eq(iv.var, self.dom_map[iv].min) for iv in bound]
         local = []
 
         def temp(t, suffix):
@@ -222,7 +219,7 @@ class _Builder:
             parts = src if valid is None else [_op.if_then_else(valid, x, i)
                                                for x, i in zip(src, comb.identity_element)]
             before = []
-        info = AllreduceInfo(comb, thread, op.name)
+        info = AllreduceInfo(comb, threads, op.name)
         reduce = AttrStmt(info, THREAD_ALLREDUCE, _op.const(0, "int32"),
                           seq(*[ProducerStore(r, v, zero) for r, v in zip(res, parts)]))
         total = [ProducerLoadOf(r, zero) for r in res]
