@@ -209,3 +209,15 @@ def test_reduce_axes_on_several_threads_form_one_group(m, n1, n2, tags, kind, ro
     if glc.available():
         g = tvm.build(s, args, "opengl -compute")
         _check_grid(g, m, n1, n2, kind, lambda x: tvm.nd.array(x, tvm.opengl(0)))
+
+
+def test_group_with_a_symbolic_thread_extent_is_refused():
+    n = te.var("n")
+    A = te.placeholder((4, 8, n), name="A")
+    k1, k2 = te.reduce_axis((0, 8), name="k1"), te.reduce_axis((0, n), name="k2")
+    B = te.compute((4,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(k1, te.thread_axis("threadIdx.x"))
+    s[B].bind(k2, te.thread_axis("threadIdx.y"))
+    with pytest.raises(LoweringError, match="threadIdx.y: the extent n is symbolic"):
+        tvm.lower(s, [A, B], target="cuda")
