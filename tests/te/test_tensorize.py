@@ -590,3 +590,100 @@ def intrin_vadd_2d(rows, n):
     return te.decl_tensor_intrin(
         z.op, lambda ins, outs: tvm.tir.call_extern("int32", "nothing", outs[0].access_ptr("w")),
         name="vadd2d", default_buffer_params={"offset_factor": 1, "strides": [te.var("zs"), 1]})
+
+
+# ------------------------------------------------------------------ scalar_params
+
+
+def intrin_scale_shift(n):
+    """z[k] = x[k] * v + w over an n-wide tile; v (int32) and w (float32) are values of each call."""
+    x = te.placeholder((n,), name="x")
+    v, w = te.var("v"), te.var("w", "float32")
+    z = te.compute((n,), lambda k: x[k] * v.astype("float32") + w, name="z")
+
+    def intrin_func(ins, outs, sp):
+        assert [p.name for p in sp] == ["v", "w"]
+        vt = f"float32x{n}"
+        scale = tvm.tir.Broadcast(sp[0].astype("float32"), n)
+        return outs[0].vstore(0, ins[0].vload(0, vt) * scale + tvm.tir.Broadcast(sp[1], n))
+
+    return te.decl_tensor_intrin(z.op, intrin_func, scalar_params=[v, w], name="scale_shift",
+                                 default_buffer_params={"offset_factor": 1})
+
+
+def test_scalar_params_take_their_values_from_the_stage():
+    """v is i + 1 (a loop index of the stage), w the kernel's argument s; symbolic row count."""
+    rows = te.var("rows")
+    A = te.placeholder((rows, 24), name="A")
+    sc = te.var("s", "float32")
+    C = te.compute((rows, 24), lambda i, j: A[i, j] * (i + 1).astype("float32") + sc, name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    intrin = intrin_scale_shift(8)
+    assert [p.name for p in intrin.scalar_params] == ["v", "w"]
+    s[C].tensorize(ji, intrin)
+    text = str(tvm.lower(s, [A, sc, C]))
+    assert "T.Broadcast(T.Cast(\"float32\", i + 1), 8)" in text and "T.Broadcast(s, 8)" in text
+    f = tvm.build(s, [A, sc, C], "llvm")
+    for n in (5, 1):
+        a = np.random.default_rng(n).uniform(-1, 1, (n, 24)).astype("float32")
+        out = tvm.nd.array(np.full((n, 24), np.nan, "float32"))
+        f(tvm.nd.array(a), 0.75, out)
+        np.testing.assert_allclose(out.numpy(), a * (np.arange(n)[:, None] + 1) + 0.75, rtol=1e-5)
+
+
+def test_scalar_params_in_the_reset_and_update_of_a_reduction():
+    """c = sum_k x[k] * v, split so that the reduction runs over several calls (reset, update)."""
+    x = te.placeholder((8,), name="x")
+    v = te.var("v")
+    kk = te.reduce_axis((0, 8), name="kk")
+    z = te.compute((1,), lambda r: te.sum(x[kk] * v.astype("float32"), axis=kk), name="z")
+
+    def intrin_func(ins, outs, sp):
+        def code(reset, update):
+            ib = tvm.tir.ir_builder.create()
+            xp, cp = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+            if reset:
+                cp[0] = tvm.tir.const(0.0, "float32")
+            if update:
+                with ib.for_range(0, 8, name="t") as t:
+                    cp[0] = cp[0] + xp[t] * sp[0].astype("float32")
+            return ib.get()
+        return code(True, True), code(True, False), code(False, True)
+
+    intrin = te.decl_tensor_intrin(z.op, intrin_func, scalar_params=[v], name="dot_scaled",
+                                   default_buffer_params={"offset_factor": 1})
+    A = te.placeholder((7, 40), name="A")
+    k = te.reduce_axis((0, 40), name="k")
+    C = te.compute((7,), lambda i: te.sum(A[i, k] * (i % 3 + 1).astype("float32"), axis=k), name="C")
+    s = te.create_schedule(C.op)
+    ko, ki = s[C].split(k, factor=8)
+    s[C].tensorize(ki, intrin)
+    a = np.random.default_rng(3).uniform(-1, 1, (7, 40)).astype("float32")
+    out = tvm.nd.array(np.full(7, np.nan, "float32"))
+    tvm.build(s, [A, C], "llvm")(tvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a.sum(1) * (np.arange(7) % 3 + 1), rtol=1e-4)
+
+
+def test_scalar_params_misuse_is_refused():
+    x = te.placeholder((8,), name="x")
+    z = te.compute((8,), lambda k: x[k] * 2.0, name="z")
+    with pytest.raises(DSLError, match="scalar_params are variables"):
+        te.decl_tensor_intrin(z.op, lambda i, o, sp: None, scalar_params=[2])
+    A = te.placeholder((4, 32), name="A")
+    # the value varies inside the tile (with the intrinsic's own axis)
+    C = te.compute((4, 32), lambda i, j: A[i, j] * j.astype("float32") + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    with pytest.raises(ScheduleError, match="scalar parameter v would be .* varies inside the tile"):
+        s[C].tensorize(ji, intrin_scale_shift(8))
+    assert s[C].attr(ji).kind == "serial"
+    # a parameter the compute does not use has no value to find
+    v = te.var("v")
+    unused = te.decl_tensor_intrin(z.op, lambda i, o, sp: o[0].vstore(0, i[0].vload(0, "float32x8") * 2.0),
+                                   scalar_params=[v], default_buffer_params={"offset_factor": 1})
+    D = te.compute((4, 32), lambda i, j: A[i, j] * 2.0, name="D")
+    s = te.create_schedule(D.op)
+    jo, ji = s[D].split(D.op.axis[1], factor=8)
+    with pytest.raises(ScheduleError, match="cannot find the value of scalar parameter v"):
+        s[D].tensorize(ji, unused)

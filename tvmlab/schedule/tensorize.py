@@ -11,6 +11,9 @@ TVM), and the body read over the tile, with the inputs' tiles renamed to the
 intrinsic's placeholders, simplifies to the intrinsic's body.  Each Buffer is
 then bound to its tensor's tile (``buffer_bind_scope``), which storage
 flattening resolves into a data pointer, an element offset and strides.
+With ``scalar_params=[v, ...]`` the compute may use those variables and
+``intrin_func(ins, outs, sp)`` passes them on; tensorize reads their values off
+the stage (``intrin_scalars``).
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ _REGISTRY = weakref.WeakValueDictionary()     # name -> TensorIntrin (for trace 
 class TensorIntrin:
     """A declared kernel: the compute it performs, its buffers and its statements."""
 
-    def __init__(self, name, op, inputs, buffers, body, reduce_init, reduce_update):
+    def __init__(self, name, op, inputs, buffers, body, reduce_init, reduce_update, scalar_params=()):
         self.name = name
         self.op = op
         self.inputs = list(inputs)
@@ -40,6 +43,7 @@ class TensorIntrin:
         self.body = body
         self.reduce_init = reduce_init
         self.reduce_update = reduce_update
+        self.scalar_params = list(scalar_params)   # Vars whose values each call passes
 
     def __repr__(self):
         return f"TensorIntrin({self.name!r}, op={self.op.name})"
@@ -179,8 +183,10 @@ def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_pa
         op = op.op
     if not isinstance(op, ComputeOp):
         raise DSLError(f"decl_tensor_intrin: expected the operation of a te.compute (c.op), got {op!r}")
-    if scalar_params:
-        raise DSLError("decl_tensor_intrin: scalar_params are not supported")
+    scalar_params = list(scalar_params or ())
+    for v in scalar_params:
+        if not isinstance(v, Var):
+            raise DSLError(f"decl_tensor_intrin {name!r}: scalar_params are variables (te.var), got {v!r}")
     inputs = op.input_tensors
     for t in inputs:
         if not isinstance(t.op, PlaceholderOp):
@@ -206,7 +212,10 @@ def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_pa
     if binds:
         raise DSLError(f"decl_tensor_intrin {name!r}: binds name tensors that {op.name} does not use: "
                        f"{[getattr(t, 'name', t) for t in binds]}")
-    res = fcompute(buffers[:len(inputs)], buffers[len(inputs):])
+    if scalar_params:
+        res = fcompute(buffers[:len(inputs)], buffers[len(inputs):], scalar_params)
+    else:
+        res = fcompute(buffers[:len(inputs)], buffers[len(inputs):])
     if isinstance(res, (list, tuple)):
         if len(res) != 3:
             raise DSLError(f"decl_tensor_intrin {name!r}: intrin_func returned {len(res)} values; "
@@ -221,7 +230,7 @@ def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_pa
         while f"{name}.{k}" in _REGISTRY:
             k += 1
         name = f"{name}.{k}" if name in _REGISTRY else name
-    intrin = TensorIntrin(name, op, inputs, buffers, body, init, update)
+    intrin = TensorIntrin(name, op, inputs, buffers, body, init, update, scalar_params)
     _REGISTRY[name] = intrin
     return intrin
 
@@ -259,10 +268,11 @@ def _ordered_reads(exprs):
 
 
 class Match:
-    """Where the intrinsic's tensors lie in the stage's: (buffer, tensor, [Range per dim])."""
+    """Where the intrinsic's tensors lie in the stage's: (buffer, tensor, [Range per dim]); the
+    values of its scalar parameters."""
 
-    def __init__(self, inputs, outputs):
-        self.inputs, self.outputs = inputs, outputs
+    def __init__(self, inputs, outputs, scalars=None):
+        self.inputs, self.outputs, self.scalars = inputs, outputs, scalars or {}
 
 
 def match(st, intrin, body, values, dom_map, inner, ana):
@@ -318,10 +328,10 @@ def match(st, intrin, body, values, dom_map, inner, ana):
                                 f"dimension {d}; the intrinsic's {p.name} expects {want}")
         rename[t] = (p, [r.min for r in rng], skip)
         inputs.append((intrin.buffers[len(inputs)], t, rng))
-    _compare_bodies(st, intrin, body, vmap, rename, ana, where)
+    scalars = _compare_bodies(st, intrin, body, vmap, rename, ana, where)
     outs = [(intrin.buffers[len(intrin.inputs) + k], t, [region[iv] for iv in op.axis])
             for k, t in enumerate(op.outputs)]
-    return Match(inputs, outs)
+    return Match(inputs, outs, scalars)
 
 
 def _axis_region(op, values, relax, ana):
@@ -427,13 +437,20 @@ def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
             return ProducerLoad(p, tuple(ana.simplify(_op.sub(i, m))
                                          for i, m in list(zip(idx, mins))[skip:]))
 
+    def lift(e):
+        return _Selects().visit(Rename().visit(substitute(e, vmap)))
+
     def norm(e):
-        return ana.simplify(_Selects().visit(Rename().visit(substitute(e, vmap))))
+        return ana.simplify(lift(e))
 
     iop = intrin.op
     if len(body) != len(iop.body):
         raise _Mismatch(f"{where}: stage {st.name} has {len(body)} outputs, the intrinsic {len(iop.body)}")
-    for mine, theirs in zip(body, iop.body):
+    scalars = {}
+    if intrin.scalar_params:
+        from .intrin_scalars import find_values
+        scalars = find_values(intrin, [lift(b) for b in body], ana, where)
+    for mine, theirs in zip(body, [substitute(b, scalars) for b in iop.body]):
         if isinstance(mine, Reduce) != isinstance(theirs, Reduce):
             raise _Mismatch(f"{where}: one of stage {st.name} and the intrinsic is a reduction, "
                             "the other is not")
@@ -453,6 +470,7 @@ def _compare_bodies(st, intrin, body, vmap, rename, ana, where):
             if a.dtype != b.dtype or not ana.can_prove_equal(a, b):
                 raise _Mismatch(f"{where}: over the tile, stage {st.name} computes {a}; the intrinsic "
                                 f"computes {b}")
+    return scalars
 
 
 # ------------------------------------------------------------------ ScheduleOps
@@ -546,6 +564,8 @@ def make_nest(b, st):
         m = match(st, intrin, b.bodies[st], values, b.dom_map, inner, b.ana)
     except _Mismatch as e:
         raise LoweringError(str(e)) from None
+    from .intrin_scalars import with_values
+    intrin = with_values(intrin, m.scalars, b.ana)     # the kernel's statements get the call's values
     if any(d >= t for _, d in guards):
         reason = outside_storage(b.sch, b.dom_map, b.ana, m, b.args)
         if reason:
