@@ -77,10 +77,14 @@ def _bound_checkers(stmt, ctx):
 
 
 def _vectorize(stmt, ctx):
-    """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
+    """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops.
+
+    Conditions that differ between lanes become masks unless config ``vectorize_masks`` is
+    False (TVM's form, a serial loop over the lanes; ``tir.transform.VectorizeLoop`` asks it).
+    """
     if ctx.config.get("disable_vectorize"):
         return serialize_vectorized(stmt)
-    return vectorize(stmt)
+    return vectorize(stmt, masks=ctx.config.get("vectorize_masks", True))
 
 
 def _bf16_legalize(stmt, ctx):

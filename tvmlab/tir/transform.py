@@ -12,6 +12,8 @@ Each pass runs the same function as ``tvm.lower`` (``lower.pipeline``) on
 every PrimFunc of the module, under the current ``tvm.transform.PassContext``
 whose config keys ``tir.disable_vectorize`` and ``tir.UnrollLoop`` they
 honour.  A one-function module keeps a history of the steps, as tvm.lower's.
+One exception: ``VectorizeLoop`` gives TVM's serial loop where a condition
+differs between lanes, where ``tvm.lower`` (and ``lower_sequence``) masks.
 """
 from __future__ import annotations
 
@@ -190,10 +192,20 @@ def LoopPartition():  # noqa: N802
 
 
 def VectorizeLoop(enable=True):  # noqa: N802
-    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops."""
+    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops.
+
+    As TVM's pass: a statement whose condition differs between lanes (``if i < n``,
+    ``if_then_else(i > 0, ...)``) runs as a serial loop over the lanes of its own
+    (``tvm.lower`` masks it instead, see ``lower.vectorize``).
+    """
     if enable:
-        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
+        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, vectorize_masks=False)
     return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, disable_vectorize=True)
+
+
+def _lower_vectorize():
+    """tvm.lower's vectorize step as a pass (lane-varying conditions become masks)."""
+    return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
 
 
 def UnrollLoop():  # noqa: N802
@@ -407,7 +419,7 @@ LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer reg
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
+                 "vectorize": _lower_vectorize, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
                  "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse,
                  "instrument_bound_checkers": lambda: _make("tir.InstrumentBoundCheckers",
                                                             "instrument_bound_checkers", "bound checks")}
