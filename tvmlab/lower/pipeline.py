@@ -39,8 +39,14 @@ class LowerContext:
 
 
 def _simplify(stmt, ctx):
+    """Simplify; with config ``keep_unit_loops`` loops of extent one stay loops."""
     from .simplify import simplify_stmt
-    return simplify_stmt(stmt)
+    return simplify_stmt(stmt, keep_unit_loops=ctx.config.get("keep_unit_loops", False))
+
+
+def _loop_partition(stmt, ctx):
+    """Partition loops; with config ``partition_const_loop`` False only those of a symbolic range."""
+    return loop_partition(stmt, shape_vars(ctx.binds), const_loops=ctx.config.get("partition_const_loop", True))
 
 
 def shape_vars(binds):
@@ -98,7 +104,7 @@ PIPELINE = [
     ("bf16_legalize", _bf16_legalize),
     ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
-    ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
+    ("loop_partition", _loop_partition),
     ("vectorize", _vectorize),
     ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),

@@ -43,7 +43,8 @@ def pipeline_config(ctx):
     """``lower.pipeline`` options from TVM's PassContext config keys.
 
     ``tir.disable_vectorize`` (vectorized loops stay serial loops),
-    ``tir.LoopPartition`` ({"partition_const_loop": False} skips partitioning),
+    ``tir.LoopPartition`` ({"partition_const_loop": False}: only loops of a symbolic range
+    are partitioned; {"no_unroll_loop_with_extent_one": True}: loops of extent one stay loops),
     ``tir.UnrollLoop`` ({"auto_max_step", "auto_max_depth",
     "auto_max_extent", "explicit_unroll"}) and ``tir.add_lower_pass``
     ([(phase 0..3, pass)], a pass being a ``tir.transform`` pass or a
@@ -61,9 +62,12 @@ def pipeline_config(ctx):
     part = cfg.get("tir.LoopPartition")
     if part is not None:
         if not isinstance(part, dict) or set(part) - {"partition_const_loop", "no_unroll_loop_with_extent_one"}:
-            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool}}, got {part!r}")
+            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool, "
+                                f"'no_unroll_loop_with_extent_one': bool}}, got {part!r}")
         if part.get("partition_const_loop") is False:
-            out["skip"] = ("loop_partition",)     # TVM's default; tvmlab partitions unless told not to
+            out["partition_const_loop"] = False   # TVM's default; tvmlab partitions constant loops too
+        if part.get("no_unroll_loop_with_extent_one"):
+            out["keep_unit_loops"] = True
     unroll = cfg.get("tir.UnrollLoop")
     if unroll:
         if not isinstance(unroll, dict):
