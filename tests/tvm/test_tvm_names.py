@@ -129,3 +129,10 @@ def test_ffi_and_tir_stmt_module_names():
         from tvmlab.runtime.registry import remove_global_func
         remove_global_func(name)
     assert tvm.tir.stmt.For is tvm.tir.For and tvm.tir.stmt.IfThenElse is tvm.tir.IfThenElse
+
+
+def test_nnpack_is_not_available_and_says_so():
+    from tvmlab.contrib import nnpack
+    assert nnpack.is_available() is False
+    with pytest.raises(tvm.TVMLabError, match="no NNPACK binding"):
+        nnpack.convolution_inference(None, None, None, None, None, None)
