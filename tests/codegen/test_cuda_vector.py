@@ -10,6 +10,7 @@ import tvmlab as tvm
 from tvmlab import te
 from tvmlab.lower.gpu_vectorize import uniform_bounds, why_serial
 from tvmlab.testing import poison
+from tvmlab.testing.gpu_schedules import opt_conv_hwcn
 
 
 def _wide(ptx):
@@ -213,89 +214,13 @@ def test_tvm_style_dense_vectorized_fetch(cuda_run, rng, M, N, K):
     np.testing.assert_allclose(c, a @ w.T, rtol=1e-4, atol=1e-4)
 
 
-def _opt_conv(batch, in_channel, out_channel, in_size, kernel=3, pad=1, stride=1):
-    """TVM's "How to optimize convolution on GPU" (HWCN layout), at small sizes: the shared copies of the
-    padded input and the weights fetched by the 8 x 8 threads of a block, 4 lanes at a time."""
-    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
-    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
-    out_size = (in_size - kernel + 2 * pad) // stride + 1
-    Apad = te.compute(
-        (in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
-        lambda yy, xx, cc, nn: tvm.tir.if_then_else(
-            tvm.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
-            A[yy - pad, xx - pad, cc, nn], tvm.tir.const(0.0, "float32")), name="Apad")
-    rc = te.reduce_axis((0, in_channel), name="rc")
-    ry = te.reduce_axis((0, kernel), name="ry")
-    rx = te.reduce_axis((0, kernel), name="rx")
-    B = te.compute((out_size, out_size, out_channel, batch),
-                   lambda yy, xx, ff, nn: te.sum(Apad[yy * stride + ry, xx * stride + rx, rc, nn] * W[ry, rx, rc, ff],
-                                                 axis=[ry, rx, rc]), name="B")
-    s = te.create_schedule(B.op)
-    s[Apad].compute_inline()
-    AA = s.cache_read(Apad, "shared", [B])
-    WW = s.cache_read(W, "shared", [B])
-    AL = s.cache_read(AA, "local", [B])
-    WL = s.cache_read(WW, "local", [B])
-    BL = s.cache_write(B, "local")
-    tile, num_thread, step, vthread = 8, 8, 8, 2
-    block_factor = tile * num_thread
-    thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
-    thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
-    hi, wi, fi, ni = s[B].op.axis
-    bz = s[B].fuse(hi, wi)
-    by, fi = s[B].split(fi, factor=block_factor)
-    bx, ni = s[B].split(ni, factor=block_factor)
-    s[B].bind(bz, te.thread_axis("blockIdx.z"))
-    s[B].bind(by, te.thread_axis("blockIdx.y"))
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    tyz, fi = s[B].split(fi, nparts=vthread)
-    txz, ni = s[B].split(ni, nparts=vthread)
-    ty, fi = s[B].split(fi, nparts=num_thread)
-    tx, ni = s[B].split(ni, nparts=num_thread)
-    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
-    s[B].bind(tyz, te.thread_axis((0, vthread), "vthread", name="vy"))
-    s[B].bind(txz, te.thread_axis((0, vthread), "vthread", name="vx"))
-    s[B].bind(ty, thread_y)
-    s[B].bind(tx, thread_x)
-    s[BL].compute_at(s[B], tx)
-    yi, xi, fi, ni = s[BL].op.axis
-    ry, rx, rc = s[BL].op.reduce_axis
-    rco, rci = s[BL].split(rc, factor=step)
-    s[BL].reorder(rco, ry, rx, rci, fi, ni)
-    s[AA].compute_at(s[BL], rx)
-    s[WW].compute_at(s[BL], rx)
-    s[AL].compute_at(s[BL], rci)
-    s[WL].compute_at(s[BL], rci)
-    for X in (AA, WW):
-        yi, xi, ci, ni = s[X].op.axis
-        ty, ci = s[X].split(ci, nparts=num_thread)
-        tx, ni = s[X].split(ni, nparts=num_thread)
-        _, ni = s[X].split(ni, factor=4)
-        s[X].reorder(ty, tx, yi, xi, ci, ni)
-        s[X].bind(ty, thread_y)
-        s[X].bind(tx, thread_x)
-        s[X].vectorize(ni)
-    return s, [A, W, B]
-
-
-def _conv_hwcn(a, w, pad=1):
-    ap = np.pad(a, ((pad, pad), (pad, pad), (0, 0), (0, 0)))
-    kh, kw = w.shape[:2]
-    oh, ow = ap.shape[0] - kh + 1, ap.shape[1] - kw + 1
-    out = np.zeros((oh, ow, w.shape[3], a.shape[3]), "float64")
-    for y in range(kh):
-        for x in range(kw):
-            out += np.einsum("hwcn,cf->hwfn", ap[y:y + oh, x:x + ow], w[y, x])
-    return out
-
-
 @pytest.mark.parametrize("batch", [64, 96, 40])
 def test_opt_conv_cuda_vectorized_fetch(cuda_run, rng, batch):
-    """The tutorial's schedule: float4 loads of the padded input (a ternary on the pad, one condition
-    for every lane) and of the weights, float4 stores into shared memory.  Batch 96 is not a multiple of
-    the 64 a block covers (a guard per group of 4 lanes); with batch 40 each thread's 5 elements do not
-    split into groups of 4, so the input's fetch stays a loop."""
-    s, args = _opt_conv(batch, 8, 64, 4)
+    """TVM's opt_conv_cuda tutorial schedule (tvmlab.testing.gpu_schedules): float4 loads of the padded input
+    (a ternary on the pad, one condition for every lane) and of the weights, float4 stores into shared
+    memory.  Batch 96 is not a multiple of the 64 a block covers (a guard per group of 4 lanes); with
+    batch 40 each thread's 5 elements do not split into groups of 4, so the input's fetch stays a loop."""
+    s, args, ref = opt_conv_hwcn(batch, in_channel=8, out_channel=64, in_size=4)
     f, src, ptx = _build(s, args)
     assert "*(float4*)(W_shared + " in src and "st.shared.v4.32" in _wide(ptx)
     if batch % 32 == 0:
@@ -305,4 +230,4 @@ def test_opt_conv_cuda_vectorized_fetch(cuda_run, rng, batch):
         assert "*(float4*)(A + " not in src
     a, w = _data(rng, (4, 4, 8, batch), "float32"), _data(rng, (3, 3, 8, 64), "float32")
     *_, b = cuda_run(f, a, w, poison(np.empty((4, 4, 64, batch), "float32")))
-    np.testing.assert_allclose(b, _conv_hwcn(a, w), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, ref(a, w), rtol=1e-4, atol=1e-4)
