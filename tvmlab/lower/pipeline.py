@@ -17,6 +17,7 @@ from .remove_no_op import remove_no_op
 from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
+from .gpu_vectorize import vectorize_for_target
 from .inject_virtual_thread import inject_virtual_thread
 from .hoist_if import hoist_if_then_else
 from .storage_rewrite import storage_rewrite, strip_scope_tags
@@ -91,6 +92,14 @@ def _vectorize(stmt, ctx):
     if ctx.config.get("disable_vectorize"):
         return serialize_vectorized(stmt)
     return vectorize(stmt, masks=ctx.config.get("vectorize_masks", True))
+
+
+def _gpu_vectorize(stmt, ctx):
+    """Vectorize the loops marked so that the GPU target prints with its vector types
+    (``gpu_vectorize.VECTOR_CHECKS``); the rest, and all with ``disable_vectorize``, run serially."""
+    if ctx.config.get("disable_vectorize"):
+        return serialize_vectorized(stmt)
+    return vectorize_for_target(stmt, ctx.config.get("target_kind"))
 
 
 def _bf16_legalize(stmt, ctx):
@@ -175,9 +184,9 @@ GPU_PIPELINE = [
     PIPELINE[1],
     PIPELINE[2],
     DEVICE_PASSES[0],
-    # GPU kernels have no vector types here: a vectorized loop (TVM's float4
-    # copies into shared memory) runs as a loop in each thread.
-    ("vectorize", lambda stmt, ctx: serialize_vectorized(stmt)),
+    # a vectorized loop becomes vector accesses (TVM's float4 copies into shared memory) where the
+    # target's code generator can print its body so, else a loop in each thread
+    ("vectorize", _gpu_vectorize),
     ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     DEVICE_PASSES[1],
