@@ -14,6 +14,7 @@ from ..ir import op as _op
 from ..ir.functor import collect_vars
 from .loop_partition import loop_partition
 from .remove_no_op import remove_no_op
+from .rolling_buffer import inject_rolling_buffer
 from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
@@ -109,6 +110,8 @@ def _bf16_legalize(stmt, ctx):
 
 
 PIPELINE = [
+    # after the user's phase-0 passes, which see (and may drop) the rolling_buffer_scope marks
+    ("inject_rolling_buffer", lambda stmt, ctx: inject_rolling_buffer(stmt)),
     ("storage_flatten", lambda stmt, ctx: storage_flatten(stmt, ctx.binds)),
     ("bf16_legalize", _bf16_legalize),
     ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
@@ -180,6 +183,8 @@ DEVICE_PASSES = [
 ]
 
 GPU_PIPELINE = [
+    # after the user's phase-0 passes, which see (and may drop) the rolling_buffer_scope marks
+    ("inject_rolling_buffer", lambda stmt, ctx: inject_rolling_buffer(stmt)),
     ("storage_flatten", PIPELINE[0][1]),
     PIPELINE[1],
     PIPELINE[2],

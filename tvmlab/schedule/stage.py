@@ -80,7 +80,7 @@ class Stage:
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
-              "store_predicate", "double_buffer_scope", "group")
+              "store_predicate", "double_buffer_scope", "rolling_buffer_scope", "group")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -101,6 +101,7 @@ class Stage:
         self.is_output = False
         self.store_predicate = None
         self.double_buffer_scope = False
+        self.rolling_buffer_scope = False
         self.group = None                # the create_group Group this stage belongs to
 
     # ------------------------------------------------------------ state
@@ -420,6 +421,12 @@ class Stage:
         """Keep two copies of this stage's buffer: compute the next tile while the current is read."""
         from .storage import double_buffer
         double_buffer(self)
+
+    def rolling_buffer(self):
+        """Make this stage's tile a circular buffer along the axis its consumer's loop slides:
+        each iteration computes only the elements the previous one did not."""
+        from .storage import rolling_buffer
+        rolling_buffer(self)
 
     def prefetch(self, tensor, var, offset):
         """Prefetch the part of ``tensor`` that iteration ``var + offset`` reads, at each ``var``."""

@@ -190,6 +190,13 @@ def StorageFlatten(cache_line_size=64, create_bound_attribute=False):  # noqa: N
     return PrimFuncPass(run, PassInfo(0, "tir.StorageFlatten"))
 
 
+def InjectRollingBuffer():  # noqa: N802
+    """Realizes marked ``rolling_buffer_scope`` (``s[B].rolling_buffer()``) become circular buffers
+    along the axis their loop slides; each iteration stores only the elements the previous one did
+    not (AST2 -> AST2; ``tvm.lower`` runs it after the phase-0 passes)."""
+    return _make("tir.InjectRollingBuffer", "inject_rolling_buffer", InjectRollingBuffer.__doc__)
+
+
 def LoopPartition():  # noqa: N802
     """A split that does not divide gets a guard-free main loop and one guarded tail."""
     return _make("tir.LoopPartition", "loop_partition", LoopPartition.__doc__)
@@ -420,7 +427,8 @@ LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer reg
 
 
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
-_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
+_PASS_OF_STEP = {"inject_rolling_buffer": InjectRollingBuffer,
+                 "storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
                  "vectorize": _lower_vectorize, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
@@ -454,7 +462,7 @@ def lower_sequence(simple_mode=False, ctx=None):
     return Sequential(passes, name="tir.lower")
 
 
-__all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
+__all__ = ["prim_func_pass", "PrimFuncPass", "InjectRollingBuffer", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
            "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
            "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers", "MakePackedAPI",
