@@ -18,6 +18,7 @@ from .runtime import container  # noqa: F401  (tvm.container.Map / Array)
 from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vulkan  # noqa: F401
 from .runtime import ndarray as nd  # noqa: F401
 from . import testing  # noqa: F401
+from . import parser  # noqa: F401  (tvm.parser.parse / fromtext: Relay text)
 from .ir import transform  # noqa: F401  (tvm.transform: Pass, Sequential, PassContext)
 from .ir import instrument  # noqa: F401  (tvm.instrument: PassTimingInstrument, ...)
 from .ir.function import IRModule  # noqa: F401
@@ -25,6 +26,7 @@ from .lower.intrin_rules import register_intrin_lowering as _ril
 from .runtime.registry import get_global_func, list_global_func_names, register_func  # noqa: F401
 
 target = codegen.registry
+_sys.modules[__name__ + ".target"] = target      # `from tvm.target import Target`
 
 __version__ = "0.1.0"
 

@@ -752,6 +752,36 @@ def test_outer_loop_around_unrolled_conditionals_is_not_vectorized():
     np.testing.assert_allclose(b.numpy(), np.full(8, a[a >= a[0]].sum()))
 
 
+def test_long_scatter_loops_are_kept_from_vectorizer_and_unroller():
+    """An innermost loop storing with a constant stride other than +-1 (here a transposing nest,
+    parallel as a tuning template makes it) is marked unroll.disable and vectorize.enable false;
+    a short one, and a contiguous one, keep LLVM's defaults."""
+    import tvmlab
+    from tvmlab import te
+    n = 96
+    A = te.placeholder((n, n), name="A")
+    C = te.compute((n, n), lambda i, j: A[j, i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, 48)
+    s[C].reorder(io, j, ii)
+    s[C].parallel(io)
+    m = tvmlab.build(s, [A, C], "llvm")
+    unopt = m.get_source("ll-unopt")
+    assert "llvm.loop.unroll.disable" in unopt and "llvm.loop.vectorize.enable\", i1 false" in unopt
+    a = rand((n, n), "float32")
+    c = poisoned((n, n), "float32")
+    m(nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), a.T * 2.0)
+    for factor, order in ((8, "scatter"), (48, "contiguous")):
+        s = te.create_schedule(C.op)
+        i, j = s[C].op.axis
+        io, ii = s[C].split(i, factor)
+        if order == "scatter":
+            s[C].reorder(io, j, ii)
+        assert "llvm.loop.unroll.disable" not in tvmlab.build(s, [A, C], "llvm").get_source("ll-unopt")
+
+
 def test_vector_registers_are_read_off_llvm():
     from tvmlab.codegen.llvm_vector import VectorRegisters, vector_registers
     assert vector_registers("llvm -mcpu=x86-64") == VectorRegisters(128, 16)

@@ -128,3 +128,58 @@ def test_tuned_conv2d_is_used_by_schedule_conv2d(tmp_path):
             patch = xp[:, :, oy * 2:oy * 2 + 3, ox * 2:ox * 2 + 3]
             ref[:, :, oy, ox] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def _write_log(path, task, configs):
+    # records as a tune writes them, the first config the fastest
+    from tvmlab.autotvm.measure import MeasureInput, MeasureResult
+    lines = [autotvm.record.encode(MeasureInput(task.target, task, cfg), MeasureResult((1e-3 * (k + 1),), 0, 0.1, 0))
+             for k, cfg in enumerate(configs)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_shipped_configs_apply_by_default_and_a_users_log_comes_first(tmp_path, monkeypatch):
+    from tvmlab.autotvm import tophub
+    m, k, n = 50, 70, 90
+    task = autotvm.task.create("matmul.x86", args=(m, k, n, "float32"), target="llvm")
+    shipped, mine = task.config_space.get(3), task.config_space.get(len(task.config_space) - 2)
+    folder = tmp_path / "tophub"
+    folder.mkdir()
+    _write_log(folder / f"{tophub.device_key('llvm')}.log", task, [shipped])
+    A, B, C = _matmul(m, k, n)
+    hand = _hand_written(topi.schedule_matmul, C)
+    traces = {}
+    for name, cfg in (("shipped", shipped), ("mine", mine)):
+        with autotvm.task.ApplyConfig(cfg):
+            traces[name] = topi.schedule_matmul(C).trace.as_python()
+    assert len({hand, traces["shipped"], traces["mine"]}) == 3
+
+    monkeypatch.setenv("TOPHUB_LOCATION", str(folder))
+    s = topi.schedule_matmul(C)                 # no context: the shipped config of this CPU
+    assert s.trace.as_python() == traces["shipped"]
+    _check_matmul(s, A, B, C, m, k, n)
+    assert autotvm.FallbackContext.root().query(tvm.target.Target("llvm"), task.workload).to_json_dict() == \
+        shipped.to_json_dict()
+    mylog = tmp_path / "mine.log"
+    _write_log(mylog, task, [mine])
+    with autotvm.apply_history_best(str(mylog)):
+        assert topi.schedule_matmul(C).trace.as_python() == traces["mine"]
+    other = tmp_path / "other.log"
+    other.write_text("")
+    with autotvm.apply_history_best(str(other)):      # the user's log lacks it: the shipped one answers
+        assert topi.schedule_matmul(C).trace.as_python() == traces["shipped"]
+    with tophub.context("llvm", extra_files=[str(mylog)]):   # TVM's form: both, the best record wins
+        assert topi.schedule_matmul(C).trace.as_python() == traces["shipped"]
+    # another CPU has no log, and TOPHUB_LOCATION=NONE turns the shipped configs off
+    assert tophub.shipped_log("llvm -mcpu=x86-64") is None
+    monkeypatch.setenv("TOPHUB_LOCATION", "NONE")
+    assert topi.schedule_matmul(C).trace.as_python() == hand
+    assert tophub.location() is None
+
+
+def test_tophub_device_keys():
+    from tvmlab.autotvm import tophub
+    assert tophub.device_key("cuda -arch=sm_90") == "cuda_sm_90"
+    assert tophub.device_key("llvm -mcpu=skylake-avx512") == "llvm_skylake-avx512"
+    assert tophub.device_key("llvm").startswith("llvm_")
+    assert tophub.device_key("opengl") is None

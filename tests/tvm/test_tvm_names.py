@@ -129,3 +129,30 @@ def test_ffi_and_tir_stmt_module_names():
         from tvmlab.runtime.registry import remove_global_func
         remove_global_func(name)
     assert tvm.tir.stmt.For is tvm.tir.For and tvm.tir.stmt.IfThenElse is tvm.tir.IfThenElse
+
+
+def test_nnpack_is_not_available_and_says_so():
+    from tvmlab.contrib import nnpack
+    assert nnpack.is_available() is False
+    with pytest.raises(tvm.TVMLabError, match="no NNPACK binding"):
+        nnpack.convolution_inference(None, None, None, None, None, None)
+
+
+def test_measure_methods_target_module_and_tar(tmp_path):
+    from tvmlab.autotvm.measure import measure_methods
+    from tvmlab.contrib import tar
+    from tvmlab.target import Target
+    assert measure_methods.LocalBuilder is tvm.autotvm.LocalBuilder
+    t, h = Target.canon_target_and_host("llvm", "llvm")
+    assert t.kind.name == "llvm" and t.host is h and h.kind.name == "llvm"
+    assert Target.canon_target_and_host(None) == (None, None)
+    (tmp_path / "a.txt").write_text("alpha")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("beta")
+    tar.tar(str(tmp_path / "x.tar"), [str(tmp_path / "a.txt"), str(tmp_path / "sub" / "b.txt")])
+    out = tmp_path / "out"
+    out.mkdir()
+    tar.untar(str(tmp_path / "x.tar"), str(out))
+    assert (out / "a.txt").read_text() == "alpha" and (out / "b.txt").read_text() == "beta"
+    with pytest.raises(tvm.TVMLabError, match="two files are named 'a.txt'"):
+        tar.tar(str(tmp_path / "y.tar"), [str(tmp_path / "a.txt"), str(tmp_path / "a.txt")])

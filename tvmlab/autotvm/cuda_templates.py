@@ -15,6 +15,9 @@ when the context has no config for the workload, nothing changes.  The knobs are
   columns per shared-memory step);
 * both: ``auto_unroll_max_step`` and ``unroll_explicit`` (pragmas around the kernel).
 
+Every config of the product templates fetches its shared slices 4 elements at a time (float4) where the
+rows and its ``tile_k`` allow, as the hand-written schedule does (``topi.cuda.tiling.fetch_lanes``).
+
 Every split knob's candidates include the hand-written choice, so a tune can find nothing slower than
 the fallback (``topi_templates.fallback_config(task)`` is that point).  Knobs are pruned to what the GPU
 allows one axis (threads per axis, virtual threads); a config whose threads per block or shared memory
@@ -30,6 +33,7 @@ import importlib
 
 from .. import te
 from .space import ConfigError, OtherOptionEntity, SplitEntity, get_factors, get_pow2s
+from . import tophub
 from .task.dispatcher import DispatchContext, FallbackContext
 from .task.task import args_to_workload, template
 
@@ -52,9 +56,10 @@ def _const(x):
     return const_or_none(x)
 
 
-def _context():
+def _context(target):
+    # the user's dispatch context, else the shipped configs of the target's device (None: hand-written)
     ctx = DispatchContext.current
-    return None if isinstance(ctx, FallbackContext) else ctx
+    return tophub.default_context(target) if isinstance(ctx, FallbackContext) else ctx
 
 
 def _limits(target):
@@ -160,7 +165,7 @@ def product_workload(C):
 def _query(workload_of, stage, target):
     """(config, task name, args) the dispatch context gives ``stage``'s workload, or None outside any
     context or when the stage is no template's workload."""
-    ctx = _context()
+    ctx = _context(target or "cuda")
     wl = workload_of(stage) if ctx is not None else None
     if wl is None:
         return None

@@ -16,6 +16,7 @@ import importlib
 
 from .. import te
 from .space import OtherOptionEntity
+from . import tophub
 from .task.dispatcher import DispatchContext, FallbackContext
 from .task.task import args_to_workload, template
 
@@ -33,9 +34,10 @@ def _module(name):
     return importlib.import_module({"matmul": "tvmlab.topi.x86.dense", "conv2d": "tvmlab.topi.x86.conv2d"}[name])
 
 
-def _context():
+def _context(target):
+    # the user's dispatch context, else the shipped configs of the target's device (None: hand-written)
     ctx = DispatchContext.current
-    return None if isinstance(ctx, FallbackContext) else ctx
+    return tophub.default_context(target) if isinstance(ctx, FallbackContext) else ctx
 
 
 def _knob(cfg, name, candidates, default):
@@ -47,7 +49,7 @@ def _knob(cfg, name, candidates, default):
 
 
 def _matmul_hook(C, target):
-    ctx = _context()
+    ctx = _context(target or "llvm")
     if ctx is None:
         return None
     from ..codegen.llvm_vector import vector_registers
@@ -77,7 +79,7 @@ def _matmul_hook(C, target):
 
 
 def _conv2d_hook(out, target):
-    ctx = _context()
+    ctx = _context(target or "llvm")
     if ctx is None:
         return None
     from ..codegen.llvm_vector import vector_registers

@@ -33,6 +33,7 @@ ALIGN = 64
 # whose value does not depend on the outer loop; 20 links already take seconds.  The outer loop of such
 # a nest is kept from the loop vectorizer (the inner loops are still vectorized as usual).
 CONDITIONAL_CHAIN_LIMIT = 16
+SMALL_LOOP = 16
 
 
 def unrolled_conditionals(body):
@@ -56,6 +57,36 @@ def unrolled_conditionals(body):
 
     walk(body, 1)
     return best
+
+
+def scatters(loop):
+    """True when ``loop`` is innermost, runs more than SMALL_LOOP iterations (or a symbolic number) and
+    stores with a constant stride other than 0 and +-1 in its variable.  Such a loop is kept from LLVM's
+    vectorizer and unroller: vectorized it only scatters, no faster than scalar stores, and unrolling it
+    and then its enclosing loops can make one basic block of thousands of stores, which LLVM's
+    instruction schedulers take quadratic time over (a parallel zero-fill of 256 x 32 took a minute to
+    compile; tuning templates meet such nests often).  Short loops are still unrolled as usual."""
+    if isinstance(loop.extent, E.IntImm) and loop.extent.value <= SMALL_LOOP:
+        return False
+    stores = []
+
+    def walk(n):
+        if isinstance(n, S.For):
+            return False
+        if isinstance(n, S.Store) and dt.lanes(n.index.dtype) == 1:
+            stores.append(n.index)
+        return all(walk(c) for c in _stmt_children(n))
+
+    if not walk(loop.body) or not stores:
+        return False
+    from ..ir.arith import Analyzer
+    from ..ir.functor import substitute
+    ana, v = Analyzer(), loop.loop_var
+    for index in stores:
+        step = ana.simplify(substitute(index, {v: v + 1}) - index)
+        if isinstance(step, E.IntImm) and abs(step.value) > 1:
+            return True
+    return False
 
 
 def _stmt_children(n):
@@ -200,9 +231,12 @@ class StmtMixin:
         self.serial_for(s, md)
 
     def no_vectorize_metadata(self, s):
-        """Loop metadata keeping loop ``s`` from LLVM's loop vectorizer when it could hang it, else None."""
+        """Loop metadata keeping loop ``s`` from LLVM's loop vectorizer when it could hang it (or only
+        scatter), else None."""
         if unrolled_conditionals(s.body) >= CONDITIONAL_CHAIN_LIMIT:
             return self.loop_metadata('!"llvm.loop.vectorize.enable", i1 false')
+        if scatters(s):
+            return self.loop_metadata('!"llvm.loop.unroll.disable"', '!"llvm.loop.vectorize.enable", i1 false')
         return None
 
     def loop_bounds(self, s):
@@ -215,8 +249,9 @@ class StmtMixin:
         end = self.b.binop("add", begin, extent, self._int_flags(s.loop_var.dtype), hint="end")
         self.loop(s.loop_var, begin, end, lambda: self.stmt(s.body), md)
 
-    def loop_metadata(self, hint):
-        return self.module.metadata(f"{self.module.shared_metadata(hint, hint)}", distinct=True, self_ref=True)
+    def loop_metadata(self, *hints):
+        body = ", ".join(self.module.shared_metadata(h, h) for h in hints)
+        return self.module.metadata(body, distinct=True, self_ref=True)
 
     def loop(self, var, begin, end, body, md=None):
         """``for var in [begin, end): body()`` with the loop ID ``md`` on the back edge."""

@@ -99,6 +99,14 @@ class Target:
         self.options = options
         self.host = None if host is None else Target(host)
 
+    @staticmethod
+    def canon_target_and_host(target, target_host=None):
+        """``(target, host)`` as Targets (None stays None); the host is attached to the target, as in TVM."""
+        if target is None:
+            return None, None if target_host is None else Target(target_host)
+        target = Target(target, target_host)
+        return target, target.host
+
     @property
     def attrs(self):
         """The options, under TVM's name."""

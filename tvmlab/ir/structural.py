@@ -17,6 +17,8 @@ import numbers
 
 import hashlib
 
+import numpy as np
+
 from ..errors import TVMLabError
 from .expr import Var
 from .function import Buffer, IRModule, PrimFunc
@@ -86,12 +88,23 @@ class _Equal:
                 define = define or not self.tensor_identity   # storage: defined where first seen
             self.symbol(a, b, path, define)
             return
-        if type(a) is not type(b):
+        if type(a) is not type(b) and not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
             self.fail(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if isinstance(a, Node):
             binders = _BINDERS.get(type(a), ())
             for f in _fields(a):
                 self.eq(getattr(a, f), getattr(b, f), f"{path}.{f}", define=f in binders)
+        elif hasattr(type(a), "_structural_fields"):
+            # graph-level (Relay) nodes name the fields to compare and those that bind variables;
+            # a variable among them is a symbol, matched through the binding map like a TIR Var
+            binders = getattr(type(a), "_structural_binders", ())
+            for f in type(a)._structural_fields:
+                self.eq(getattr(a, f), getattr(b, f), f"{path}.{f}", define=f in binders)
+            if getattr(type(a), "_structural_symbol", False):
+                self.symbol(a, b, path, define)
+        elif isinstance(a, np.ndarray):
+            if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                self.fail(path, a, b, "constant arrays differ (dtype, shape or values)")
         elif isinstance(a, IterVar):
             if a.iter_type != b.iter_type or a.thread_tag != b.thread_tag:
                 self.fail(path, a, b, "iter vars of different kind or thread tag")

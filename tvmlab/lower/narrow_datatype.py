@@ -137,8 +137,14 @@ class _Rewrite(IRMutator):
 
     def _narrow(self, e):
         """``e`` computed in the narrow type when it and all its parts fit, else as it was."""
-        if not _is_index(e) or dt.lanes(e.dtype) != 1 or dt.bits(e.dtype) <= self.bits \
-                or not self.b.all_fit(e):
+        if not _is_index(e) or dt.lanes(e.dtype) != 1 or dt.bits(e.dtype) <= self.bits:
+            return self.visit(e)
+        lo, hi = self.b.ana.bounds(e)
+        if lo == hi and self.b.lo <= lo <= self.b.hi:
+            # an index the bounds pin to one value (a constant index clamped into range) is that
+            # constant, even where the arithmetic spelling it out uses wider constants
+            return _op.const(int(lo), self.target)
+        if not self.b.all_fit(e):
             return self.visit(e)
         return self._in_narrow(e)
 

@@ -15,6 +15,8 @@ from . import frontend  # noqa: F401  (from_onnx, from_pytorch)
 from .build_module import build, create_executor, optimize  # noqa: F401
 from . import te_compiler  # noqa: F401
 from .base import RelayError, TypeInferenceError  # noqa: F401
+from . import parser  # noqa: F401
+from .parser import RelayParseError, fromtext  # noqa: F401  (relay.fromtext: TVM's older spelling)
 from .expr import (Attrs, Call, Constant, Function, Let, RelayExpr, Tuple, TupleGetItem, TupleWrapper,  # noqa: F401
                    Var, bind, const, var)
 from .op import nn  # noqa: F401

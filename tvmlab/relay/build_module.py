@@ -89,7 +89,7 @@ def _flat(v):
 def group_tensors(fn):
     """TE placeholders for ``fn``'s parameters, its output tensors, and the anchor operator's output."""
     from .op.registry import OpPattern
-    inputs = [te.placeholder(p._checked_type.shape, p._checked_type.dtype, name=f"p{k}")
+    inputs = [te.placeholder(p._checked_type.te_shape, p._checked_type.dtype, name=f"p{k}")
               for k, p in enumerate(fn.params)]
     env = dict(zip(fn.params, inputs))
     anchor, best = None, -1

@@ -15,6 +15,7 @@ from .ty import TensorType, Type
 
 class Attrs:
     """An operator's attributes: read as ``call.attrs.strides`` or ``call.attrs["strides"]``."""
+    _structural_fields = ("_fields",)
 
     def __init__(self, fields=None):
         object.__setattr__(self, "_fields", dict(fields or {}))
@@ -141,6 +142,8 @@ def _dtype_hint(e):
 
 class Var(RelayExpr):
     """A named input (of a function or a let); ``type_annotation`` gives its type."""
+    _structural_fields = ("type_annotation",)
+    _structural_symbol = True
 
     def __init__(self, name_hint, type_annotation=None):
         if not isinstance(name_hint, str) or not name_hint:
@@ -158,6 +161,7 @@ class Var(RelayExpr):
 
 class Constant(RelayExpr):
     """A constant tensor; ``value`` is the numpy array, ``data`` the tvm NDArray."""
+    _structural_fields = ("value",)
 
     def __init__(self, value):
         self.value = np.asarray(value, order="C")
@@ -171,6 +175,7 @@ class Constant(RelayExpr):
 
 class Call(RelayExpr):
     """``op(*args)`` with ``attrs``; ``op`` is an Op or (after FuseOps) a primitive Function."""
+    _structural_fields = ("op", "args", "attrs")
 
     def __init__(self, op, args, attrs=None, type_args=None):
         from .op.registry import Op
@@ -196,6 +201,7 @@ def _op_name(op):
 
 class Tuple(RelayExpr):
     """A tuple of values (the argument of concatenate, or several outputs)."""
+    _structural_fields = ("fields",)
 
     def __init__(self, fields):
         fields = list(fields)
@@ -219,6 +225,7 @@ class Tuple(RelayExpr):
 
 class TupleGetItem(RelayExpr):
     """Field ``index`` of a tuple value."""
+    _structural_fields = ("tuple_value", "index")
 
     def __init__(self, tuple_value, index):
         if not isinstance(tuple_value, RelayExpr):
@@ -262,6 +269,10 @@ class TupleWrapper:
 
 class Function(RelayExpr):
     """``fn (params) { body }``; ``attrs`` such as ``{"Primitive": 1}`` mark a fused group."""
+    # structural equality compares parameters (and their types), body and attributes; a declared
+    # return type is InferType's to check
+    _structural_fields = ("params", "body", "attrs")
+    _structural_binders = ("params",)
 
     def __init__(self, params, body, ret_type=None, type_params=None, attrs=None):
         params = list(params)
@@ -292,6 +303,8 @@ class Function(RelayExpr):
 
 class Let(RelayExpr):
     """``let var = value; body``."""
+    _structural_fields = ("var", "value", "body")
+    _structural_binders = ("var",)
 
     def __init__(self, var, value, body):
         if not isinstance(var, Var):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var, post_order
+from .expr import Call, Constant, Function, Let, Tuple, TupleGetItem, Var
 
 
 def _fmt(v):
@@ -12,8 +12,26 @@ def _fmt(v):
     if isinstance(v, str):
         return f'"{v}"'
     if isinstance(v, float):
-        return f"{v:g}f"
+        return _float_text(v, "float64") + "f"
     return str(v)
+
+
+def _float_text(x, dtype):
+    """The shortest text that reads back as the same ``dtype`` value."""
+    short = f"{x:g}"
+    if not np.isfinite(x):
+        return short
+    return short if np.array(float(short), dtype) == np.array(x, dtype) else repr(float(x))
+
+
+def _suffix(dtype):
+    """TVM's literal suffixes: none for int32 and bool, ``f`` for float32, ``i64``, ``f16``, ``u8``, ..."""
+    if dtype in ("int32", "bool"):
+        return ""
+    if dtype == "float32":
+        return "f"
+    kind = {"int": "i", "uint": "u", "float": "f"}.get(dtype.rstrip("0123456789"))
+    return f"{kind}{dtype.lstrip('intufloa')}" if kind else dtype
 
 
 def _const_text(c, meta):
@@ -21,11 +39,9 @@ def _const_text(c, meta):
     if v.size == 1 and v.ndim == 0:
         x = v.item()
         dtype = str(v.dtype)
-        suffix = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "bool": ""}.get(dtype, dtype)
-        if isinstance(x, float):
-            short = f"{x:g}"            # exact: the text is also the key that shares identical groups
-            text = short if np.array(float(short), dtype) == v else repr(x)
-            return text + suffix
+        suffix = _suffix(dtype)
+        if isinstance(x, float):        # exact: the text is also the key that shares identical groups
+            return _float_text(x, dtype) + suffix
         return f"{x}{suffix}"
     k = meta.setdefault(id(c), len(meta))
     return f"meta[relay.Constant][{k}]"
@@ -66,7 +82,14 @@ class _Printer:
             lines.append(f"{indent}{name} = {text}{ty};")
             names[e] = name
 
-        for e in post_order(root):
+        for step, e in _order(root):
+            if step == "let":
+                ann = f": {e.var.type_annotation!r}" if e.var.type_annotation is not None else ""
+                lines.append(f"{indent}let %{e.var.name_hint}{ann} = {ref(e.value)};")
+                continue
+            if step == "let-body":
+                names[e] = ref(e.body)
+                continue
             if isinstance(e, (Var, Constant)):
                 continue
             if isinstance(e, Call):
@@ -89,9 +112,6 @@ class _Printer:
                 bind(e, f"({', '.join(ref(a) for a in e.fields)}{',' if len(e.fields) == 1 else ''})")
             elif isinstance(e, TupleGetItem):
                 bind(e, f"{ref(e.tuple_value)}.{e.index}")
-            elif isinstance(e, Let):
-                lines.append(f"{indent}let %{e.var.name_hint} = {ref(e.value)};")
-                names[e] = ref(e.body)
             elif isinstance(e, Function):
                 fn_lines = self.function(e, None, indent)
                 name = f"%{count[0]}"
@@ -102,6 +122,27 @@ class _Printer:
                 names[e] = name
         lines.append(f"{indent}{ref(root)}")
         return lines
+
+
+def _order(root):
+    """Nodes operands first (as ``post_order``), with each Let as ("let", value printed first) before
+    the nodes of its body and ("let-body", ...) after them, so the text binds a name before its uses."""
+    out, seen = [], set()
+    stack = [(root, "enter")]
+    while stack:
+        node, step = stack.pop()
+        if step != "enter":
+            out.append((step, node))
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Let):
+            stack += [(node, "let-body"), (node.body, "enter"), (node, "let"), (node.value, "enter")]
+            continue
+        stack.append((node, "node"))
+        stack += [(c, "enter") for c in reversed(list(node.children())) if id(c) not in seen]
+    return out
 
 
 def _differs(a, b):

@@ -5,9 +5,41 @@ from ..ir import dtype as dt
 from .base import RelayError
 
 
+class Dim(int):
+    """A shape dimension that remembers an index dtype other than int32 (``int64``).
+
+    It is an ``int`` everywhere (arithmetic, comparisons, hashing), so code that reads
+    ``TensorType.shape`` as ints keeps working; relations that pass a dimension through
+    (element-wise, broadcast, take) keep its dtype, and ``te_shape`` turns it into an
+    ``IntImm`` of that dtype so TE loops over it use 64-bit indices, as in TVM.
+    """
+
+    def __new__(cls, value, dtype="int64"):
+        d = super().__new__(cls, value)
+        d.dtype = dtype
+        return d
+
+    def __reduce__(self):
+        return (Dim, (int(self), self.dtype))
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+    __str__ = __repr__
+
+
+def dim_text(d):
+    """A dimension as the text format spells it: ``5`` or ``5i64``."""
+    return f"{int(d)}i64" if getattr(d, "dtype", "int32") == "int64" else str(int(d))
+
+
 def _dim(d, what):
     if hasattr(d, "value") and isinstance(getattr(d, "value"), int):
+        if getattr(d, "dtype", "int32") == "int64" and not isinstance(d.value, bool) and d.value >= 0:
+            return Dim(d.value, "int64")
         d = d.value
+    if isinstance(d, Dim):
+        return d
     try:
         import numpy as np
         if isinstance(d, np.integer):
@@ -39,6 +71,12 @@ class TensorType(Type):
         return self.shape
 
     @property
+    def te_shape(self):
+        """The shape for a TE placeholder: ints, and an ``IntImm`` for each int64 dimension."""
+        from ..ir import expr as _e
+        return tuple(_e.IntImm(d.dtype, int(d)) if isinstance(d, Dim) else d for d in self.shape)
+
+    @property
     def ndim(self):
         return len(self.shape)
 
@@ -55,7 +93,7 @@ class TensorType(Type):
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
-        return f"Tensor[({', '.join(map(str, self.shape))}{',' if len(self.shape) == 1 else ''}), {self.dtype}]"
+        return f"Tensor[({', '.join(map(dim_text, self.shape))}{',' if len(self.shape) == 1 else ''}), {self.dtype}]"
 
 
 class TupleType(Type):

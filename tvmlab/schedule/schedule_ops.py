@@ -92,6 +92,9 @@ class _Builder:
                     bounds = extern_ops.realize_bounds(st, t)
                 else:
                     bounds = tuple(self._realize_range(self.dom_map[iv]) for iv in st.op.axis)
+                if st.rolling_buffer_scope:     # made a circular buffer by lower.rolling_buffer
+                    from .storage import ROLLING_BUFFER_SCOPE
+                    body = AttrStmt(t, ROLLING_BUFFER_SCOPE, _op.const(True), body)
                 body = ProducerRealize(t, bounds, _op.const(True), body, storage_scope(st))
                 if any(st.attr(iv).dim_align for iv in st.op.axis):
                     from .storage import align_realize

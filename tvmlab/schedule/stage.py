@@ -10,6 +10,7 @@ import numbers
 from dataclasses import dataclass, replace
 
 from ..errors import ScheduleError
+from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.expr import IntImm, Var
 from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
@@ -67,6 +68,11 @@ class AttachType(str):
         return self._CODES[str(self)]
 
 
+def _wider(a, b):
+    """The index dtype of an axis fused from axes of dtypes ``a`` and ``b``: the wider one."""
+    return a if dt.bits(a) >= dt.bits(b) else b
+
+
 class Stage:
     """The schedule of one operation (``s[C]``)."""
 
@@ -80,7 +86,7 @@ class Stage:
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
-              "store_predicate", "double_buffer_scope", "group")
+              "store_predicate", "double_buffer_scope", "rolling_buffer_scope", "group")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -101,6 +107,7 @@ class Stage:
         self.is_output = False
         self.store_predicate = None
         self.double_buffer_scope = False
+        self.rolling_buffer_scope = False
         self.group = None                # the create_group Group this stage belongs to
 
     # ------------------------------------------------------------ state
@@ -197,9 +204,10 @@ class Stage:
             raise ScheduleError(f"{prim}: stage {self.name} is inlined; call "
                                 f"s[{self.name}].compute_root() first to give it loops again")
 
-    def _new_iv(self, name, iter_type):
+    def _new_iv(self, name, iter_type, dtype="int32"):
+        """A new axis; split and fuse give it the index dtype of the axes it comes from (int64 stays int64)."""
         name = self._unique_name(name)
-        return IterVar(None, Var(name, "int32"), iter_type)
+        return IterVar(None, Var(name, dtype), iter_type)
 
     def _unique_name(self, name):
         used = {iv.var.name for iv in self.all_iter_vars}
@@ -233,8 +241,8 @@ class Stage:
             if self.attr(parent).kind != "serial":
                 raise ScheduleError(f"split of {self.name}.{parent.var.name}: the axis is already "
                                     f"{self.attr(parent).kind}; split before marking it")
-            outer = self._new_iv(parent.var.name + ".outer", parent.iter_type)
-            inner = self._new_iv(parent.var.name + ".inner", parent.iter_type)
+            outer = self._new_iv(parent.var.name + ".outer", parent.iter_type, parent.var.dtype)
+            inner = self._new_iv(parent.var.name + ".inner", parent.iter_type, parent.var.dtype)
             rel = Split(parent, outer, inner, amount if factor is not None else None,
                         amount if nparts is not None else None)
             self.relations.append(rel)
@@ -282,7 +290,7 @@ class Stage:
             cur = axes[0]
             for nxt in axes[1:]:
                 fused = self._new_iv(f"{cur.var.name}.{nxt.var.name}.fused",
-                                     mixed_type or cur.iter_type)
+                                     mixed_type or cur.iter_type, _wider(cur.var.dtype, nxt.var.dtype))
                 self.relations.append(Fuse(cur, nxt, fused))
                 self.all_iter_vars.append(fused)
                 k = self.leaf_iter_vars.index(cur)
@@ -420,6 +428,12 @@ class Stage:
         """Keep two copies of this stage's buffer: compute the next tile while the current is read."""
         from .storage import double_buffer
         double_buffer(self)
+
+    def rolling_buffer(self):
+        """Make this stage's tile a circular buffer along the axis its consumer's loop slides:
+        each iteration computes only the elements the previous one did not."""
+        from .storage import rolling_buffer
+        rolling_buffer(self)
 
     def prefetch(self, tensor, var, offset):
         """Prefetch the part of ``tensor`` that iteration ``var + offset`` reads, at each ``var``."""

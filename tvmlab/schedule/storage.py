@@ -1,4 +1,4 @@
-"""Storage-level schedule primitives: storage_align, double_buffer, prefetch.
+"""Storage-level schedule primitives: storage_align, double_buffer, rolling_buffer, prefetch.
 
 Each primitive checks its arguments and records one trace step; the effect
 is made when the schedule is lowered:
@@ -10,6 +10,10 @@ is made when the schedule is lowered:
   keeps two tiles: before the loop it computes the first; iteration ``k``
   computes tile ``k + 1`` into the other half while its consumer reads tile
   ``k``.
+- ``rolling_buffer()``: for a stage computed at a loop whose tiles overlap (a
+  pooling under a tiled pooling), ScheduleOps marks its realize with
+  ``rolling_buffer_scope``; ``lower.rolling_buffer`` then keeps one tile as a
+  circular buffer and computes only the new rows at each iteration.
 - ``prefetch(tensor, var, offset)``: at each iteration of ``var``, one
   ``prefetch`` per cache line of the part of ``tensor`` that iteration
   ``var + offset`` reads (LLVM's prefetch hint, which never faults).
@@ -28,6 +32,7 @@ from ..ir.stmt import AttrStmt, Evaluate, For, IfThenElse, ProducerRealize, Prod
 from ..ir.tensor import PlaceholderOp, Range, Tensor
 
 DIM_ALIGN = "buffer_dim_align"
+ROLLING_BUFFER_SCOPE = "rolling_buffer_scope"
 CACHE_LINE = 64
 
 
@@ -63,8 +68,25 @@ def double_buffer(st):
         if st.is_output:
             raise ScheduleError(f"double_buffer of {st.name}: it is an output of the schedule; double "
                                 "buffering is for a tile computed inside its consumer's loop")
+        if st.rolling_buffer_scope:
+            raise ScheduleError(f"double_buffer of {st.name}: it is a rolling buffer already; a stage "
+                                "is one or the other")
         st.double_buffer_scope = True
         st._record("double_buffer")
+
+
+def rolling_buffer(st):
+    with st._txn():
+        st._check_compute("rolling_buffer")
+        st._check_not_inlined("rolling_buffer")
+        if st.is_output:
+            raise ScheduleError(f"rolling_buffer of {st.name}: it is an output of the schedule; a rolling "
+                                "buffer is for a tile computed inside its consumer's loop")
+        if st.double_buffer_scope:
+            raise ScheduleError(f"rolling_buffer of {st.name}: it is double buffered already; a stage is "
+                                "one or the other")
+        st.rolling_buffer_scope = True
+        st._record("rolling_buffer")
 
 
 def prefetch(st, tensor, var, offset):

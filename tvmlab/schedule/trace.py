@@ -348,8 +348,8 @@ class _PythonWriter:
                         f"tvmlab.schedule.tensorize.lookup({a['intrin']!r}))")
             if p == "storage_align":
                 return f"{S}.storage_align({ax(a['axis'])}, {a['factor']}, {a['offset']})"
-            if p == "double_buffer":
-                return f"{S}.double_buffer()"
+            if p in ("double_buffer", "rolling_buffer"):
+                return f"{S}.{p}()"
             if p == "prefetch":
                 return f"{S}.prefetch({self.tensor(a['tensor'])}, {ax(a['var'])}, {a['offset']})"
             if p == "set_store_predicate":

@@ -12,6 +12,8 @@ Each pass runs the same function as ``tvm.lower`` (``lower.pipeline``) on
 every PrimFunc of the module, under the current ``tvm.transform.PassContext``
 whose config keys ``tir.disable_vectorize`` and ``tir.UnrollLoop`` they
 honour.  A one-function module keeps a history of the steps, as tvm.lower's.
+One exception: ``VectorizeLoop`` gives TVM's serial loop where a condition
+differs between lanes, where ``tvm.lower`` (and ``lower_sequence``) masks.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def pipeline_config(ctx):
     """``lower.pipeline`` options from TVM's PassContext config keys.
 
     ``tir.disable_vectorize`` (vectorized loops stay serial loops),
-    ``tir.LoopPartition`` ({"partition_const_loop": False} skips partitioning),
+    ``tir.LoopPartition`` ({"partition_const_loop": False}: only loops of a symbolic range
+    are partitioned; {"no_unroll_loop_with_extent_one": True}: loops of extent one stay loops),
     ``tir.UnrollLoop`` ({"auto_max_step", "auto_max_depth",
     "auto_max_extent", "explicit_unroll"}) and ``tir.add_lower_pass``
     ([(phase 0..3, pass)], a pass being a ``tir.transform`` pass or a
@@ -59,9 +62,12 @@ def pipeline_config(ctx):
     part = cfg.get("tir.LoopPartition")
     if part is not None:
         if not isinstance(part, dict) or set(part) - {"partition_const_loop", "no_unroll_loop_with_extent_one"}:
-            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool}}, got {part!r}")
+            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool, "
+                                f"'no_unroll_loop_with_extent_one': bool}}, got {part!r}")
         if part.get("partition_const_loop") is False:
-            out["skip"] = ("loop_partition",)     # TVM's default; tvmlab partitions unless told not to
+            out["partition_const_loop"] = False   # TVM's default; tvmlab partitions constant loops too
+        if part.get("no_unroll_loop_with_extent_one"):
+            out["keep_unit_loops"] = True
     unroll = cfg.get("tir.UnrollLoop")
     if unroll:
         if not isinstance(unroll, dict):
@@ -184,16 +190,33 @@ def StorageFlatten(cache_line_size=64, create_bound_attribute=False):  # noqa: N
     return PrimFuncPass(run, PassInfo(0, "tir.StorageFlatten"))
 
 
+def InjectRollingBuffer():  # noqa: N802
+    """Realizes marked ``rolling_buffer_scope`` (``s[B].rolling_buffer()``) become circular buffers
+    along the axis their loop slides; each iteration stores only the elements the previous one did
+    not (AST2 -> AST2; ``tvm.lower`` runs it after the phase-0 passes)."""
+    return _make("tir.InjectRollingBuffer", "inject_rolling_buffer", InjectRollingBuffer.__doc__)
+
+
 def LoopPartition():  # noqa: N802
     """A split that does not divide gets a guard-free main loop and one guarded tail."""
     return _make("tir.LoopPartition", "loop_partition", LoopPartition.__doc__)
 
 
 def VectorizeLoop(enable=True):  # noqa: N802
-    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops."""
+    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops.
+
+    As TVM's pass: a statement whose condition differs between lanes (``if i < n``,
+    ``if_then_else(i > 0, ...)``) runs as a serial loop over the lanes of its own
+    (``tvm.lower`` masks it instead, see ``lower.vectorize``).
+    """
     if enable:
-        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
+        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, vectorize_masks=False)
     return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, disable_vectorize=True)
+
+
+def _lower_vectorize():
+    """tvm.lower's vectorize step as a pass (lane-varying conditions become masks)."""
+    return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
 
 
 def UnrollLoop():  # noqa: N802
@@ -404,10 +427,11 @@ LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer reg
 
 
 # The tir.transform pass that runs each step of lower.pipeline.PIPELINE.
-_PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
+_PASS_OF_STEP = {"inject_rolling_buffer": InjectRollingBuffer,
+                 "storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
+                 "vectorize": _lower_vectorize, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
                  "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse,
                  "instrument_bound_checkers": lambda: _make("tir.InstrumentBoundCheckers",
                                                             "instrument_bound_checkers", "bound checks")}
@@ -438,7 +462,7 @@ def lower_sequence(simple_mode=False, ctx=None):
     return Sequential(passes, name="tir.lower")
 
 
-__all__ = ["prim_func_pass", "PrimFuncPass", "StorageFlatten", "LoopPartition", "VectorizeLoop",
+__all__ = ["prim_func_pass", "PrimFuncPass", "InjectRollingBuffer", "StorageFlatten", "LoopPartition", "VectorizeLoop",
            "UnrollLoop", "Simplify", "RemoveNoOp", "HoistIfThenElse", "StorageRewrite", "LowerIntrin",
            "Apply", "InjectCopyIntrin", "NarrowDataType", "BF16Promote", "BF16CastElimination",
            "BF16TypeLowering", "BF16Legalize", "InstrumentBoundCheckers", "MakePackedAPI",

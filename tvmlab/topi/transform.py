@@ -243,7 +243,8 @@ def take(a, indices, axis=None, batch_dims=0, mode="clip"):
 
     def index_at(i):
         if const_idx is None:
-            return _op.cast("int32", indices(*i)) if indices.dtype != "int32" else indices(*i)
+            # int64 indices stay int64 (they may address past 2**31); narrower ones index as int32
+            return indices(*i) if indices.dtype in ("int32", "int64") else _op.cast("int32", indices(*i))
         if isinstance(const_idx, int):
             return _op.const(const_idx, "int32")
         vals = list(const_idx)

@@ -108,8 +108,17 @@ class FallbackContext(DispatchContext):
 
     def _query_inside(self, target, workload):
         key = (target_kind(target), workload_key(workload))
-        if key in self.memory:
-            return self.memory[key]
+        known = self.memory.get(key)
+        if known is not None and not known.is_fallback:
+            return known                  # set by update(): it wins over the shipped configs
+        if workload is not None:
+            from ..tophub import default_context
+            shipped = default_context(target)
+            cfg = shipped._query_inside(target, workload) if shipped is not None else None
+            if cfg is not None:
+                return cfg
+        if known is not None:
+            return known
         if workload is not None and not self.silent:
             logger.warning("Cannot find config for target=%s, workload=%s. A fallback configuration is used, "
                            "which may bring great performance regression.", target, workload)

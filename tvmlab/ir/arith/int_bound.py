@@ -241,6 +241,38 @@ def _bool(self, e):
     return (0, 1)
 
 
+def _compare(decide):
+    """A comparison is known (1 or 0) when the operands' bounds decide it, as for a Select whose
+    condition compares constants (a constant index wrapped from the end when negative)."""
+    def rule(self, e):
+        if not dt.is_int(e.a.dtype) and not dt.is_uint(e.a.dtype):
+            return (0, 1)
+        known = decide(self(e.a), self(e.b))
+        return (0, 1) if known is None else (int(known), int(known))
+    return rule
+
+
+def _decide_lt(a, b):
+    return True if a[1] < b[0] else (False if a[0] >= b[1] else None)
+
+
+def _decide_le(a, b):
+    return True if a[1] <= b[0] else (False if a[0] > b[1] else None)
+
+
+def _decide_eq(a, b):
+    if a[0] == a[1] == b[0] == b[1]:
+        return True
+    return False if a[1] < b[0] or b[1] < a[0] else None
+
+
+def _negate(decide):
+    def rule(a, b):
+        known = decide(a, b)
+        return None if known is None else not known
+    return rule
+
+
 def _not(self, e):
     lo, hi = self(e.a)
     return (1 - hi, 1 - lo) if dt.is_bool(e.dtype) else (0, 1)
@@ -264,5 +296,11 @@ _RULES = {
     E.Call: _call,
     E.Not: _not,
 }
-for _c in (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or):
+for _c in (E.And, E.Or):
     _RULES[_c] = _bool
+_RULES[E.LT] = _compare(_decide_lt)
+_RULES[E.LE] = _compare(_decide_le)
+_RULES[E.GT] = _compare(lambda a, b: _decide_lt(b, a))
+_RULES[E.GE] = _compare(lambda a, b: _decide_le(b, a))
+_RULES[E.EQ] = _compare(_decide_eq)
+_RULES[E.NE] = _compare(_negate(_decide_eq))

@@ -21,9 +21,9 @@ import time
 from collections import deque, namedtuple
 from multiprocessing.connection import wait
 
-from ..errors import TVMLabError
-from ..tuning.executor import DaskExecutor, LocalExecutor, WorkerPool
-from ..tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate, target_for_build
+from ...errors import TVMLabError
+from ...tuning.executor import DaskExecutor, LocalExecutor, WorkerPool
+from ...tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate, target_for_build
 
 MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
 MeasureResult = namedtuple("MeasureResult", ["costs", "error_no", "all_cost", "timestamp"])
@@ -65,9 +65,9 @@ def _run_forked(job, timeout, kill_after):
     # a child forked from it, so a crash, a hang or a first call past ``kill_after`` ends only that child
     import signal
 
-    from ..runtime import llvm_jit
-    from ..tuning.forked import call_forked
-    from ..tuning.measure import shared_inputs
+    from ...runtime import llvm_jit
+    from ...tuning.forked import call_forked
+    from ...tuning.measure import shared_inputs
     llvm_jit.initialize()
     shared_inputs(job[1])          # made here once per task; every child inherits them
     jr = call_forked(_run_job, tuple(job) + (kill_after,), timeout)
@@ -141,8 +141,8 @@ class LocalBuilder(Builder):
             target = "llvm"
 
         def make():
-            from .. import te
-            from ..ir.tensor import PlaceholderOp
+            from ... import te
+            from ...ir.tensor import PlaceholderOp
             _, args = task.instantiate(task.config_space.get(0))
             outs = [a.op for a in args if not isinstance(a.op, PlaceholderOp)]
             return te.create_schedule(outs), args
