@@ -13,6 +13,7 @@ from .codegen.registry import Target, register_target  # noqa: F401
 from .driver import build, lower  # noqa: F401
 from .errors import TVMError, TVMLabError  # noqa: F401
 from . import arith  # noqa: F401  (tvm.arith.Analyzer)
+from . import _ffi  # noqa: F401  (tvm._ffi.base.TVMError, tvm._ffi.register_func)
 from .runtime import container  # noqa: F401  (tvm.container.Map / Array)
 from .runtime import Device, cpu, cuda, device, metal, opencl, opengl, rocm, vulkan  # noqa: F401
 from .runtime import ndarray as nd  # noqa: F401

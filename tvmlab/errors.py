@@ -28,6 +28,10 @@ class HybridScriptError(DSLError, ValueError):
     misuses what it has; the message names the script's file and line."""
 
 
+class TagScopeError(DSLError, ValueError):
+    """A ``te.tag_scope`` opened inside another (a ValueError, as in TVM)."""
+
+
 class ScheduleError(TVMLabError, ValueError):
     """A schedule primitive cannot apply; the schedule is left unchanged."""
 

@@ -10,7 +10,7 @@ import builtins
 import inspect
 import numbers
 
-from .errors import DSLError
+from .errors import DSLError, TagScopeError
 from .ir import dtype as dt
 from .ir import expr as E
 from .ir import op as _op
@@ -106,7 +106,9 @@ class tag_scope:  # noqa: N801 - TVM's name
     """Give every ``compute`` made inside a default tag (a ``with`` block, or a decorator).
 
     Schedules and graph fusion find operators by tag ("injective", "conv2d_nchw", ...);
-    an explicit ``tag=`` wins, and the innermost scope wins when scopes nest.
+    an explicit ``tag=`` wins.  Scopes do not nest (a tagged operator built from another
+    tagged one would be ambiguous): opening one inside another raises ``TagScopeError``, a
+    ValueError, as in TVM.
     """
     _stack = []
 
@@ -120,6 +122,9 @@ class tag_scope:  # noqa: N801 - TVM's name
         return cls._stack[-1] if cls._stack else None
 
     def __enter__(self):
+        if tag_scope._stack:
+            raise TagScopeError(f"tag_scope({self.tag!r}) opened inside tag_scope({tag_scope._stack[-1].tag!r}): "
+                                "tag scopes do not nest")
         tag_scope._stack.append(self)
         return self
 

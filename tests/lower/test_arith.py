@@ -13,7 +13,7 @@ from tvmlab.ir import op
 from tvmlab.ir import stmt as S
 from tvmlab.ir.arith import Analyzer, IntervalSet, eval_interval, intersect, simplify, union
 from tvmlab.ir.arith.keys import KeyCache
-from tvmlab.ir.functor import collect_vars, post_order_visit
+from tvmlab.ir.functor import collect_vars, post_order_visit, substitute
 from tvmlab.ir.tensor import IterVar, Range
 from tvmlab.lower.simplify import simplify_stmt
 
@@ -397,6 +397,22 @@ def test_interval_of_split_and_fuse_indices():
     assert ana.can_prove_equal(s.max, op.min(y, n - 1))
     s = ana.int_set(x, {x: IntervalSet(op.const(1), op.const(5))})
     assert same(s.min, 1) and same(s.max, 5)
+
+
+def test_interval_of_a_mod_whose_range_stays_in_one_block():
+    """A tile of a split index taken modulo a larger block: the tile never wraps, so the interval
+    is the tile itself, not [0, block) (bounds of a stage computed at a tile of a fused axis)."""
+    ana = Analyzer()
+    for v, r in ((i, Range(0, 2)), (j, Range(0, 4))):
+        ana.bind(v, r)
+    s = ana.int_set(fd(fm(i * 128 + (j * 32 + k), 128), 2), {k: Range(0, 32)})
+    assert same(s.min, j * 16) and same(s.max, j * 16 + 15)
+    s = ana.int_set(fm(x * 3 + k, 6), {k: Range(0, 3)})          # 3 divides both x * 3 and 6
+    for xv in range(12):
+        lo, hi = (int(simplify(substitute(e, {x: op.const(xv)}))) for e in (s.min, s.max))
+        assert (lo, hi) == (xv * 3 % 6, xv * 3 % 6 + 2)
+    s = ana.int_set(fm(x * 3 + k, 8), {k: Range(0, 3)})          # 3 does not divide 8: may wrap
+    assert same(s.min, 0) and same(s.max, 7)
 
 
 def test_interval_of_unbounded_and_point_expressions():

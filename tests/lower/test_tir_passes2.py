@@ -118,6 +118,42 @@ def test_hoist_if_then_else_keeps_conditions_reading_memory_the_loop_writes(rng)
     np.testing.assert_allclose(got, a + 8.0, rtol=1e-6)
 
 
+def _kernel_rebinding_threads(inner_extent, sibling_extent=None):
+    """threadIdx.x launched with 32, and bound again with ``inner_extent`` inside the loops; with
+    ``sibling_extent`` a second kernel after it binds the same axis with that extent."""
+    ib = tvm.tir.ir_builder.create()
+    data = ib.pointer("float32", name="data")
+    n = te.var("n")
+    tx = te.thread_axis("threadIdx.x")
+    with ib.new_scope():
+        ib.scope_attr(tx, "thread_extent", 32)
+        with ib.for_range(0, n, "i") as i:
+            ib.scope_attr(tx, "thread_extent", inner_extent)
+            with ib.if_scope(tx < 3):
+                data[i * 32 + tx] = 1.0
+    if sibling_extent is not None:
+        ib.scope_attr(tx, "thread_extent", sibling_extent)
+        data[tx] = 2.0
+    return tvm.IRModule.from_expr(tvm.tir.PrimFunc([n], ib.get()))
+
+
+def test_thread_axis_rebound_with_another_extent_is_an_error():
+    mod = _kernel_rebinding_threads(33)
+    block_scope = {"tir.HoistIfThenElse": {"support_block_scope_hosting": True}}
+    for cfg in ({}, block_scope):
+        with tvm.transform.PassContext(config=cfg):
+            with pytest.raises(tvm.error.LoweringError, match="inconsistent thread_extent: thread axis "
+                                                              "threadIdx.x is bound with extent 32.*33"):
+                tvm.tir.transform.HoistIfThenElse()(mod)
+    with pytest.raises(tvm.error.LoweringError, match="inconsistent thread_extent"):
+        tvm.tir.transform.Simplify()(mod)
+    # the same extent again, or another extent in another kernel, is fine
+    for ok in (_kernel_rebinding_threads(32), _kernel_rebinding_threads(32, sibling_extent=16)):
+        tvm.tir.transform.Simplify()(ok)
+        with tvm.transform.PassContext(config=block_scope):
+            tvm.tir.transform.HoistIfThenElse()(ok)
+
+
 # ------------------------------------------------------------------ StorageRewrite
 def _allocs(func):
     out = []

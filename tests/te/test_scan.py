@@ -358,3 +358,59 @@ def test_gpu_lstm_compiles_with_the_step_kernels_in_the_time_loop():
     fn.run_host({}, {v: Fake() for v in fn.buffers} | {v: Fake() for v, _, _ in fn.temps},
                 lambda ln, grid, block, kargs: calls.append(ln.name[-1]))
     assert calls == ["0", "1", "2"] + ["3", "4", "5", "6", "7"] * 5     # i2h, two inits, then 5 steps
+
+
+def test_scan_body_is_a_group_that_nested_groups_stay_inside(rng):
+    """Every scan's body stages form a group computed at its time axis (as in TVM); a group made
+    of some of them nests inside it and can be computed at another body stage."""
+    m, n = te.size_var("m"), te.size_var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    u1 = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="u1")
+    u2 = te.compute((m, n), lambda t, i: u1[t, i] * 2.0, name="u2")
+    u3 = te.compute((m, n), lambda t, i: u2[t, i] + 1.0, name="u3")
+    res = tvm.te.scan(init, u3, state, inputs=[X])
+    s = te.create_schedule(res.op)
+    g = s[u1].group
+    assert g is not None and s[u2].group is g and s[u3].group is g and s[init].group is None
+    with pytest.raises(ScheduleError, match="step of scan"):
+        g.compute_root()
+    s[u1].compute_at(s[u2], u2.op.axis[1])
+    g2 = s.create_group(outputs=u2, inputs=[state, X])
+    assert g2.group is g and s[u1].group is g2 and s[u2].group is g2
+    g2.compute_at(s[u3], u3.op.axis[1])
+    assert g2.attach_stage is s[u3]
+    f = tvm.build(s, [X, res])
+    x = rng.standard_normal((6, 5)).astype("float32")
+    want = np.empty_like(x)
+    want[0] = x[0]
+    for t in range(1, 6):
+        want[t] = (want[t - 1] + x[t]) * 2.0 + 1.0
+    out = _nan((6, 5))
+    f(tvm.nd.array(x), out)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
+
+def test_scan_fix_point_analysis_finds_the_step_local_axes():
+    """ScanFixPointAnalysis: 1 for a spatial axis whose element i of a step reads only element i of
+    the earlier steps, 0 where the body transposes it, reads it at a fixed index, or mixes two."""
+    m, n, l = te.var("m"), te.var("n"), te.var("l")
+    x = te.placeholder((l, m, n), name="x")
+    state = te.placeholder((l, m, n))
+    init = te.compute((1, m, n), lambda _, i, j: x[0, i, j])
+
+    def fix(update):
+        scan = tvm.te.scan(init, update, state)
+        got = tvm.te.schedule.ScanFixPointAnalysis(scan.op)
+        return [got[ax].value for ax in scan.op.spatial_axis_]
+    assert fix(te.compute((l, m, n), lambda t, i, j: x[t, j, i] + state[t - 1, i, j])) == [1, 1]
+    assert fix(te.compute((l, m, n), lambda t, i, j: x[t, j, i] + state[t - 1, j, i])) == [0, 0]
+    h1 = te.compute((l, n, m), lambda t, j, i: state[t - 1, i, j], name="h1")
+    h2 = te.compute((l, m, n), lambda t, i, j: state[t - 1, i, 10] * 2, name="h2")
+    assert fix(te.compute((l, m, n), lambda t, i, j: h1[t, j, i] + h2[t, i, j])) == [1, 0]
+    h3 = te.compute((l, n, m), lambda t, j, i: state[t - 1, j, j], name="h3")
+    h4 = te.compute((l, m, n), lambda t, i, j: state[t - 1, i, j] * 2, name="h4")
+    assert fix(te.compute((l, m, n), lambda t, i, j: h3[t, j, i] + h4[t, i, j])) == [0, 0]
+    with pytest.raises(ScheduleError, match="expected a scan"):
+        tvm.te.schedule.ScanFixPointAnalysis(init.op)

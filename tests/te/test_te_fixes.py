@@ -179,3 +179,131 @@ def test_scalar_on_the_left_of_a_whole_tensor_is_element_wise(rng):
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
     z = te.placeholder((), name="z")
     assert not isinstance(n + z, te.Tensor)
+
+
+def test_which_reductions_a_compute_accepts():
+    """A reduction is the whole body (of every output of a multi-output compute, with one reducer
+    and the same axes); anything else is refused with a TVMError (``tvm._ffi.base.TVMError``)."""
+    n, m = te.size_var("n"), te.size_var("m")
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    k2 = te.reduce_axis((0, m - 1), "k2")
+    te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    te.compute((n,), lambda i: A[i, 0] + 1, name="B")
+    bad = [lambda i: te.sum(A[i, k], axis=k) + 1,
+           lambda i: A[i, 0] * (te.sum(A[i, k], axis=k) + 1),
+           lambda i: (te.sum(A[i, k], axis=k), A[i, 0] + 1),
+           lambda i: (te.sum(A[i, k], axis=k), te.sum(A[i, k2], axis=k2))]
+    for f in bad:
+        with pytest.raises(tvm._ffi.base.TVMError):
+            te.compute((n,), f, name="B")
+
+
+@pytest.mark.parametrize("prim", ["split", "fuse"])
+def test_split_or_fuse_of_a_compute_at_axis_moves_the_attached_stage(rng, prim):
+    """A stage computed at an axis that is then split (fused) is computed at the inner part (the
+    fused axis), as TVM legalizes it; the result is unchanged."""
+    A = te.placeholder((10, 7), name="A")
+    B = te.compute((10, 7), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((10, 7), lambda i, j: B[i, j] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[1])
+    if prim == "split":
+        jo, ji = s[C].split(C.op.axis[1], 3)            # 3 does not divide 7
+        assert s[B].attach_ivar is ji
+    else:
+        fused = s[C].fuse(C.op.axis[0], C.op.axis[1])
+        assert s[B].attach_ivar is fused
+    assert "B[0] = " in str(tvm.lower(s, [A, C], simple_mode=True))     # one element per inner step
+    f = tvm.build(s, [A, C])
+    a = rng.standard_normal((10, 7)).astype("float32")
+    c = tvm.nd.array(np.full((10, 7), np.nan, "float32"))
+    f(tvm.nd.array(a), c)
+    np.testing.assert_allclose(c.numpy(), a * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_stage_at_a_split_of_a_fused_axis_covers_one_tile_row(rng):
+    """A stage computed at the outer part of a fused-then-split axis covers the rows of that tile;
+    where the split factor divides the row, only the tile's own columns."""
+    m, l = te.var("m"), 6
+    A = te.placeholder((m, l), name="A")
+    A1 = te.compute((m, l), lambda i, j: A[i, j] * 3.0, name="A1")
+    A2 = te.compute((m, l), lambda i, j: A1[i, j] + 3.0, name="A2")
+    s = te.create_schedule(A2.op)
+    xo, xi = s[A2].split(s[A2].fuse(*A2.op.axis), 3)
+    s[A1].compute_at(s[A2], xo)
+    bounds = tvm.te.schedule.InferBound(s)
+    at = {xo.var: tvm.tir.const(5, "int32")}
+    ana = tvm.arith.Analyzer()
+    got = [int(ana.simplify(tvm.tir.stmt_functor.substitute(e, at)))
+           for iv in A1.op.axis for e in (bounds[iv].min, bounds[iv].extent)]
+    assert got == [2, 1, 3, 3]                     # row 15 // 6, columns 15 % 6 .. 17 % 6
+    f = tvm.build(s, [A, A2, m])
+    for rows in (1, 5):
+        a = rng.standard_normal((rows, l)).astype("float32")
+        c = tvm.nd.array(np.full((rows, l), np.nan, "float32"))
+        f(tvm.nd.array(a), c, rows)
+        np.testing.assert_allclose(c.numpy(), a * 3.0 + 3.0, rtol=1e-6)
+
+
+def _local_stage(tag, scope):
+    A = te.placeholder((2, 3, 2), name="A")
+    B = te.compute(A.shape, lambda i, j, k: A[i, j, k] * 2.0, name="B")
+    C = te.compute(A.shape, lambda i, j, k: B[i, j, k] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].set_scope(scope)
+    _, bi = s[B].split(B.op.axis[1], 3)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    t = te.thread_axis(tag)
+    s[C].bind(C.op.axis[1], t)
+    s[B].bind(bi, t)
+    return s, A, C
+
+
+@pytest.mark.parametrize("tag, scope", [("threadIdx.x", "local"), ("vthread", "local"),
+                                        ("blockIdx.y", "shared")])
+def test_thread_bound_axis_of_a_per_thread_stage_computes_the_threads_own_copy(rng, tag, scope):
+    """A stage whose storage the threads of its bound axis do not share (threadIdx of "local",
+    blockIdx of "shared") already has the consumer's thread index in its bounds: each thread
+    computes its own copy, with no guard (before, threads past the first read unwritten memory)."""
+    s, A, C = _local_stage(tag, scope)
+    body = tvm.lower(s, [A, C])["main"].body
+    found = []
+    tvm.tir.stmt_functor.post_order_visit(body, lambda x: found.append(isinstance(x, tvm.tir.IfThenElse)))
+    assert not any(found)
+    f = tvm.build(s, [A, C], "cuda")
+    a = rng.standard_normal((2, 3, 2)).astype("float32")
+    c = np.full((2, 3, 2), np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                 # raises on a read of unwritten memory
+    np.testing.assert_allclose(c, a * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_local_cache_read_bound_to_threads_loads_each_threads_elements(rng):
+    A = te.placeholder((128,), name="A")
+    B = te.compute((128,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((128,), lambda i: B[i] + 2.0, name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "local", [B])
+    s[B].set_scope("shared")
+    tx = te.thread_axis((0, 32), "threadIdx.x")
+    oc, ic = s[C].split(C.op.axis[0], factor=64)
+    ooc, ioc = s[C].split(oc, factor=2)
+    _, iic = s[C].split(ic, factor=32)
+    s[C].bind(ooc, te.thread_axis("blockIdx.x"))
+    s[C].bind(iic, tx)
+    s[B].compute_at(s[C], ioc)
+    s[B].bind(s[B].split(B.op.axis[0], factor=32)[1], tx)
+    s[AA].compute_at(s[C], ooc)
+    s[AA].bind(s[AA].split(AA.op.axis[0], factor=32)[1], tx)
+    body = tvm.lower(s, [A, C])["main"].body
+    found = []
+    tvm.tir.stmt_functor.post_order_visit(body, lambda x: found.append(
+        "if" if isinstance(x, tvm.tir.IfThenElse) else
+        x.extents[0].value if isinstance(x, tvm.tir.Allocate) and x.scope == "local" else None))
+    assert "if" not in found and 97 in found      # 3 * 32 + 1 elements from this thread's first
+    f = tvm.build(s, [A, C], "cuda")
+    a = rng.standard_normal(128).astype("float32")
+    c = np.full(128, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)
+    np.testing.assert_allclose(c, a + 3.0, rtol=1e-6)

@@ -66,6 +66,27 @@ def test_batch_matmul(cuda_run, rng):
     np.testing.assert_allclose(got, a @ w.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("B,M,N,K", [(0, 70, 50, 36), (2, 40, 72, 24), (2, 40, 72, 26)])
+def test_cooperative_fetch_is_vectorized(cuda_run, rng, B, M, N, K):
+    """Each thread fetches 4 consecutive elements of a row with one float4 load where the rows are a multiple
+    of 4 long (K = 26 is not: one element at a time); the shared rows keep their one-word padding, so the
+    stores into shared memory are per lane.  M, N are not multiples of the 64 x 64 tiles."""
+    shape_a, shape_w = ((B, M, K), (B, N, K)) if B else ((M, K), (N, K))
+    A, W = te.placeholder(shape_a, name="A"), te.placeholder(shape_w, name="W")
+    with tvm.target.Target("cuda"):
+        C = topi.nn.batch_matmul(A, W) if B else topi.nn.dense(A, W)
+        s = (topi.cuda.schedule_batch_matmul if B else topi.cuda.schedule_dense)([C])
+    f = tvm.build(s, [A, W, C], "cuda")
+    src, ptx = f.imported_modules[0].get_source(), f.imported_modules[0].get_source("ptx")
+    wide = re.search(r"ld\.global\.nc\.v4\.[fu]32", ptx) is not None
+    assert wide == (K % 4 == 0) and ("float4 A_v = *(float4*)(A + " in src) == (K % 4 == 0)
+    a, w = rng.standard_normal(shape_a).astype("float32"), rng.standard_normal(shape_w).astype("float32")
+    out_shape = (B, M, N) if B else (M, N)
+    *_, got = cuda_run(f, a, w, np.full(out_shape, np.nan, "float32"))
+    want = a @ np.swapaxes(w, -1, -2)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_tile_checks_and_target():
     s, args = _dense(64, 64, 16, tail=False)
     A, W = args[:2]

@@ -518,6 +518,11 @@ def test_tag_scope():
     assert topi.tag.is_injective("injective,pad") and not topi.tag.is_injective("conv2d_nchw")
     with pytest.raises(DSLError, match="string tag"):
         te.tag_scope(3)
+    with pytest.raises(ValueError, match="do not nest"):       # as in TVM
+        with te.tag_scope("conv"):
+            f(A)
+    F = te.compute((3,), lambda i: A[i], name="F")
+    assert F.op.tag == ""                                       # the failed scopes left no tag behind
 
 
 def test_current_target_sizes_the_tiles(check_build):

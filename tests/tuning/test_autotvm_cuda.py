@@ -246,3 +246,18 @@ def test_tasks_of_a_model_and_relay_build_with_tuned_configs(tmp_path, rng):
     with tvm.transform.PassContext(opt_level=3):
         plain = relay.build(mod, target="cuda", params=params).get_lib().get_source()
     assert sorted(int(b) for b in re.findall(r"__launch_bounds__\((\d+)\)", plain)) != bounds
+
+
+def test_tuned_configs_fetch_float4(cuda_run, rng):
+    """A config of dense.cuda (not the fallback) fetches its shared slices with float4 loads, as the
+    hand-written schedule does, where the rows (K = 48) and the config's tile_k are multiples of 4."""
+    task = _task(("dense.cuda", (72, 40, 48, "float32")))
+    cfg = _config(task, tile_k=[-1, 8], auto_unroll_max_step=512)
+    assert not cfg.is_fallback
+    s, args = task.instantiate(cfg)
+    f = tvm.build(s, args, "cuda")
+    assert "float4 A_v = *(float4*)(A + " in _source(f)
+    assert re.search(r"ld\.global\.nc\.v4\.[fu]32", f.imported_modules[0].get_source("ptx"))
+    a, w = rng.standard_normal((72, 48)).astype("float32"), rng.standard_normal((40, 48)).astype("float32")
+    *_, got = cuda_run(f, a, w, np.full((72, 40), np.nan, "float32"))
+    np.testing.assert_allclose(got, a @ w.T, rtol=1e-4, atol=1e-4)

@@ -114,3 +114,25 @@ def test_clang_missing_is_a_clear_error(monkeypatch):
     assert clang.find_clang(required=False) == []
     with pytest.raises(tvm.TVMLabError, match="clang"):
         clang.create_llvm("int f() { return 0; }")
+
+
+def test_ffi_and_tir_stmt_module_names():
+    """``tvm._ffi`` (the error class and the function registry) and ``tvm.tir.stmt``, as TVM's tests
+    spell them."""
+    from tvmlab._ffi.base import TVMError
+    assert TVMError is tvm.TVMError is tvm._ffi.base.TVMError
+    name = "tvmlab_test.ffi_double"
+    tvm._ffi.register_func(name, lambda v: v * 2, override=True)
+    try:
+        assert tvm._ffi.get_global_func(name)(21) == 42 and tvm.get_global_func(name)(1) == 2
+    finally:
+        from tvmlab.runtime.registry import remove_global_func
+        remove_global_func(name)
+    assert tvm.tir.stmt.For is tvm.tir.For and tvm.tir.stmt.IfThenElse is tvm.tir.IfThenElse
+
+
+def test_nnpack_is_not_available_and_says_so():
+    from tvmlab.contrib import nnpack
+    assert nnpack.is_available() is False
+    with pytest.raises(tvm.TVMLabError, match="no NNPACK binding"):
+        nnpack.convolution_inference(None, None, None, None, None, None)

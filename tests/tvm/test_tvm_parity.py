@@ -71,7 +71,9 @@ def _schedule_for_passes(n=1000):
 
 
 def test_passes_one_by_one_give_the_ast3_of_lower():
-    s, args = _schedule_for_passes()
+    # 1024 leaves no guarded tail: where a guard differs between lanes, VectorizeLoop keeps
+    # TVM's serial loop and tvm.lower a masked store (tests/lower/test_vectorize_forms.py)
+    s, args = _schedule_for_passes(1024)
     mod = tvm.driver.build_module.schedule_to_module(s, args)
     assert isinstance(mod, tvm.IRModule)
     for p in (T.StorageFlatten(64), T.LoopPartition(), T.VectorizeLoop(), T.UnrollLoop(),

@@ -15,6 +15,9 @@ when the context has no config for the workload, nothing changes.  The knobs are
   columns per shared-memory step);
 * both: ``auto_unroll_max_step`` and ``unroll_explicit`` (pragmas around the kernel).
 
+Every config of the product templates fetches its shared slices 4 elements at a time (float4) where the
+rows and its ``tile_k`` allow, as the hand-written schedule does (``topi.cuda.tiling.fetch_lanes``).
+
 Every split knob's candidates include the hand-written choice, so a tune can find nothing slower than
 the fallback (``topi_templates.fallback_config(task)`` is that point).  Knobs are pruned to what the GPU
 allows one axis (threads per axis, virtual threads); a config whose threads per block or shared memory

@@ -15,6 +15,7 @@ from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.functor import substitute
+from .cuda_vector import VectorCode, vector_type
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
@@ -40,17 +41,20 @@ PRELUDE = (
 
 
 def ctype(dtype, what="value"):
-    """The CUDA C type of a scalar dtype."""
+    """The CUDA C type of a dtype: a scalar's, or a vector's where CUDA has one (float4, half2, ...)."""
     if dt.lanes(dtype) != 1:
-        raise BuildError(f"the cuda target does not support vector type {dtype} ({what}); remove "
-                         "vectorize() from GPU schedules (threads already run the lanes in parallel)")
+        t = vector_type(dtype)
+        if t is None:
+            raise BuildError(f"the cuda target has no vector type for {dtype} ({what}): it has 2 or 4 lanes "
+                             "of 8-, 16- (half, bfloat16: 2) and 32-bit types, 2 of 64-bit ones")
+        return t
     t = _CTYPES.get(dt.element_of(dtype))
     if t is None:
         raise BuildError(f"the cuda target does not support dtype {dtype} ({what})")
     return t
 
 
-class CodeGenCUDA:
+class CodeGenCUDA(VectorCode):
     """Writes one CUDA C translation unit for a list of kernels."""
     ctype = staticmethod(ctype)    # the C type of a dtype (a C-like target overrides it)
 
@@ -96,6 +100,7 @@ class CodeGenCUDA:
         # the lanes of a warp that exist: all 32, or the whole block when it is smaller
         self.warp_mask = ("__activemask()" if not threads else "0xffffffffu" if threads >= 32
                           else f"{hex((1 << threads) - 1)}u")
+        self.start_vectors(func)
         self.lines.append(f'extern "C" __global__ void {bounds}{func.name}({", ".join(params)}) {{')
         self.stmt(func.body)
         self.lines.append("}")
@@ -134,8 +139,12 @@ class CodeGenCUDA:
         self.stmt(s.body)
 
     def s_LetStmt(self, s):
-        self.emit(f"{self.ctype(s.var.dtype, s.var.name)} {self._name(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
+        if dt.lanes(s.var.dtype) > 1:
+            self.vector_let(s)
+        else:
+            self.emit(f"{self.ctype(s.var.dtype, s.var.name)} {self._name(s.var)} = {self.expr(s.value)};")
+        with self.let_scope(s.var, s.value):
+            self.stmt(s.body)
 
     def s_For(self, s):
         v = self._name(s.loop_var)
@@ -146,7 +155,8 @@ class CodeGenCUDA:
             self.emit("#pragma unroll")
         self.emit(f"for ({t} {v} = {lo}; {v} < {hi}; ++{v}) {{")
         self.indent += 1
-        self.stmt(s.body)
+        with self.loop_scope(s):
+            self.stmt(s.body)
         self.indent -= 1
         self.emit("}")
 
@@ -179,17 +189,23 @@ class CodeGenCUDA:
             raise BuildError(f"buffer {s.buffer_var.name} is allocated in {s.scope!r} memory inside a kernel; "
                              "intermediates inside kernels must be \"shared\" or \"local\"")
         self.buf_types[s.buffer_var] = t
-        prefix = "__shared__ " if s.scope == "shared" else ""
+        prefix = ("__shared__ " if s.scope == "shared" else "") + self.align_prefix(s.buffer_var, s.dtype)
         self.emit(f"{prefix}{t} {self._name(s.buffer_var)}[{count.value}];")
         self.stmt(s.body)
 
     def s_Store(self, s):
+        if dt.lanes(s.value.dtype) > 1:
+            return self.vector_store(s)
         if s.predicate is not None:
             raise BuildError("the cuda target does not support predicated stores")
         self.emit(f"{self._name(s.buffer_var)}[{_strip(self.expr(s.index))}] = {_strip(self.expr(s.value))};")
 
     # -------------------------------------------------------------- expressions
     def expr(self, e):
+        if isinstance(e, E.Expr) and dt.lanes(e.dtype) != 1:
+            self.ctype(e.dtype, type(e).__name__)
+            raise BuildError(f"the cuda target prints vector values only in vector stores and lets, got "
+                             f"{type(e).__name__} of {e.dtype}: {e}")
         fn = getattr(self, "e_" + type(e).__name__, None)
         if fn is None:
             if isinstance(e, E.Expr) and dt.lanes(e.dtype) != 1:
@@ -286,6 +302,8 @@ class CodeGenCUDA:
     def e_Load(self, e):
         if e.predicate is not None:
             raise BuildError("the cuda target does not support predicated loads")
+        if dt.lanes(e.dtype) > 1:
+            self.vector_load_error(e)
         self.ctype(e.dtype)
         return f"{self._name(e.buffer_var)}[{_strip(self.expr(e.index))}]"
 

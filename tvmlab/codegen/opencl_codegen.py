@@ -99,6 +99,7 @@ class CodeGenOpenCL(CodeGenCUDA):
             else:
                 params.append(f"{self.ctype(p.dtype, p.name)} {self._name(p)}")
         self.lines.append(f"__kernel void {func.name}({', '.join(params)}) {{")
+        self.start_vectors(func)
         shared = _Shared()
         shared.visit(func.body)
         for s in shared.allocs:       # __local arrays live at kernel scope in OpenCL C

@@ -230,8 +230,9 @@ def lower(sch, args=None, name="main", binds=None, simple_mode=False, target=Non
         func = func.with_body(apply_intrin_rules(func.body, tgt.kind))
         if uses_device_lowering(tgt):
             from ..lower.pipeline import lower_for_device
+            keep = {k: v for k, v in config_from_context().items() if k == "disable_vectorize"}
             split, history = lower_for_device(func, binds_map, tgt.kind, simple_mode=simple_mode,
-                                              config={"gpu_limits": _gpu_limits(tgt)})
+                                              config={"gpu_limits": _gpu_limits(tgt), **keep})
             return _device_module(split, history)
     from ..ir.transform import PassContext
     ctx = PassContext.current()

@@ -11,7 +11,8 @@ memory, call something impure or use a ``let`` variable stay where they are.
 A loop bound to a thread (``thread_extent``) is a barrier unless
 ``block_scope`` (TVM's config ``tir.HoistIfThenElse``:
 ``{"support_block_scope_hosting": True}``), and then a condition on a thread
-index still stays inside that thread's scope.
+index still stays inside that thread's scope.  A thread index bound again in its kernel
+with another extent is an error (``simplify.launch_extent``), as in TVM's pass.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from ..ir.expr import IntImm, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars
 from ..ir.stmt import Evaluate, IfThenElse
 from ..ir.structural import same_value
+from ..ir.tensor import IterVar
 from .remove_no_op import PURE_CALLS, remove_no_op
+from .simplify import launch_extent
 from .unroll import fresh_copy
 
 
@@ -69,6 +72,7 @@ class _Hoister(IRMutator):
         self.block_scope = block_scope
         self.active = []          # enclosing loops, outermost first
         self.let_vars = set()     # let-bound variables in scope
+        self.kernel = {}          # thread index Var -> extent, in the kernel being visited
         self.changed = False
 
     # -- where a condition may go
@@ -115,7 +119,15 @@ class _Hoister(IRMutator):
         var = _loop_var(s)
         if var is None:
             return self.generic_visit(s)
-        return self._loop(s, var, True)
+        if s.attr_key != "thread_extent" or not isinstance(s.node, IterVar):
+            return self._loop(s, var, True)
+        opens_kernel = not self.kernel
+        launch_extent(self.kernel, s.node, s.value)
+        try:
+            return self._loop(s, var, True)
+        finally:
+            if opens_kernel:
+                self.kernel = {}
 
     def visit_SeqStmt(self, s):
         if self.active:

@@ -22,7 +22,17 @@ are in range).  A loop is left alone when no guard
 is provably true on a non-empty range, when a guard is not linear in ``x``, or
 when it depends on a variable bound inside the loop by a ``let``.  Vectorized
 and unrolled loops are not partitioned (they need constant extents); the
-outer loop of such a split is the one that gets partitioned.
+outer loop of such a split is the one that gets partitioned.  With
+``const_loops`` False (TVM's ``partition_const_loop`` default) only loops of a
+symbolic range are.
+
+A GPU grid of symbolic size (a ``blockIdx`` scope whose extent is not a
+constant) is partitioned as TVM does: inside the innermost thread scope, ``if
+(blockIdx in the range where the guards hold for every thread and inner
+iteration) {guard-free body} else {guarded body}``: the full blocks run
+without guards, the edge blocks with them, and no block diverges on the test.
+A body whose threads cooperate (barriers, shared memory, a cross-thread
+reduction) is left whole, so shared allocations are never duplicated.
 """
 from __future__ import annotations
 
@@ -226,9 +236,10 @@ class _DropConjuncts(IRMutator):
 
 
 class _Partitioner(IRMutator):
-    def __init__(self, nonneg):
+    def __init__(self, nonneg, const_loops=True):
         super().__init__()
         self.nonneg = tuple(nonneg)
+        self.const_loops = const_loops
         self.scope = []   # (Var, Range) of the loops around the current node
         self.threads = set()   # thread indices seen: inside a GPU kernel
         self.shared = set()    # "shared" buffers allocated around
@@ -239,17 +250,68 @@ class _Partitioner(IRMutator):
         return self.generic_visit(s)
 
     def visit_AttrStmt(self, s):
-        if s.attr_key == "thread_extent" and isinstance(s.node, IterVar):
-            self.scope.append((s.node.var, Range(_op.const(0, s.node.var.dtype), s.value)))
-            self.threads.add(s.node.var)
-            try:
-                return self.generic_visit(s)
-            finally:
-                self.scope.pop()
-        return self.generic_visit(s)
+        if not _is_thread_scope(s):
+            return self.generic_visit(s)
+        chain = [s]             # the thread scopes opened one inside the other, outermost first
+        while _is_thread_scope(chain[-1].body):
+            chain.append(chain[-1].body)
+        for a in chain:
+            self.scope.append((a.node.var, Range(_op.const(0, a.node.var.dtype), a.value)))
+            self.threads.add(a.node.var)
+        try:
+            inner = self._block_branch(chain, chain[-1].body)
+        finally:
+            del self.scope[-len(chain):]
+        if inner is chain[-1].body:
+            return s
+        for a in reversed(chain):
+            inner = a.replace(body=inner)
+        return inner
+
+    def _block_branch(self, chain, inner):
+        """Inside the innermost of the thread scopes ``chain``: ``if (every blockIdx in the range
+        where guards hold) {inner without those guards} else {inner}``.  The condition is the same
+        for every thread of a block, so a block never diverges on it (barriers stay safe); the
+        blocks that cover the whole tensor run guard-free code, the edge blocks the guarded one.
+        As in TVM, only a block scope of symbolic extent is partitioned (a constant grid's edge is
+        left to the loops inside)."""
+        blocks = [a for a in chain if a.node.thread_tag.startswith("blockIdx") and not isinstance(a.value, IntImm)]
+        if not blocks or _cooperates(inner, self.shared):
+            return self.visit(inner)
+        g = _Guards()
+        g.visit(inner)
+        ana = self._analyzer()
+        conds, proven, narrowed = [], set(), []
+        for a in blocks:
+            b, zero = a.node.var, _op.const(0, a.node.var.dtype)
+            others = {o.node.var: Range(_op.const(0, o.node.var.dtype), o.value) for o in chain if o is not a}
+            found = [(c, {**others, **doms}, lets) for c, doms, lets in g.found]
+            regions = {k: v for k, v in _regions(found, b).items() if v}
+            if not regions:
+                continue
+            lo, hi = _cut_points(ana, regions, zero, ana.simplify(a.value))
+            if ana.can_prove(_op.le(hi, lo)):
+                continue
+            if not ana.can_prove(_op.le(lo, zero)):
+                conds.append(_op.ge(b, lo))
+            if not ana.can_prove(_op.ge(hi, a.value)):
+                conds.append(_op.lt(b, hi))
+            proven |= set(regions)
+            narrowed.append((b, Range(lo, ana.simplify(_op.sub(hi, lo)))))
+        if not proven:
+            return self.visit(inner)
+        self.scope += narrowed
+        try:
+            main = self.visit(_DropConjuncts(proven).visit(inner))
+        finally:
+            del self.scope[-len(narrowed):]
+        if not conds:
+            return main
+        return IfThenElse(_op.all(*conds), main, self.visit(fresh_copy(inner, {})))
 
     def visit_For(self, s):
-        if s.kind in ("serial", "parallel") and not (self.threads and _cooperates(s.body, self.shared)):
+        if s.kind in ("serial", "parallel") and (self.const_loops or not _constant_range(s)) \
+                and not (self.threads and _cooperates(s.body, self.shared)):
             parts = self._partition(s)
             if parts is not None:
                 return parts
@@ -276,19 +338,9 @@ class _Partitioner(IRMutator):
         proven = {k: v for k, v in _regions(g.found, x).items() if v}
         if not proven:
             return None
-        lowers = [b.lower for bs in proven.values() for b in bs if b.lower is not None]
-        uppers = [b.upper for bs in proven.values() for b in bs if b.upper is not None]
         ana = self._analyzer()
         mn, end = s.min, ana.simplify(_op.add(s.min, s.extent))
-        lo = mn
-        for L in lowers:
-            lo = _clamped_max(ana, lo, L)
-        if lowers:
-            lo = _clamped_min(ana, lo, end)
-        hi = end
-        for H in uppers:
-            hi = _clamped_min(ana, hi, ana.simplify(_op.add(H, 1)))
-        hi = _clamped_max(ana, hi, lo)
+        lo, hi = _cut_points(ana, proven, mn, end)
         if ana.can_prove(_op.le(hi, lo)):
             return None     # the guards never hold for a whole iteration: nothing to gain
         main_body = _DropConjuncts(set(proven)).visit(s.body)
@@ -351,6 +403,30 @@ class _Partitioner(IRMutator):
         return For(nv, start, extent, s.kind, body, s.annotations)
 
 
+def _cut_points(ana, proven, mn, end):
+    """[lo, hi): the part of [mn, end) where the ``proven`` conjuncts ({id: [_Bound]}) all hold,
+    clamped into [mn, end)."""
+    lowers = [b.lower for bs in proven.values() for b in bs if b.lower is not None]
+    uppers = [b.upper for bs in proven.values() for b in bs if b.upper is not None]
+    lo = mn
+    for L in lowers:
+        lo = _clamped_max(ana, lo, L)
+    if lowers:
+        lo = _clamped_min(ana, lo, end)
+    hi = end
+    for H in uppers:
+        hi = _clamped_min(ana, hi, ana.simplify(_op.add(H, 1)))
+    return lo, _clamped_max(ana, hi, lo)
+
+
+def _is_thread_scope(s):
+    return isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and isinstance(s.node, IterVar)
+
+
+def _constant_range(loop):
+    return isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)
+
+
 def _cooperates(body, shared=()):
     """Whether threads work together in ``body`` (a cross-thread reduction, a barrier, shared memory):
     cutting its loop at points that differ between threads would make some threads skip the
@@ -399,10 +475,12 @@ def _clamped_min(ana, a, b):
     return ana.simplify(_op.min(a, b))
 
 
-def loop_partition(stmt, nonneg=()):
+def loop_partition(stmt, nonneg=(), const_loops=True):
     """Split loops so that ``likely`` guards disappear from their main part.
 
     ``nonneg``: variables known to be >= 0 (symbolic buffer dimensions), which
     lets the cut points go without clamps; SizeVars are known to be already.
+    ``const_loops`` False (TVM's ``partition_const_loop`` default): only loops
+    whose min or extent is symbolic are partitioned.
     """
-    return _Partitioner(nonneg).visit(stmt)
+    return _Partitioner(nonneg, const_loops).visit(stmt)

@@ -17,6 +17,7 @@ from .remove_no_op import remove_no_op
 from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
+from .gpu_vectorize import vectorize_for_target
 from .inject_virtual_thread import inject_virtual_thread
 from .hoist_if import hoist_if_then_else
 from .storage_rewrite import storage_rewrite, strip_scope_tags
@@ -39,8 +40,14 @@ class LowerContext:
 
 
 def _simplify(stmt, ctx):
+    """Simplify; with config ``keep_unit_loops`` loops of extent one stay loops."""
     from .simplify import simplify_stmt
-    return simplify_stmt(stmt)
+    return simplify_stmt(stmt, keep_unit_loops=ctx.config.get("keep_unit_loops", False))
+
+
+def _loop_partition(stmt, ctx):
+    """Partition loops; with config ``partition_const_loop`` False only those of a symbolic range."""
+    return loop_partition(stmt, shape_vars(ctx.binds), const_loops=ctx.config.get("partition_const_loop", True))
 
 
 def shape_vars(binds):
@@ -77,10 +84,22 @@ def _bound_checkers(stmt, ctx):
 
 
 def _vectorize(stmt, ctx):
-    """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops."""
+    """Vectorize loops marked so; with config ``disable_vectorize`` they run as serial loops.
+
+    Conditions that differ between lanes become masks unless config ``vectorize_masks`` is
+    False (TVM's form, a serial loop over the lanes; ``tir.transform.VectorizeLoop`` asks it).
+    """
     if ctx.config.get("disable_vectorize"):
         return serialize_vectorized(stmt)
-    return vectorize(stmt)
+    return vectorize(stmt, masks=ctx.config.get("vectorize_masks", True))
+
+
+def _gpu_vectorize(stmt, ctx):
+    """Vectorize the loops marked so that the GPU target prints with its vector types
+    (``gpu_vectorize.VECTOR_CHECKS``); the rest, and all with ``disable_vectorize``, run serially."""
+    if ctx.config.get("disable_vectorize"):
+        return serialize_vectorized(stmt)
+    return vectorize_for_target(stmt, ctx.config.get("target_kind"))
 
 
 def _bf16_legalize(stmt, ctx):
@@ -94,7 +113,7 @@ PIPELINE = [
     ("bf16_legalize", _bf16_legalize),
     ("narrow_datatype", lambda stmt, ctx: narrow_datatype(stmt, 32)),
     ("inject_virtual_thread", lambda stmt, ctx: inject_virtual_thread(stmt)),
-    ("loop_partition", lambda stmt, ctx: loop_partition(stmt, shape_vars(ctx.binds))),
+    ("loop_partition", _loop_partition),
     ("vectorize", _vectorize),
     ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
@@ -165,9 +184,9 @@ GPU_PIPELINE = [
     PIPELINE[1],
     PIPELINE[2],
     DEVICE_PASSES[0],
-    # GPU kernels have no vector types here: a vectorized loop (TVM's float4
-    # copies into shared memory) runs as a loop in each thread.
-    ("vectorize", lambda stmt, ctx: serialize_vectorized(stmt)),
+    # a vectorized loop becomes vector accesses (TVM's float4 copies into shared memory) where the
+    # target's code generator can print its body so, else a loop in each thread
+    ("vectorize", _gpu_vectorize),
     ("storage_rewrite", _storage_rewrite),
     ("unroll", _unroll),
     DEVICE_PASSES[1],

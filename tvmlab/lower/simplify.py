@@ -7,7 +7,8 @@ through the variable).  With those facts guards that always hold are
 folded away (also ``likely`` ones), as are load and store predicates that
 hold in every lane (a guard the loop partition made redundant); loops of
 extent 0 disappear and loops of extent 1 become their body with the loop
-variable replaced by ``min``.  Inside ``if c`` (and its ``else``) an ``if`` on the same
+variable replaced by ``min`` (unless ``keep_unit_loops``, TVM's LoopPartition config
+``no_unroll_loop_with_extent_one``).  Inside ``if c`` (and its ``else``) an ``if`` on the same
 condition, or on one of the conjuncts of ``c``, is decided (``likely`` or not) when the
 condition reads no memory.
 
@@ -18,9 +19,15 @@ a provably active lane (the first or the last) reads, becomes a plain load; a ma
 allocation that only this thread sees (no parallel loop or thread index
 between the allocation and the store) becomes ``buf[i] = select(mask, new,
 buf[i])``.  Masked-off lanes then hold values no unmasked lane ever uses.
+
+A thread index bound again inside its own kernel with another extent (``threadIdx.x``
+launched with 32 and, further in, with 33) has no meaning, and its range would be two
+facts at once: that raises ``LoweringError`` ("inconsistent thread_extent"), as TVM's
+analyzer refuses the second binding.
 """
 from __future__ import annotations
 
+from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import op as _op
@@ -29,6 +36,7 @@ from ..ir.arith import Analyzer, IntervalSet
 from ..ir.arith.divmod import is_index
 from ..ir.arith.rewrite import drop_true_predicate, inlinable, truth
 from ..ir.functor import IRMutator, post_order_visit, substitute, uses_var
+from ..ir.structural import structural_equal
 from ..ir.tensor import IterVar, Range
 
 _THREAD_KEYS = ("thread_extent", "virtual_thread")
@@ -74,12 +82,29 @@ def _pure(c):
     return not found
 
 
+def launch_extent(kernel, iv, extent, analyzer=None):
+    """Record thread index ``iv``'s ``extent`` in ``kernel`` ({Var: extent} of one kernel's
+    ``thread_extent`` scopes); the same index bound again with another extent raises."""
+    old = kernel.get(iv.var)
+    if old is None:
+        kernel[iv.var] = extent
+        return
+    if structural_equal(old, extent) or (analyzer or Analyzer()).can_prove(_op.eq(old, extent)):
+        return
+    raise LoweringError(
+        f"inconsistent thread_extent: thread axis {iv.thread_tag or iv.var.name} is bound with extent "
+        f"{old} and, inside the same kernel, with extent {extent}; a kernel launches each thread axis "
+        "with one extent")
+
+
 class StmtSimplifier(IRMutator):
     """Simplify every expression of a statement tree under the bindings of its scopes."""
 
-    def __init__(self, analyzer):
+    def __init__(self, analyzer, keep_unit_loops=False):
         super().__init__()
         self.ana = analyzer
+        self.keep_unit_loops = keep_unit_loops
+        self.kernel = {}      # thread index Var -> its extent, in the kernel being visited
         self.allocs = {}      # buffer var -> (elements, concurrency depth, scope) of enclosing Allocates
         self.depth = 0        # enclosing parallel loops and thread indices
         self.facts = []       # (conjuncts, truth) decided by the enclosing ifs
@@ -143,7 +168,8 @@ class StmtSimplifier(IRMutator):
         mn, ext = self.ana.simplify(s.min), self.ana.simplify(s.extent)
         if self.ana.bounds(ext)[1] <= 0:
             return _no_op()
-        if type(ext) is E.IntImm and ext.value == 1 and s.kind != "thread_binding":
+        if type(ext) is E.IntImm and ext.value == 1 and s.kind != "thread_binding" \
+                and not self.keep_unit_loops:
             return self.visit(substitute(s.body, {s.loop_var: mn}))
         with self.ana.with_bindings(s.loop_var, Range(mn, ext)):
             body = self.visit(s.body)
@@ -172,12 +198,17 @@ class StmtSimplifier(IRMutator):
         value = self.ana.simplify(s.value) if isinstance(s.value, E.Expr) else s.value
         if s.attr_key in _THREAD_KEYS and isinstance(s.node, IterVar) \
                 and isinstance(value, E.Expr):
+            opens_kernel = not self.kernel
+            if s.attr_key == "thread_extent":
+                launch_extent(self.kernel, s.node, value, self.ana)
             self.depth += 1
             try:
                 with self.ana.with_bindings(s.node.var, Range(E.IntImm(value.dtype, 0), value)):
                     body = self.visit(s.body)
             finally:
                 self.depth -= 1
+                if opens_kernel:
+                    self.kernel = {}
         else:
             body = self.visit(s.body)
         if value is s.value and body is s.body:
@@ -263,9 +294,10 @@ class _Unmask(IRMutator):
         return e
 
 
-def simplify_stmt(stmt, analyzer=None):
+def simplify_stmt(stmt, analyzer=None, keep_unit_loops=False):
     """Return ``stmt`` with every expression simplified and trivial control flow folded.
 
     ``analyzer`` may carry bindings of enclosing scopes; it is left as it was.
+    ``keep_unit_loops``: loops of extent one stay loops.
     """
-    return StmtSimplifier(analyzer if analyzer is not None else Analyzer()).visit(stmt)
+    return StmtSimplifier(analyzer if analyzer is not None else Analyzer(), keep_unit_loops).visit(stmt)

@@ -96,6 +96,14 @@ def storage_scope(stage):
     return "local" if max(ranks) >= 1 else "shared"
 
 
+def shares_storage(scope, tag):
+    """Whether the threads of ``tag`` share memory of ``scope`` (TVM's rule: storage rank <= thread
+    rank); "warp" memory is shared by the lanes of a warp (threadIdx.x), as in TVM."""
+    from .scope import base_scope
+    base = base_scope(scope)
+    return _SCOPE_RANK.get(base, 0) <= _thread_rank(tag) or (base == "warp" and tag == "threadIdx.x")
+
+
 def _attach_threads(stage):
     out = []
     st = stage
@@ -120,14 +128,10 @@ def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
     rank; global is shared by blocks and threads, shared by the threads of a
     block and vthreads, local by none).
     """
-    from .scope import base_scope
     relax = {}
-    base = base_scope(scope)
-    rank = _SCOPE_RANK.get(base, 0)
 
     def shared_by(tag):
-        # "warp" memory is shared by the lanes of a warp (threadIdx.x), as in TVM
-        return rank <= _thread_rank(tag) or (base == "warp" and tag == "threadIdx.x")
+        return shares_storage(scope, tag)
     for iv, rng in dom_map.items():
         v = iv.var
         tag = bound_tags.get(v)

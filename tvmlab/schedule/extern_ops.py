@@ -67,13 +67,18 @@ def scan_body_ops(scan):
 
 def attach_scan_bodies(sch):
     """Compute each scan's init and body stages at its time axis (their default place, as in TVM);
-    the init stages run before the time loop."""
+    the init stages run before the time loop.  The body stages form the scan's group."""
+    from .group import scan_group
     for st in sch.stages:
         if isinstance(st.op, ScanOp):
-            for op in [t.op for t in st.op.init] + scan_body_ops(st.op):
+            body_ops = scan_body_ops(st.op)
+            for op in [t.op for t in st.op.init] + body_ops:
                 body = sch.stage_map.get(op)
                 if body is not None and body.attach_type == "root" and not body.is_output:
                     body.attach_type, body.attach_stage, body.attach_ivar = "scope", st, st.op.scan_axis
+            members = [b for b in sch.stages if b.op in body_ops and b.attach_stage is st and b.group is None]
+            if members:
+                scan_group(sch, st, members)
 
 
 # ------------------------------------------------------------ bound inference

@@ -29,6 +29,7 @@ class Group:
         self.attach_type = "root"
         self.attach_stage = None
         self.attach_ivar = None
+        self.scan = None                    # the scan stage whose step this group is (its body)
 
     @property
     def num_child_stages(self):
@@ -66,6 +67,7 @@ class Group:
         """Compute every member at the group's root inside loop ``scope`` of stage ``parent``."""
         from .stage import Stage
         sch = self.schedule
+        self._check_movable("compute_at")
         with sch._transaction():
             if isinstance(parent, (Tensor, Operation)):
                 parent = sch[parent]
@@ -100,6 +102,7 @@ class Group:
     def compute_root(self):
         """Compute the group's members at the root again."""
         sch = self.schedule
+        self._check_movable("compute_root")
         with sch._transaction():
             stage, ivar = self._root_point()
             for st in self._at_group_root():
@@ -107,6 +110,26 @@ class Group:
                     else ("scope", stage, ivar)
             self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
             sch.trace._add("group_compute_root", None, {"group": self.index})
+
+
+    def _check_movable(self, prim):
+        if self.scan is not None:
+            raise ScheduleError(f"{prim} of {self!r}: it is the step of scan {self.scan.name}, computed at its "
+                                "time axis; group some of its stages to move them")
+
+
+def scan_group(sch, scan_stage, members):
+    """The group of a scan's body stages (TVM makes one for every scan): computed at the scan's
+    time axis, which its members' compute_at and nested groups keep them inside."""
+    op = scan_stage.op
+    g = Group(sch, members, [t.op for t in op.update], [t.op for t in op.state_placeholder + op.inputs],
+              False, None, members)
+    g.attach_type, g.attach_stage, g.attach_ivar = "scope", scan_stage, op.scan_axis
+    g.scan = scan_stage
+    for st in members:
+        st.group = g
+    sch.groups.append(g)
+    return g
 
 
 def _chain(st):

@@ -66,11 +66,11 @@ class Schedule:
             st.is_output = op in self.outputs
             self.stages.append(st)
             self.stage_map[op] = st
+        self.groups = []        # create_group's Groups (and each scan's, made here)
         from .extern_ops import attach_scan_bodies
         attach_scan_bodies(self)
         self.trace = Trace(self)
         self._depth = 0
-        self.groups = []        # create_group's Groups
 
     # ------------------------------------------------------------ lookup
     def __getitem__(self, key):

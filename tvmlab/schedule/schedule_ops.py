@@ -19,7 +19,7 @@ from ..ir.stmt import (THREAD_ALLREDUCE, AllreduceInfo, AttrStmt, For, IfThenEls
                        ProducerStore, seq)
 from ..ir.tensor import IterVar, PlaceholderOp, Range, is_thread_tag
 from . import extern_ops
-from .bound import canonical_tensor, effective_bodies, infer_bound, storage_scope
+from .bound import canonical_tensor, effective_bodies, infer_bound, shares_storage, storage_scope
 from .passes import leaf_values, pass_up_index
 from .relations import Fuse, Split
 from .scope import base_scope
@@ -49,6 +49,26 @@ class _Builder:
         self.ana = Analyzer()
         for iv, r in dom_map.items():
             self.ana.bind(iv.var, r)
+        self._bind_thread_ranges()
+
+    def _bind_thread_ranges(self):
+        """A thread index lies below the kernel's extent for its tag (the largest constant extent
+        bound to it): a stage whose bounds start at a consumer's thread index (a per-thread copy)
+        then needs no guard against its shape."""
+        ext, threads = {}, []
+        for st in self.sch.stages:
+            for iv in st.leaf_iter_vars:
+                t = st.attr(iv).bind_thread
+                r = self.dom_map.get(iv)
+                if t is None or r is None or not t.thread_tag.startswith(("threadIdx", "blockIdx")):
+                    continue
+                threads.append(t)
+                e = r.extent.value if isinstance(r.extent, IntImm) and _is_zero(r.min) else None
+                ext[t.thread_tag] = None if None in (e, ext.get(t.thread_tag, 0)) else max(e, ext.get(t.thread_tag, 0))
+        own = {iv.var for iv in self.dom_map}
+        for t in threads:
+            if ext.get(t.thread_tag) and t.var not in own:
+                self.ana.bind(t.var, Range(IntImm(t.var.dtype, 0), IntImm(t.var.dtype, ext[t.thread_tag])))
 
     def build(self):
         roots = [st for st in self.sch.stages
@@ -98,7 +118,7 @@ class _Builder:
             return make_nest(self, st)
         op = st.op
         leaves = st.leaf_iter_vars
-        values = pass_up_index(st, self.dom_map, leaf_values(st))
+        values = pass_up_index(st, self.dom_map, self._leaf_values(st))
         vmap = {iv.var: values[iv] for iv in st.root_iter_vars}
         body = self.bodies[st]
         guards = self._guards(st, values)
@@ -132,6 +152,21 @@ class _Builder:
         inner = self._wrap(st, first_red, len(leaves), update, guards, pos, outer_guards=False)
         init = self._init(st, body, values, first_red, guards, pos, pred)
         return self._wrap(st, 0, first_red, seq(init, inner), outer_guards, pos)
+
+    def _leaf_values(self, st):
+        """Each leaf axis's loop variable; a data-parallel leaf bound to threads that do not share
+        the stage's storage (threadIdx.* of a "local" stage, blockIdx.* of a "shared" one) stands
+        for the start of its range: bound inference put that thread's own index into the stage's
+        bounds already (each thread computes its own copy), so the thread must not index the
+        copy a second time (TVM's rule)."""
+        values = leaf_values(st)
+        scope = storage_scope(st)
+        for iv in st.leaf_iter_vars:
+            t = st.attr(iv).bind_thread
+            if (t is not None and iv.iter_type != IterVar.REDUCE and t.thread_tag.startswith(("threadIdx", "blockIdx"))
+                    and not shares_storage(scope, t.thread_tag)):
+                values[iv] = self.dom_map[iv].min
+        return values
 
     def _cross_thread(self, st, body, vmap, guards, pred):
         """A reduction whose reduce axis is bound to threadIdx.*: each thread reduces its part over

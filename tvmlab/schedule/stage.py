@@ -244,7 +244,6 @@ class Stage:
             if self.attr(parent).kind != "serial":
                 raise ScheduleError(f"split of {self.name}.{parent.var.name}: the axis is already "
                                     f"{self.attr(parent).kind}; split before marking it")
-            self._check_not_attach_point([parent], "split")
             outer = self._new_iv(parent.var.name + ".outer", parent.iter_type)
             inner = self._new_iv(parent.var.name + ".inner", parent.iter_type)
             rel = Split(parent, outer, inner, amount if factor is not None else None,
@@ -253,6 +252,7 @@ class Stage:
             self.all_iter_vars += [outer, inner]
             k = self.leaf_iter_vars.index(parent)
             self.leaf_iter_vars[k:k + 1] = [outer, inner]
+            self._move_attached([parent], inner)
             if factor is not None:
                 self._record("split", axis=parent, factor=factor)
             else:
@@ -290,7 +290,6 @@ class Stage:
                 if self.attr(a).kind != "serial":
                     raise ScheduleError(f"fuse in stage {self.name}: axis {a.var.name} is already "
                                         f"{self.attr(a).kind}")
-            self._check_not_attach_point(axes, "fuse")
             cur = axes[0]
             for nxt in axes[1:]:
                 fused = self._new_iv(f"{cur.var.name}.{nxt.var.name}.fused",
@@ -299,15 +298,18 @@ class Stage:
                 self.all_iter_vars.append(fused)
                 k = self.leaf_iter_vars.index(cur)
                 self.leaf_iter_vars[k:k + 2] = [fused]
+                self._move_attached([cur, nxt], fused)
                 cur = fused
             self._record("fuse", axes=list(axes))
             return cur
 
-    def _check_not_attach_point(self, axes, prim):
-        for st in self.schedule.stages:
-            if st.attach_stage is self and st.attach_ivar in axes:
-                raise ScheduleError(f"{prim} in stage {self.name}: stage {st.name} is computed at "
-                                    f"axis {st.attach_ivar.var.name}; move it first")
+    def _move_attached(self, axes, to):
+        """Stages (and groups) computed at one of ``axes``, which a split or fuse replaces, are now
+        computed at ``to``: the inner part of a split, the fused axis (TVM legalizes such an
+        attachment the same way when it lowers)."""
+        for st in list(self.schedule.stages) + list(self.schedule.groups):
+            if st.attach_type == "scope" and st.attach_stage is self and st.attach_ivar in axes:
+                st.attach_ivar = to
 
     def reorder(self, *args):
         """Put the given leaf axes in this order (others keep their places)."""

@@ -15,6 +15,7 @@ from ..ir.expr import Expr as PrimExpr  # noqa: E402,F401  (TVM's base class of 
 indexdiv = floordiv
 indexmod = floormod
 from ..ir import expr  # noqa: F401,E402  (tvm.tir.expr: the expression node classes)
+from ..ir import stmt  # noqa: F401,E402  (tvm.tir.stmt: the statement node classes)
 from . import transform  # noqa: F401,E402  (tvm.tir.transform: the lowering passes)
 from ..ir.buffer import decl_buffer  # noqa: F401,E402
 from ..ir.extern import call_packed  # noqa: F401,E402

@@ -57,8 +57,17 @@ class BufferVar:
             raise DSLError(f"{self._buffer_var.name}[...]: the index must be a scalar integer, got {e} ({e.dtype})")
         return flat_index(self._buffer, (e,)) if self._buffer is not None else e
 
+    def _address(self, index):
+        """The flat index of element ``index``; memory is counted in scalars, so element i of a
+        ``float32x4`` pointer is the 4 lanes ``Ramp(i * 4, 1, 4)``."""
+        i = self._index(index)
+        lanes = dt.lanes(self._dtype)
+        if lanes == 1:
+            return i
+        return Ramp(_op.mul(i, lanes), _op.const(1, i.dtype), lanes)
+
     def __getitem__(self, index):
-        return Load(self._dtype, self._buffer_var, self._index(index))
+        return Load(self._dtype, self._buffer_var, self._address(index))
 
     def __setitem__(self, index, value):
         value = _op.convert(value)
@@ -67,7 +76,7 @@ class BufferVar:
                 raise DSLError(f"{self._buffer_var.name}[...] = value: value has type {value.dtype}, expected "
                                f"{self._dtype}")
             value = _op.cast(self._dtype, value)
-        self._builder.emit(Store(self._buffer_var, value, self._index(index)))
+        self._builder.emit(Store(self._buffer_var, value, self._address(index)))
 
     def vload(self, index, lanes):
         """``lanes`` consecutive elements from flat ``index``."""

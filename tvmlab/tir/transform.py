@@ -12,6 +12,8 @@ Each pass runs the same function as ``tvm.lower`` (``lower.pipeline``) on
 every PrimFunc of the module, under the current ``tvm.transform.PassContext``
 whose config keys ``tir.disable_vectorize`` and ``tir.UnrollLoop`` they
 honour.  A one-function module keeps a history of the steps, as tvm.lower's.
+One exception: ``VectorizeLoop`` gives TVM's serial loop where a condition
+differs between lanes, where ``tvm.lower`` (and ``lower_sequence``) masks.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def pipeline_config(ctx):
     """``lower.pipeline`` options from TVM's PassContext config keys.
 
     ``tir.disable_vectorize`` (vectorized loops stay serial loops),
-    ``tir.LoopPartition`` ({"partition_const_loop": False} skips partitioning),
+    ``tir.LoopPartition`` ({"partition_const_loop": False}: only loops of a symbolic range
+    are partitioned; {"no_unroll_loop_with_extent_one": True}: loops of extent one stay loops),
     ``tir.UnrollLoop`` ({"auto_max_step", "auto_max_depth",
     "auto_max_extent", "explicit_unroll"}) and ``tir.add_lower_pass``
     ([(phase 0..3, pass)], a pass being a ``tir.transform`` pass or a
@@ -59,9 +62,12 @@ def pipeline_config(ctx):
     part = cfg.get("tir.LoopPartition")
     if part is not None:
         if not isinstance(part, dict) or set(part) - {"partition_const_loop", "no_unroll_loop_with_extent_one"}:
-            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool}}, got {part!r}")
+            raise LoweringError(f"config tir.LoopPartition takes {{'partition_const_loop': bool, "
+                                f"'no_unroll_loop_with_extent_one': bool}}, got {part!r}")
         if part.get("partition_const_loop") is False:
-            out["skip"] = ("loop_partition",)     # TVM's default; tvmlab partitions unless told not to
+            out["partition_const_loop"] = False   # TVM's default; tvmlab partitions constant loops too
+        if part.get("no_unroll_loop_with_extent_one"):
+            out["keep_unit_loops"] = True
     unroll = cfg.get("tir.UnrollLoop")
     if unroll:
         if not isinstance(unroll, dict):
@@ -190,10 +196,20 @@ def LoopPartition():  # noqa: N802
 
 
 def VectorizeLoop(enable=True):  # noqa: N802
-    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops."""
+    """Loops marked ``vectorize`` become vector code; ``enable=False`` makes them serial loops.
+
+    As TVM's pass: a statement whose condition differs between lanes (``if i < n``,
+    ``if_then_else(i > 0, ...)``) runs as a serial loop over the lanes of its own
+    (``tvm.lower`` masks it instead, see ``lower.vectorize``).
+    """
     if enable:
-        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
+        return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, vectorize_masks=False)
     return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__, disable_vectorize=True)
+
+
+def _lower_vectorize():
+    """tvm.lower's vectorize step as a pass (lane-varying conditions become masks)."""
+    return _make("tir.VectorizeLoop", "vectorize", VectorizeLoop.__doc__)
 
 
 def UnrollLoop():  # noqa: N802
@@ -407,7 +423,7 @@ LowerMatchBuffer = _block_pass("LowerMatchBuffer", "lowering of match_buffer reg
 _PASS_OF_STEP = {"storage_flatten": lambda: StorageFlatten(64), "narrow_datatype": lambda: NarrowDataType(32),
                  "bf16_legalize": BF16Legalize,
                  "inject_virtual_thread": InjectVirtualThread, "loop_partition": LoopPartition,
-                 "vectorize": VectorizeLoop, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
+                 "vectorize": _lower_vectorize, "storage_rewrite": StorageRewrite, "unroll": UnrollLoop,
                  "simplify": Simplify, "remove_no_op": RemoveNoOp, "hoist_if_then_else": HoistIfThenElse,
                  "instrument_bound_checkers": lambda: _make("tir.InstrumentBoundCheckers",
                                                             "instrument_bound_checkers", "bound checks")}

@@ -268,10 +268,33 @@ class IntervalEval(NodeMemo):
                 return self._const(e)
             if self._nonneg(a[0]) and self._below(a[1], d):
                 return a
+            if type(e) is E.FloorMod and not _is_inf(a[0]) and not _is_inf(a[1]):
+                # the whole range in one block of d: a - d * q with the block's q
+                q = _op.floordiv(a[0], d)
+                if self.ana.can_prove(_op.eq(_op.floordiv(a[1], d), q)):
+                    return (_op.sub(a[0], _op.mul(d, q)), _op.sub(a[1], _op.mul(d, q)))
+            aligned = self._aligned_mod(e.a, d) if type(e) is E.FloorMod and type(e.a) is E.Add else None
+            if aligned is not None:
+                return aligned
             if isinstance(d, E.IntImm):
                 return self._const(e)
             return (_op.const(0, d.dtype), _op.sub(d, 1))
         return self._const(e)
+
+    def _aligned_mod(self, a, d):
+        """``floormod(x + r, d)`` with ``x`` a point and ``r`` in ``[lo, k - 1]`` (``lo >= 0``) where
+        ``k`` divides both ``x`` and ``d``: ``x + r`` stays inside one block of ``d``, so the
+        result is ``floormod(x, d) + r`` (a tile of a fused axis that never spans two rows)."""
+        for x, r in ((a.a, a.b), (a.b, a.a)):
+            xs, rs = self(x), self(r)
+            if not (xs[0] is x and xs[1] is x) or _is_inf(rs[0]) or _is_inf(rs[1]) or not self._nonneg(rs[0]):
+                continue
+            k = self.ana.simplify(_op.add(rs[1], 1))
+            if (self.ana.can_prove(_op.eq(_op.floormod(x, k), 0))
+                    and self.ana.can_prove(_op.eq(_op.floormod(d, k), 0))):
+                base = _op.floormod(x, d)
+                return (_op.add(base, rs[0]), _op.add(base, rs[1]))
+        return None
 
     def min_max(self, e):
         ranged, a, b = self._binary(e)

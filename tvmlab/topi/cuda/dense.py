@@ -6,7 +6,10 @@ threads_n`` threads, each thread ``tile_m / threads_m x tile_n / threads_n`` out
 shared-memory words (no bank conflicts, as TVM's virtual threads do).  The reduction runs in steps of
 ``tile_k``: the two ``tile x tile_k`` slices of the inputs are fetched into shared memory by all the
 threads of the block together (cooperative fetching) and double buffered, so the next slice loads while
-this one is used; each thread then reads its operands from shared memory into registers.
+this one is used; each thread then reads its operands from shared memory into registers.  Where the
+inputs' rows and ``tile_k`` are multiples of 4, each thread fetches 4 consecutive elements at once (a
+vectorized loop: one float4 load; the shared rows keep their one-word padding against bank conflicts,
+so the stores into shared memory are per lane).
 
 Few rows (``M <= small_rows``, a matrix-vector product such as batch-1 inference): a block per group of
 outputs, the reduction split over a warp's lanes (``rfactor``) and combined by warp shuffles.
@@ -21,7 +24,7 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from .tiling import cooperative_fetch, register_tile
+from .tiling import cooperative_fetch, fetch_lanes, register_tile
 
 TILE = 64          # output tile per block, each way
 THREADS = 16       # threads per block, each way (16 x 16 = 256)
@@ -109,7 +112,8 @@ def schedule_product(outs, target="cuda", what="schedule_dense", tile=TILE, thre
         choices = hand_written(C, tile, threads, tile_k, small_rows)
     if "lanes" in choices:
         return _matrix_vector(s, C, outs, choices["per_block"], choices["lanes"], choices["unroll"])
-    return _tiled(s, C, outs, choices["y"], choices["x"], choices["tile_k"], choices["unroll"])
+    return _tiled(s, C, outs, choices["y"], choices["x"], choices["tile_k"], choices["unroll"],
+                  choices.get("vector_fetch", True))
 
 
 def kernel_scope(s, out, axis, unroll):
@@ -145,7 +149,7 @@ def _split3(s, out, axis, split):
     return b, va, ta, ia
 
 
-def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1)):
+def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1), vector_fetch=True):
     out = _out_stage(s, C, outs)
     A, B = C.op.input_tensors[:2]
     CL, (AA, BB) = register_tile(s, C, out, [A, B])
@@ -179,7 +183,9 @@ def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1)):
         if tile_k > 1:
             # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
             s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
-        cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])))
+        lanes = fetch_lanes(X) if vector_fetch else 1
+        cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])),
+                          lanes if tile_k % lanes == 0 else 1)
     for X in (AL, BL):
         s[X].compute_at(s[CL], ki)
         for ax in s[X].op.axis:
