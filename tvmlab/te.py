@@ -20,6 +20,7 @@ from .ir.op import (abs, acos, all, any, asin, atan, ceil, const, cos, cosh, erf
                     max_value, min_value, nearbyint, popcount, pow, power, round, rsqrt, sigmoid, sin,
                     sinh, sqrt, tan, tanh, trunc)
 from .ir.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Range, Tensor  # noqa: F401
+from .ir.tensor import TensorComputeOp  # noqa: F401
 from .ir.tensor import TensorSlice  # noqa: F401
 from .ir.extern import ExternOp, ScanOp, extern, scan  # noqa: F401  (te.extern, te.scan)
 from .ir.hybrid import HybridOp  # noqa: F401  (te.hybrid.script's operation; te.hybrid itself: tvmlab/hybrid)
@@ -140,26 +141,29 @@ class tag_scope:  # noqa: N801 - TVM's name
         return tagged
 
 
-def _intrinsic_compute(shape, fcompute, name, tag, attrs):
-    """The op of ``compute(shape, lambda i: intrin(A[i, 0:16], ...))`` (fewer index arguments
-    than dimensions, the body a tensor intrinsic on regions), else None."""
-    from .schedule.tensorize import TensorIntrinCall, tensor_compute
+def _index_and_call(shape, fcompute, name):
+    """The axes of ``compute`` and what ``fcompute`` returns on them.  Fewer index arguments
+    than dimensions are allowed when the body is a tensor intrinsic call (the rest of the shape
+    is the intrinsic's tile)."""
+    from .schedule.tensorize import TensorIntrinCall
+
+    def axes(names):
+        return tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
+                     for n, s in zip(names, shape))
     try:
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):
-        return None
-    if builtins.any(p.kind == p.VAR_POSITIONAL for p in params):
-        return None
-    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not 0 < len(names) < len(shape):
-        return None
-    axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
-                 for n, s in zip(names, shape))
-    call = fcompute(*[iv.var for iv in axis])
-    if not isinstance(call, TensorIntrinCall):
-        return None         # the usual arity error follows
-    call.outer_axes = axis
-    return tensor_compute(shape, names, call, name, tag, attrs)
+        params = None
+    if params is not None and not builtins.any(p.kind == p.VAR_POSITIONAL for p in params):
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if 0 < len(names) < len(shape):
+            axis = axes(names)
+            body = fcompute(*[iv.var for iv in axis])
+            if isinstance(body, TensorIntrinCall):
+                return names, axis, body
+    names, _ = _param_names(fcompute, len(shape), name)
+    axis = axes(names)
+    return names, axis, fcompute(*[iv.var for iv in axis])
 
 
 def compute(shape, fcompute, name="compute", tag="", attrs=None):
@@ -167,13 +171,11 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     if not tag and tag_scope._stack:
         tag = tag_scope._stack[-1].tag
     shape = _shape(shape, f"compute {name!r}")
-    op = _intrinsic_compute(shape, fcompute, name, tag, attrs)
-    if op is not None:
-        return _outputs(op)
-    names, varargs = _param_names(fcompute, len(shape), name)
-    axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), E.Var(n, s.dtype), IterVar.DATA_PAR)
-                 for n, s in zip(names, shape))
-    body = fcompute(*[iv.var for iv in axis])
+    names, axis, body = _index_and_call(shape, fcompute, name)
+    from .schedule.tensor_compute import tensor_compute
+    from .schedule.tensorize import TensorIntrinCall
+    if isinstance(body, TensorIntrinCall):
+        return _outputs(tensor_compute(shape, axis, body, name, tag, attrs))
     bodies = list(body) if isinstance(body, (list, tuple)) else [body]
     if not bodies:
         raise DSLError(f"compute {name!r}: fcompute returned no values")
@@ -302,5 +304,5 @@ prod = comm_reducer(lambda x, y: x * y, lambda t: _op.const(1, t), name="prod")
 __all__ = ["placeholder", "compute", "reduce_axis", "thread_axis", "comm_reducer", "sum", "max",
            "min", "prod", "var", "size_var", "tag_scope", "const", "create_schedule", "if_then_else", "all",
            "any", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "pow", "power", "floor",
-           "ceil", "round", "fmod", "erf", "Tensor", "Operation", "ComputeOp", "PlaceholderOp",
+           "ceil", "round", "fmod", "erf", "Tensor", "Operation", "ComputeOp", "TensorComputeOp", "PlaceholderOp",
            "IterVar", "Schedule", "Stage", "extern", "scan", "ExternOp", "ScanOp"]

@@ -117,6 +117,14 @@ REWRITES = [
     (op.max(i + 1, n), {"i": Range(0, n)}, n),
     (op.min(fd(n + 3, 4), fd(n, 4)), {}, fd(n, 4)),
     (op.min(x, y) - op.min(y, x), {}, 0),
+    # a min / max in a sum takes in the terms that cancel in a branch
+    (op.max(x, y) - x, {}, op.max(y - x, 0)),
+    (x + op.max(y - x, z), {}, op.max(x + z, y)),
+    (x - op.max(x, y), {}, op.min(x - y, 0)),
+    (op.min(x, y) - x + 5, {}, op.min(y - x, 0) + 5),
+    (op.max(x, 1) - 1, {}, op.max(x - 1, 0)),
+    (x * 4 + op.max(op.max(x * 4, 1) - x * 4, 0) - 1, {}, op.max(x * 4 - 1, 0)),
+    (x * 4 + op.max(y, 3), {}, x * 4 + op.max(y, 3)),        # nothing cancels: unchanged
     # comparisons and logic
     (i < n, {"i": Range(0, n)}, True),
     (i * 4 + j < 4 * n, {"i": Range(0, n), "j": (0, 4)}, True),

@@ -148,6 +148,59 @@ class ComputeOp(Operation):
         return bool(self._reduce_axis)
 
 
+class TensorComputeOp(Operation):
+    """``te.compute(shape, lambda *outer: intrin(A[i, 0:16], ...))``: a tensor intrinsic called on
+    regions of its inputs at every point of the outer axes.
+
+    The first ``schedulable_ndim`` axes are loops; the rest (opaque) are the
+    intrinsic's tile, written whole by its statements.  ``input_regions`` hold
+    one Range per dimension of each input (a point is a Range of extent 1),
+    ``scalar_inputs`` the values of the intrinsic's ``scalar_params``.
+    """
+    __slots__ = ("axis", "_reduce_axis", "schedulable_ndim", "intrin", "inputs", "input_regions",
+                 "scalar_inputs")
+
+    def __init__(self, name, tag, attrs, axis, reduce_axis, schedulable_ndim, intrin, inputs, regions,
+                 scalar_inputs=()):
+        super().__init__(name, tag, attrs)
+        self.axis = tuple(axis)
+        self._reduce_axis = tuple(reduce_axis)
+        self.schedulable_ndim = int(schedulable_ndim)
+        self.intrin = intrin
+        self.inputs = tuple(inputs)
+        self.input_regions = tuple(tuple(r) for r in regions)
+        self.scalar_inputs = tuple(scalar_inputs)
+        shape = tuple(iv.dom.extent for iv in self.axis)
+        outs = intrin.buffers[len(self.inputs):]
+        self.outputs = tuple(Tensor(shape, b.dtype, self, i) for i, b in enumerate(outs))
+
+    @property
+    def reduce_axis(self):
+        return list(self._reduce_axis)
+
+    @property
+    def is_reduction(self):
+        return bool(self._reduce_axis)
+
+    @property
+    def root_iter_vars(self):
+        """The loops: the outer axes, then the reduction axes (the tile's axes are not loops)."""
+        return list(self.axis[:self.schedulable_ndim]) + list(self._reduce_axis)
+
+    def index_exprs(self):
+        """The expressions of the call: region bounds and scalar values (they may read tensors)."""
+        return [x for rng in self.input_regions for r in rng for x in (r.min, r.extent)] + list(self.scalar_inputs)
+
+    @property
+    def input_tensors(self):
+        from .functor import collect_tensors
+        seen = []
+        for t in list(self.inputs) + [t for e in self.index_exprs() for t in collect_tensors(e)]:
+            if t not in seen:
+                seen.append(t)
+        return seen
+
+
 class Tensor(ExprOp):
     """A multi-dimensional array produced by an operation; ``A[i, j]`` reads it."""
     __slots__ = ("shape", "dtype", "op", "value_index", "__weakref__")

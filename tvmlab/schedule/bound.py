@@ -209,7 +209,9 @@ def infer_bound(sch, bodies=None):
     reads = {st: accesses(bodies[st]) for st in bodies}
     order = [st for st in sch.stages if not st.is_placeholder]
     from . import extern_ops
-    reads.update((st, extern_ops.stage_reads(sch, st)) for st in order if st not in reads)
+    from . import tensor_compute
+    reads.update((st, tensor_compute.region_reads(sch, st) if tensor_compute.is_tensor_compute(st.op)
+                  else extern_ops.stage_reads(sch, st)) for st in order if st not in reads)
     for st in reversed(order):
         if st.attach_type == "inline":
             continue
@@ -249,6 +251,9 @@ def infer_bound(sch, bodies=None):
                             req[d] = s if req[d] is None else _union(ana, req[d], s)
             for d, iv in enumerate(op.axis):
                 dom_map[iv] = _clip(ana, req[d], iv.dom) if req[d] is not None else iv.dom
+        if tensor_compute.is_tensor_compute(op):         # the intrinsic writes its whole tile
+            for iv in op.axis[op.schedulable_ndim:]:
+                dom_map[iv] = iv.dom
         for iv in op.reduce_axis:
             dom_map[iv] = iv.dom
         try:

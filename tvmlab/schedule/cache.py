@@ -67,7 +67,8 @@ def cache_write(sch, tensor, scope):
     if any(sch[t] is not st for t in tensors):
         raise ScheduleError("cache_write: the tensors must be outputs of one operation")
     op = st.op
-    if not isinstance(op, ComputeOp):
+    from .tensor_compute import is_tensor_compute
+    if not isinstance(op, ComputeOp) and not is_tensor_compute(op):
         raise ScheduleError(f"cache_write of {st.name}: only computed tensors can be cached")
     if len(tensors) != op.num_outputs:
         raise ScheduleError(f"cache_write of {st.name}: pass all {op.num_outputs} outputs of "
@@ -77,6 +78,10 @@ def cache_write(sch, tensor, scope):
                             f"(vectorize, bind, ...) or inlining it")
     if any(s.attach_stage is st for s in sch.stages):
         raise ScheduleError(f"cache_write of {st.name}: other stages are computed at its axes")
+    if is_tensor_compute(op):
+        from .tensor_compute import cache_write as tensor_compute_cache
+        cache_op, axis = tensor_compute_cache(sch, st, op, scope)
+        return _install_cache(sch, st, op, cache_op, tuple(iv.var for iv in op.axis), scope, tensor, axis)
     if st.relations:
         return _cache_write_relayout(sch, st, op, scope, tensor)
     # New data axes; the reduction axes stay the same IterVars (as in TVM), so
@@ -93,15 +98,17 @@ def cache_write(sch, tensor, scope):
     return _install_cache(sch, st, op, cache_op, tuple(iv.var for iv in op.axis), scope, tensor)
 
 
-def _install_cache(sch, st, op, cache_op, idx, scope, tensor):
-    """Make ``st`` a plain copy of ``cache_op`` read at ``idx`` and put the cache's stage before it."""
+def _install_cache(sch, st, op, cache_op, idx, scope, tensor, axis=None):
+    """Make ``st`` a plain copy of ``cache_op`` read at ``idx`` (over ``axis``, by default the
+    op's) and put the cache's stage before it."""
     from ..ir.expr import ProducerLoad
-    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
+    axis = list(op.axis if axis is None else axis)
+    copy_op = ComputeOp(op.name, op.tag, op.attrs, axis,
                         [ProducerLoad(t, idx) for t in cache_op.outputs])
     sch._replace_op(st, copy_op)
     st.relations = []
-    st.all_iter_vars = list(op.axis)
-    st.leaf_iter_vars = list(op.axis)
+    st.all_iter_vars = list(axis)
+    st.leaf_iter_vars = list(axis)
     new_stage = Stage(cache_op, sch)
     new_stage.scope = scope
     sch.stages.insert(sch.stages.index(st), new_stage)

@@ -33,6 +33,9 @@ def replace_tensor(sch, op, old, new):
                 return s.replace(producer=t, value=self.visit(s.value), indices=tuple(self.visit(i) for i in s.indices))
         inputs = [new if canonical_tensor(sch, t) is old else t for t in op.inputs]
         return HybridOp(op.name, op.tag, op.attrs, inputs, op.output_placeholders, H().visit(op.body), op.axis)
+    from .tensor_compute import is_tensor_compute, replace_input
+    if is_tensor_compute(op):
+        return replace_input(sch, op, old, new)
     if isinstance(op, ScanOp):
         from ..errors import ScheduleError
         raise ScheduleError(f"scan {op.name} reads {old.name} as its init or update; cache the tensors its "

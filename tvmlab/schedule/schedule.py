@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from ..errors import ScheduleError
-from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor
+from ..ir.tensor import ComputeOp, IterVar, Operation, Tensor, TensorComputeOp
 from .stage import Stage
 from .trace import Trace
 
@@ -71,13 +71,6 @@ class Schedule:
         attach_scan_bodies(self)
         self.trace = Trace(self)
         self._depth = 0
-        from .tensorize import AUTO_TENSORIZE, auto_tensorize
-        if any(st.op in AUTO_TENSORIZE for st in self.stages):
-            self._depth = 1         # primitives applied here are part of the definition, not the trace
-            try:
-                auto_tensorize(self)
-            finally:
-                self._depth = 0
 
     # ------------------------------------------------------------ lookup
     def __getitem__(self, key):
@@ -234,7 +227,7 @@ class Schedule:
         from .relations import Rebase
         with self._transaction():
             for st in self.stages:
-                if not isinstance(st.op, ComputeOp):
+                if not isinstance(st.op, (ComputeOp, TensorComputeOp)):
                     continue        # a scan's time axis keeps its start (TVM's bounds report min 1)
                 for k, iv in enumerate(list(st.leaf_iter_vars)):
                     if iv.dom is None:

@@ -113,6 +113,9 @@ class _Builder:
     def nest(self, st):
         if extern_ops.is_special(st.op):
             return extern_ops.make_nest(self, st)
+        from . import tensor_compute
+        if tensor_compute.is_tensor_compute(st.op):
+            return tensor_compute.make_nest(self, st)
         from .tensorize import make_nest, tensorized_leaf
         if tensorized_leaf(st) is not None:
             return make_nest(self, st)

@@ -13,7 +13,7 @@ from ..errors import ScheduleError
 from ..ir import dtype as dt
 from ..ir import op as _op
 from ..ir.expr import IntImm, Var
-from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
+from ..ir.tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor, TensorComputeOp
 from .relations import Fuse, Rebase, Singleton, Split
 
 KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding", "tensorized")
@@ -157,6 +157,10 @@ class Stage:
                 raise ScheduleError(
                     f"stage {self.name}: {what} {ref.var.name} is no longer a leaf axis "
                     f"(it was split or fused); leaf axes are {self._leaf_names()}")
+            if isinstance(self.op, TensorComputeOp) and ref in self.op.axis:
+                raise ScheduleError(f"stage {self.name}: {what} {ref.var.name} is inside the tile of tensor "
+                                    f"intrinsic {self.op.intrin.name}; only its first "
+                                    f"{self.op.schedulable_ndim} axes (and its reduce axes) are loops")
             owner = self.schedule._owner_of(ref) if self.schedule is not None else None
             if owner is not None and owner is not self:
                 raise ScheduleError(f"stage {self.name}: {what} {ref.var.name} belongs to stage "
@@ -184,6 +188,13 @@ class Stage:
         return "[" + ", ".join(iv.var.name for iv in self.leaf_iter_vars) + "]"
 
     def _check_compute(self, prim):
+        if isinstance(self.op, TensorComputeOp):
+            if prim in ("compute_inline", "set_store_predicate", "opengl", "prefetch", "tensorize"):
+                raise ScheduleError(f"{prim}: stage {self.name} is computed by tensor intrinsic "
+                                    f"{self.op.intrin.name} (te.compute over an intrinsic call); its loops "
+                                    "call the intrinsic on whole tiles and have no element-wise body for "
+                                    + prim)
+            return
         if not isinstance(self.op, ComputeOp) and not self.is_placeholder:
             if prim in ("compute_at", "compute_root"):
                 return                   # an extern, scan or hybrid stage is placed like any other

@@ -48,114 +48,41 @@ class TensorIntrin:
     def __repr__(self):
         return f"TensorIntrin({self.name!r}, op={self.op.name})"
 
-    def __call__(self, *regions, reduce_axis=None, scalar_inputs=None):
-        """``intrin(A[i, 0:16], B[i, 0:16])`` inside ``te.compute``: the intrinsic applied to regions."""
-        if scalar_inputs:
-            raise DSLError(f"tensor intrinsic {self.name}: scalar_inputs are not supported")
+    def __call__(self, *args, reduce_axis=None):
+        """``intrin(A[i, 0:16], B[i, 0:16], x * 2)`` inside ``te.compute``: the intrinsic applied to
+        tensor regions (a fully indexed ``A[i, j]`` is a region of one element, as in TVM) and to
+        scalar values for its ``scalar_params``, in any order."""
         from ..ir.tensor import TensorRegion
+        regions, scalars = [], []
+        for a in args:
+            if isinstance(a, ProducerLoad):
+                a = TensorRegion(a.producer, a.indices)
+            if isinstance(a, TensorRegion):
+                regions.append(a)
+                continue
+            try:
+                scalars.append(_op.convert(a))
+            except DSLError:
+                raise DSLError(f"tensor intrinsic {self.name}: arguments are tensor regions such as "
+                               f"A[i, 0:16] or scalar values, got {a!r}") from None
         if len(regions) != len(self.inputs):
             raise DSLError(f"tensor intrinsic {self.name} takes {len(self.inputs)} regions "
                            f"({', '.join(t.name for t in self.inputs)}), got {len(regions)}")
-        for r in regions:
-            if not isinstance(r, TensorRegion):
-                raise DSLError(f"tensor intrinsic {self.name}: arguments are tensor regions such as "
-                               f"A[i, 0:16], got {r!r}")
+        if len(scalars) != len(self.scalar_params):
+            raise DSLError(f"tensor intrinsic {self.name} takes {len(self.scalar_params)} scalar values "
+                           f"({', '.join(v.name for v in self.scalar_params) or 'none'}), got {len(scalars)}")
         axes = [] if reduce_axis is None else (list(reduce_axis) if isinstance(reduce_axis, (list, tuple))
                                                else [reduce_axis])
-        return TensorIntrinCall(self, regions, axes)
+        return TensorIntrinCall(self, regions, axes, scalars)
 
 
 class TensorIntrinCall:
-    """What ``intrin(regions...)`` returns: ``te.compute`` makes it a tensorized stage."""
-    __slots__ = ("intrin", "regions", "reduce_axis", "outer_axes")
+    """What ``intrin(regions...)`` returns: ``te.compute`` makes it a TensorComputeOp."""
+    __slots__ = ("intrin", "regions", "reduce_axis", "scalar_inputs")
 
-    def __init__(self, intrin, regions, reduce_axis):
+    def __init__(self, intrin, regions, reduce_axis, scalar_inputs=()):
         self.intrin, self.regions, self.reduce_axis = intrin, tuple(regions), tuple(reduce_axis)
-
-
-# ops made by te.compute from an intrinsic call -> (intrin, outer axes, user reduce axes); the
-# schedule tensorizes them where it is created
-AUTO_TENSORIZE = weakref.WeakKeyDictionary()
-
-
-def tensor_compute(shape, outer_names, call, name, tag, attrs):
-    """The ComputeOp of ``te.compute(shape, lambda *outer: intrin(regions...))``: the intrinsic's
-    own compute spread over the outer axes, with its inputs read from the regions."""
-    intrin = call.intrin
-    z = intrin.op
-    nouter = len(outer_names)
-    inner_shape = [iv.dom.extent for iv in z.axis]
-    if len(shape) != nouter + len(inner_shape):
-        raise DSLError(f"compute {name!r}: {nouter} outer axes and the {len(inner_shape)} axes of "
-                       f"intrinsic {intrin.name} make {nouter + len(inner_shape)} dimensions, the shape "
-                       f"has {len(shape)}")
-    return _tensor_compute(shape, outer_names, call, name, tag, attrs, z, nouter)
-
-
-def _tensor_compute(shape, outer_names, call, name, tag, attrs, z, nouter):
-    from ..ir.expr import Var as _Var
-    from ..ir.arith import Analyzer
-    ana = Analyzer()
-    intrin = call.intrin
-    outer = call.outer_axes
-    inner = []
-    for k, (iv, ext) in enumerate(zip(z.axis, shape[nouter:])):
-        if not ana.can_prove_equal(iv.dom.extent, ext):
-            raise DSLError(f"compute {name!r}: dimension {nouter + k} is {ext} but intrinsic "
-                           f"{intrin.name} computes {iv.dom.extent}")
-        inner.append(IterVar(Range(_op.const(0, ext.dtype), ext), _Var(f"{iv.var.name}.c", ext.dtype),
-                             IterVar.DATA_PAR))
-    vmap = {iv.var: niv.var for iv, niv in zip(z.axis, inner)}
-    body = z.body[0]
-    red_map = {}
-    if isinstance(body, Reduce):
-        for iv in body.axis:
-            red_map[iv] = IterVar(iv.dom, _Var(f"{iv.var.name}.c", iv.var.dtype), IterVar.REDUCE)
-            vmap[iv.var] = red_map[iv].var
-    elif call.reduce_axis:
-        raise DSLError(f"compute {name!r}: reduce_axis given, but intrinsic {intrin.name} does not reduce")
-    region_of = dict(zip(intrin.inputs, call.regions))
-
-    class Rewrite(IRMutator):
-        def visit_ProducerLoad(self, ld):
-            idx = [self.visit(i) for i in ld.indices]
-            r = region_of.get(ld.producer)
-            if r is None:
-                return ld.replace(indices=tuple(idx))
-            ranges = [x for x in r.items if isinstance(x, tuple)]
-            if len(ranges) != len(idx):
-                raise DSLError(f"compute {name!r}: region {r!r} has {len(ranges)} ranges but intrinsic "
-                               f"input {ld.producer.name} has {len(idx)} dimensions")
-            it = iter(idx)
-            full = [_op.add(x[0], next(it)) if isinstance(x, tuple) else x for x in r.items]
-            return r.tensor(*full)
-
-        def visit_Var(self, v):
-            return vmap.get(v, v)
-
-    new_body = Rewrite().visit(body.source[body.value_index] if isinstance(body, Reduce) else body)
-    if isinstance(body, Reduce):
-        axes = tuple(call.reduce_axis) + tuple(red_map[iv] for iv in body.axis)
-        cond = Rewrite().visit(body.condition) if body.condition is not None else None
-        new_body = Reduce(body.combiner, (new_body,), axes, cond if cond is not None else _op.const(True),
-                          0, body.init)
-    op = ComputeOp(name, tag, attrs, tuple(outer) + tuple(inner), [new_body])
-    AUTO_TENSORIZE[op] = (intrin, nouter, len(call.reduce_axis))
-    return op
-
-
-def auto_tensorize(sch):
-    """Tensorize the stages ``te.compute`` made from tensor intrinsic calls (not recorded in the trace:
-    the compute itself asks for it)."""
-    for st in sch.stages:
-        info = AUTO_TENSORIZE.get(st.op)
-        if info is None:
-            continue
-        intrin, nouter, nred = info
-        axis, red = list(st.op.axis), list(st.op.reduce_axis)
-        order = axis[:nouter] + red[:nred] + axis[nouter:] + red[nred:]
-        st.reorder(*order)
-        st.tensorize(axis[nouter], intrin)
+        self.scalar_inputs = tuple(scalar_inputs)
 
 
 def lookup(name):
@@ -572,23 +499,35 @@ def make_nest(b, st):
             raise LoweringError(f"{where}: a split inside the tile does not divide its axis, and {reason}; "
                                 "choose factors that divide the extents or pad the tensors")
         guards = [(c, d) for c, d in guards if d < t]   # whole tiles in storage: the extra work is unused
+    return emit(b, st, intrin, m, t, guards, pos, where)
+
+
+def emit(b, st, intrin, m, t, guards, pos, where, prepare=None):
+    """The loops ``leaves[:t]`` of stage ``st`` around the intrinsic's statements, each bound to
+    the tiles of ``m``: the body when the tile holds the whole reduction, else the reset once per
+    output tile and the update (or, without a reset, the body at the first reduction step).
+    ``prepare`` rewrites each statement first (a call's scalar values)."""
+    leaves = st.leaf_iter_vars
+
+    def stmt(x):
+        return prepare(x) if prepare is not None and x is not None else x
     first_red = next((k for k, iv in enumerate(leaves) if iv.iter_type == IterVar.REDUCE), len(leaves))
     if first_red >= t:
         if intrin.body is None:
             raise LoweringError(f"{where}: the tile holds the whole reduction but {intrin.name!r} has "
                                 "no body (it gave only reduce_reset and reduce_update)")
-        return b._wrap(st, 0, t, bind(intrin.body, m.inputs + m.outputs), guards, pos)
+        return b._wrap(st, 0, t, bind(stmt(intrin.body), m.inputs + m.outputs), guards, pos)
     if intrin.reduce_update is None or (intrin.reduce_init is None and intrin.body is None):
         raise LoweringError(f"{where}: reduction axis {leaves[first_red].var.name} is outside the tile, "
                             f"so {intrin.name!r} must give (body, reduce_reset, reduce_update) (a body "
                             "without reset is used for the first step)")
-    update = bind(intrin.reduce_update, m.inputs + m.outputs)
+    update = bind(stmt(intrin.reduce_update), m.inputs + m.outputs)
     if intrin.reduce_init is None:
         # TVM's rule without a reset: the first step of the outer reduction runs the body
         # (which writes the tile), the others the update.
         firsts = [_op.eq(iv.var, b.dom_map[iv].min) for iv in leaves[first_red:t]
                   if iv.iter_type == IterVar.REDUCE]
-        update = IfThenElse(_op.all(*firsts), bind(intrin.body, m.inputs + m.outputs), update)
+        update = IfThenElse(_op.all(*firsts), bind(stmt(intrin.body), m.inputs + m.outputs), update)
         inner_stmt = b._wrap(st, first_red, t, update, [(c, d) for c, d in guards if d >= first_red], pos,
                              outer_guards=False)
         return b._wrap(st, 0, first_red, inner_stmt, [(c, d) for c, d in guards if d < first_red], pos)
@@ -604,7 +543,7 @@ def make_nest(b, st):
             loops.append((iv, nv))
     outs = [(buf, tn, [Range(substitute(r.min, fresh), r.extent) for r in rng])
             for buf, tn, rng in m.outputs]
-    init = bind(intrin.reduce_init, outs)
+    init = bind(substitute(stmt(intrin.reduce_init), fresh), outs)
     for iv, nv in reversed(loops):
         init = b._loop(st, iv, nv, b.dom_map[iv], init)
     outer = [(c, d) for c, d in guards if d < first_red]

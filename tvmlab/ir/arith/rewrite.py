@@ -23,6 +23,7 @@ from .. import op as _op
 from ..functor import post_order_visit, substitute
 from . import linear as L
 from .divmod import DivModRules, _fold_float, is_index
+from .minmax_sum import MinMaxSumRules
 from .interval import IntervalSet
 from .int_bound import INF, mul as _bmul, scale as _bscale
 
@@ -93,7 +94,7 @@ def _reads_memory(e):
     return bool(found)
 
 
-class Simplifier(DivModRules):
+class Simplifier(DivModRules, MinMaxSumRules):
     """Simplify expressions for one Analyzer; results are memoised until bindings change."""
 
     def __init__(self, analyzer):
@@ -157,9 +158,9 @@ class Simplifier(DivModRules):
         if t is E.IntImm:
             s = L.constant(e.dtype, e.value)
         elif t is E.Add:
-            s = self._merge_divmod(L.add(self.form(e.a), self.form(e.b)))
+            s = self._fold_min_max(self._merge_divmod(L.add(self.form(e.a), self.form(e.b))))
         elif t is E.Sub:
-            s = self._merge_divmod(L.add(self.form(e.a), self.form(e.b), -1))
+            s = self._fold_min_max(self._merge_divmod(L.add(self.form(e.a), self.form(e.b), -1)))
         elif t is E.Mul:
             s = self._mul(self.form(e.a), self.form(e.b))
         else:
