@@ -114,3 +114,15 @@ def test_tune_simple_template_tutorial(tmp_path):
     assert out.stdout.count("GFLOPS:") == 4
     assert out.stdout.rstrip().endswith("OK")
     assert len((tmp_path / "matmul.log").read_text().splitlines()) == 4
+
+
+def test_bench_tune_tutorial_configuration_reports_trials_per_second():
+    import io
+    import re
+
+    from tvmlab.bench import tune
+    out = io.StringIO()
+    rate = tune.run_tutorial(size=64, n_trial=6, seed=1, out=out)
+    text = out.getvalue()
+    assert rate > 0
+    assert re.search(r"6 trials in [\d.]+ s, [\d.]+ trials/s, \d+ failed", text), text

@@ -161,6 +161,27 @@ def run_topi(size=512, n_trial=40, seed=0, out=sys.stdout):
     return t_tuned, t_fb
 
 
+def run_tutorial(size=512, n_trial=200, seed=0, out=sys.stdout):
+    """Tune as TVM's tutorials configure it: ``builder="local"`` (10 s build timeout, every core) and
+    ``LocalRunner(number=3)`` with TVM's other defaults, a RandomTuner; prints trials per second."""
+    task = autotvm.task.create(TEMPLATE, args=(size, size, size, "float32"), target="llvm")
+    opt = autotvm.measure_option(builder="local", runner=autotvm.LocalRunner(number=3))
+    tuner = autotvm.tuner.RandomTuner(task, seed=seed)
+    errors = []
+    cpu0 = _cpu_seconds()
+    t0 = time.perf_counter()
+    tuner.tune(n_trial=n_trial, measure_option=opt,
+               callbacks=[lambda t, inputs, results: errors.extend(r.error_no for r in results if r.error_no)])
+    wall = time.perf_counter() - t0
+    opt["runner"].close()
+    n = len(tuner.history)
+    print(f"tutorial configuration (builder='local', LocalRunner(number=3), RandomTuner): {n} trials in "
+          f"{wall:.1f} s, {n / wall:.2f} trials/s, {len(errors)} failed, "
+          f"{(_cpu_seconds() - cpu0) / n:.3f} CPU s per trial; best {tuner.best_flops / 1e9:.1f} GFLOP/s",
+          file=out)
+    return n / wall
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=512)
@@ -176,8 +197,13 @@ def main(argv=None):
                         "(0: time every config fully, as TVM does)")
     p.add_argument("--topi", type=int, default=0, metavar="N",
                    help="instead: tune topi.schedule_matmul for N trials and compare it with its fallback")
+    p.add_argument("--tutorial", type=int, default=0, metavar="N",
+                   help="instead: N trials configured as TVM's tutorials do (builder='local', "
+                        "LocalRunner(number=3)); prints trials per second")
     a = p.parse_args(argv)
-    if a.topi:
+    if a.tutorial:
+        run_tutorial(a.size, a.tutorial, a.seed)
+    elif a.topi:
         run_topi(a.size, a.topi, a.seed)
     else:
         run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout, a.build_timeout, a.slow_factor)
