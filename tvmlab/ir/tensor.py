@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import DSLError
 from . import dtype as dt
 from . import op as _op
+from .attrs import AttrMap
 from .expr import ExprOp, ProducerLoad, Reduce, Var
 from .node import Node, node
 
@@ -84,7 +85,7 @@ class Operation:
     def __init__(self, name, tag="", attrs=None):
         self.name = name
         self.tag = tag
-        self.attrs = dict(attrs or {})
+        self.attrs = AttrMap(attrs or {})     # TVM's view (``.value``) over plain values
         self.outputs = ()
 
     def output(self, i):
