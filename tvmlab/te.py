@@ -171,7 +171,8 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
     if not tag and tag_scope._stack:
         tag = tag_scope._stack[-1].tag
     shape = _shape(shape, f"compute {name!r}")
-    names, axis, body = _index_and_call(shape, fcompute, name)
+    with E.compute_body():
+        names, axis, body = _index_and_call(shape, fcompute, name)
     from .schedule.tensor_compute import tensor_compute
     from .schedule.tensorize import TensorIntrinCall
     if isinstance(body, TensorIntrinCall):

@@ -165,7 +165,7 @@ def test_nested_groups_compute_at_inside_each_other(rng):
 
 
 def test_scalar_on_the_left_of_a_whole_tensor_is_element_wise(rng):
-    """``n + B`` is B's element-wise compute, as ``B + n`` is (a 0-d tensor stays a scalar)."""
+    """``n + B`` is B's element-wise compute, as ``B + n`` is (a 0-d tensor too, outside a compute body)."""
     n = te.var("n", dtype="float32")
     B = te.placeholder((5, 3), name="B")
     outs = [n + B, n - B, n * B, n / B]
@@ -178,7 +178,50 @@ def test_scalar_on_the_left_of_a_whole_tensor_is_element_wise(rng):
     for g, want in zip(got, [2.5 + b, 2.5 - b, 2.5 * b, 2.5 / b]):
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
     z = te.placeholder((), name="z")
-    assert not isinstance(n + z, te.Tensor)
+    assert isinstance(n + z, te.Tensor) and (n + z).shape == ()
+
+
+def test_zero_d_tensor_arithmetic_makes_tensors_outside_compute_bodies(rng):
+    """Outside a compute body a 0-d tensor in arithmetic is a whole tensor, as in TVM: tensor with
+    tensor is tagged "broadcast", tensor with scalar "elemwise"."""
+    n = te.var("n", dtype="float32")
+    A = te.placeholder((), name="A")
+    B = te.placeholder((5, 3), name="B")
+    B2 = B[0, 0]
+    for e in (1 + A, A * 2, n - A, A / n, A + A, B2 + A, A - B2):
+        assert isinstance(e, te.Tensor) and e.shape == ()
+    assert not isinstance(B2 + n, te.Tensor) and not isinstance(B2 * B2, te.Tensor)
+    assert (A + B).op.tag == (B - A).op.tag == (A + A).op.tag == (B * B).op.tag == "broadcast"
+    assert (A + 1).op.tag == (n * A).op.tag == (B + n).op.tag == (B2 + A).op.tag == "elemwise"
+    outs = [A + B, B / A, 3 - A, A * A + n, B2 - A]
+    shapes = [(5, 3), (5, 3), (), (), ()]
+    assert [tuple(int(d) for d in o.shape) for o in outs] == shapes
+    s = te.create_schedule([o.op for o in outs])
+    f = tvm.build(s, [A, B, n, *outs])
+    a = np.array(rng.uniform(1, 2), "float32")
+    b = rng.uniform(1, 2, (5, 3)).astype("float32")
+    got = [tvm.nd.array(np.full(sh, np.nan, "float32")) for sh in shapes]
+    f(tvm.nd.array(a), tvm.nd.array(b), 0.5, *got)
+    for g, want in zip(got, [a + b, b / a, 3 - a, a * a + 0.5, b[0, 0] - a]):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+
+
+def test_zero_d_tensor_in_a_compute_body_reads_its_element(rng):
+    """Inside a compute body ``A * 2`` of a 0-d A is the scalar ``A() * 2`` (TVM would refuse a tensor
+    there), so bodies written that way keep one stage."""
+    A = te.placeholder((), name="A")
+    B = te.placeholder((4, 6), name="B")
+    C = te.compute((4, 6), lambda i, j: B[i, j] + A * 2 - (1 - A), name="C")
+    D = te.compute((), lambda: A + A * A, name="D")
+    assert C.op.input_tensors == [B, A] and D.op.input_tensors == [A]
+    s = te.create_schedule([C.op, D.op])
+    f = tvm.build(s, [A, B, C, D])
+    a = np.array(rng.uniform(1, 2), "float32")
+    b = rng.uniform(1, 2, (4, 6)).astype("float32")
+    c, d = tvm.nd.array(np.full((4, 6), np.nan, "float32")), tvm.nd.array(np.full((), np.nan, "float32"))
+    f(tvm.nd.array(a), tvm.nd.array(b), c, d)
+    np.testing.assert_allclose(c.numpy(), b + a * 2 - (1 - a), rtol=1e-6)
+    np.testing.assert_allclose(d.numpy(), a + a * a, rtol=1e-6)
 
 
 def test_which_reductions_a_compute_accepts():

@@ -58,11 +58,10 @@ def _index(t, idx):
 
 
 def binary(opname, a, b):
-    """``a <op> b`` where a and/or b are tensors of rank >= 1 (the other may be a scalar)."""
+    """``a <op> b`` where a and/or b are tensors (the other may be a scalar)."""
     from .tensor import Tensor
     name, fn = OPS[opname]
-    ta = isinstance(a, Tensor) and a.ndim > 0
-    tb = isinstance(b, Tensor) and b.ndim > 0
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     shape = broadcast_shape(a.shape if ta else (), b.shape if tb else (), name)
     axis = tuple(IterVar(Range(_op.const(0, s.dtype), s), Var(f"ax{k}", s.dtype), IterVar.DATA_PAR)
                  for k, s in enumerate(shape))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 from typing import Any
 
 from ..errors import DSLError
@@ -18,10 +19,34 @@ from .node import Node, node
 _VAR_SERIAL = itertools.count()
 
 
+_BODY = threading.local()     # .depth: how many compute bodies are being built on this thread
+
+
+class compute_body:  # noqa: N801 - used as ``with compute_body():``
+    """Marks the evaluation of a compute body (``te.compute`` calling ``fcompute``).
+
+    Outside a body, arithmetic on a 0-d tensor makes a tensor, as in TVM (``A + 1`` is a
+    compute of shape ()).  Inside one, a 0-d tensor in arithmetic reads its one element
+    (``A()``): TVM would build a tensor there and then refuse it as a body."""
+
+    def __enter__(self):
+        _BODY.depth = getattr(_BODY, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _BODY.depth -= 1
+
+
+def in_compute_body():
+    """Whether a compute body is being built on this thread."""
+    return getattr(_BODY, "depth", 0) > 0
+
+
 def _whole(o):
-    """Whether ``o`` is a tensor of rank > 0: ``n + B`` is then B's element-wise compute (its reflected
-    operator), as ``B + n`` is."""
-    return getattr(o, "_whole_tensor", False) and o.ndim > 0
+    """Whether ``o`` takes part in arithmetic as a whole tensor: ``n + B`` is then B's element-wise
+    compute (its reflected operator), as ``B + n`` is.  A 0-d tensor does so only outside a
+    compute body."""
+    return getattr(o, "_whole_tensor", False) and (o.ndim > 0 or not in_compute_body())
 
 
 class ExprOp:

@@ -15,6 +15,7 @@ import math
 from ..errors import TVMLabError
 from . import expr as E
 from . import stmt as S
+from .attrs import AttrBool
 from .function import Buffer, IRModule, PrimFunc
 from .node import Node
 from .tensor import ComputeOp, IterVar, PlaceholderOp, Range, Tensor
@@ -65,6 +66,8 @@ class _Writer:
     def w(self, x):
         if x is None or isinstance(x, (bool, str)):
             return x
+        if isinstance(x, AttrBool):
+            return bool(x)
         if isinstance(x, int):
             return x
         if isinstance(x, float):
@@ -151,9 +154,10 @@ class _Reader:
         if t == "PlaceholderOp":
             return self.keep(d, PlaceholderOp(d["name"], self.r(d["shape"]), d["dtype"]))
         if t == "ComputeOp":
+            attrs = self.r(d["attrs"])      # written first: a variable in attrs is defined there
             axis = self.r(d["axis"])
             body = self.r(d["body"])
-            return self.keep(d, ComputeOp(d["name"], d["tag"], self.r(d["attrs"]), axis, body))
+            return self.keep(d, ComputeOp(d["name"], d["tag"], attrs, axis, body))
         if t == "Buffer":
             data = self.r(d["data"])
             return self.keep(d, Buffer(d["name"], self.r(d["shape"]), d["dtype"], data=data,

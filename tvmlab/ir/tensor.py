@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..errors import DSLError
 from . import dtype as dt
 from . import op as _op
-from .expr import ExprOp, ProducerLoad, Reduce, Var
+from .attrs import AttrMap
+from .expr import ExprOp, ProducerLoad, Reduce, Var, _whole, in_compute_body
 from .node import Node, node
 
 
@@ -84,7 +85,7 @@ class Operation:
     def __init__(self, name, tag="", attrs=None):
         self.name = name
         self.tag = tag
-        self.attrs = dict(attrs or {})
+        self.attrs = AttrMap(attrs or {})     # TVM's view (``.value``) over plain values
         self.outputs = ()
 
     def output(self, i):
@@ -246,9 +247,10 @@ class Tensor(ExprOp):
         return self(*indices)
 
     # Arithmetic on whole tensors makes an element-wise compute (TVM's te does
-    # this through topi's broadcast ops); a 0-d tensor stays a scalar.
+    # this through topi's broadcast ops); inside a compute body a 0-d tensor
+    # meeting a scalar stays the scalar it holds.
     def _tensor_op(self, opname, other, reflected=False):
-        if self.ndim == 0 and not (isinstance(other, Tensor) and other.ndim > 0):
+        if self.ndim == 0 and in_compute_body() and not _whole(other):
             return None
         from .broadcast import binary
         return binary(opname, other, self) if reflected else binary(opname, self, other)
