@@ -14,7 +14,7 @@ from ..ir import op as _op
 from ..ir.functor import collect_vars
 from .loop_partition import loop_partition
 from .remove_no_op import remove_no_op
-from .rolling_buffer import inject_rolling_buffer
+from .rolling_buffer import inject_rolling_buffer, rolling_tensors
 from .storage_flatten import storage_flatten
 from .unroll import unroll
 from .vectorize import serialize_vectorized, vectorize
@@ -128,6 +128,11 @@ PIPELINE = [
 
 PASSES = tuple(name for name, _ in PIPELINE)
 
+
+def _applies(name, stmt):
+    # a step that would change nothing and only fill the history is left out
+    return name != "inject_rolling_buffer" or bool(rolling_tensors(stmt))
+
 SIMPLE_MODE_SKIPS = {"loop_partition"}   # simple_mode keeps the output close to the schedule
 
 
@@ -156,7 +161,7 @@ def run_passes(func, binds, simple_mode=False, keep_history=True, config=None):
     current = user(0, current)
     skip = set(ctx.config.get("skip", ()))
     for name, fn in PIPELINE:
-        if (simple_mode and name in SIMPLE_MODE_SKIPS) or name in skip:
+        if (simple_mode and name in SIMPLE_MODE_SKIPS) or name in skip or not _applies(name, current.body):
             continue
         current = current.with_body(fn(current.body, ctx))
         if keep_history:
@@ -182,12 +187,14 @@ DEVICE_PASSES = [
     ("thread_sync", lambda stmt, ctx: thread_sync(stmt)),
 ]
 
+_CPU_STEP = dict(PIPELINE)
+
 GPU_PIPELINE = [
     # after the user's phase-0 passes, which see (and may drop) the rolling_buffer_scope marks
-    ("inject_rolling_buffer", lambda stmt, ctx: inject_rolling_buffer(stmt)),
-    ("storage_flatten", PIPELINE[0][1]),
-    PIPELINE[1],
-    PIPELINE[2],
+    ("inject_rolling_buffer", _CPU_STEP["inject_rolling_buffer"]),
+    ("storage_flatten", _CPU_STEP["storage_flatten"]),
+    ("bf16_legalize", _CPU_STEP["bf16_legalize"]),
+    ("narrow_datatype", _CPU_STEP["narrow_datatype"]),
     DEVICE_PASSES[0],
     # a vectorized loop becomes vector accesses (TVM's float4 copies into shared memory) where the
     # target's code generator can print its body so, else a loop in each thread
@@ -224,6 +231,8 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func
     for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):
+        if not _applies(name, current.body):
+            continue
         current = current.with_body(fn(current.body, ctx))
         if keep_history:
             history[name] = current
