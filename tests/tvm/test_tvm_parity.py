@@ -1009,8 +1009,8 @@ def test_pass_instruments_see_the_passes_of_lower(capsys):
         mod = tvm.lower(s, [A, B, C])
     tvm.ir.assert_structural_equal(mod, tvm.lower(s, [A, B, C]))
     # phase 1 runs right after flattening (and narrowing), where tvm.lower without instruments runs it
-    assert names.names == ["tir.lower", "tir.InjectRollingBuffer", "tir.StorageFlatten", "tir.BF16Legalize", "tir.NarrowDataType",
-                           "phase1.<lambda>",
+    assert names.names == ["tir.lower", "tir.InjectRollingBuffer", "tir.StorageFlatten", "tir.BF16Legalize",
+                           "tir.NarrowDataType", "phase1.<lambda>",
                            "tir.InjectVirtualThread", "tir.LoopPartition", "tir.VectorizeLoop",
                            "tir.StorageRewrite", "tir.UnrollLoop", "tir.Simplify", "tir.RemoveNoOp",
                            "tir.HoistIfThenElse", "tir.InstrumentBoundCheckers"]
