@@ -97,7 +97,7 @@ def test_tuned_matmul_is_used_by_schedule_matmul(tmp_path):
 def test_tuned_conv2d_is_used_by_schedule_conv2d(tmp_path):
     args = (1, 5, 11, 13, 20, 3, 3, 2, 1, "float32")     # odd sizes, stride 2
     task = autotvm.task.create("conv2d_nchw.x86", args=args, target="llvm")
-    assert list(task.config_space.space_map) == ["width"]
+    assert list(task.config_space.space_map) == ["width", "unroll_kw"]
     log = tmp_path / "conv.log"
     opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
                                  runner=autotvm.LocalRunner(timeout=30, number=2, repeat=1, check_correctness=True))
@@ -113,8 +113,8 @@ def test_tuned_conv2d_is_used_by_schedule_conv2d(tmp_path):
     out = topi.conv2d_nchw(data, kernel, 2, 1)
     with autotvm.apply_history_best(str(log)):
         s = topi.schedule_conv2d_nchw(out)
-    assert s.trace.as_python() == _hand_written(lambda o: topi.schedule_conv2d_nchw(o, width=best["width"].val),
-                                                out)
+    assert s.trace.as_python() == _hand_written(
+        lambda o: topi.schedule_conv2d_nchw(o, width=best["width"].val, unroll_kw=best["unroll_kw"].val), out)
     f = tvm.build(s, [data, kernel, out], "llvm")
     rng = np.random.default_rng(2)
     x = rng.uniform(-1, 1, (1, 5, 11, 13)).astype("float32")
@@ -183,3 +183,32 @@ def test_tophub_device_keys():
     assert tophub.device_key("llvm -mcpu=skylake-avx512") == "llvm_skylake-avx512"
     assert tophub.device_key("llvm").startswith("llvm_")
     assert tophub.device_key("opengl") is None
+
+
+def test_conv2d_unroll_kw_option_unrolls_the_kernel_columns_and_computes_the_same():
+    import pytest
+    data = te.placeholder((1, 6, 9, 10), name="data")
+    kernel = te.placeholder((16, 6, 3, 5), name="kernel")
+    out = topi.conv2d_nchw(data, kernel, 1, 1)
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, (1, 6, 9, 10)).astype("float32")
+    w = rng.uniform(-1, 1, (16, 6, 3, 5)).astype("float32")
+    results = []
+    for unroll_kw in (False, True):
+        s = topi.schedule_conv2d_nchw(out, width=3, unroll_kw=unroll_kw)
+        text = str(tvm.lower(s, [data, kernel, out], simple_mode=True))
+        assert ("for rx in range(5)" in text) != unroll_kw      # unrolled: no loop left
+        f = tvm.build(s, [data, kernel, out], "llvm")
+        y = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
+        f(tvm.nd.array(x), tvm.nd.array(w), y)
+        results.append(y.numpy())
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    oh, ow = results[0].shape[2:]
+    ref = np.zeros_like(results[0])
+    for oy in range(oh):
+        for ox in range(ow):
+            ref[:, :, oy, ox] = np.tensordot(xp[:, :, oy:oy + 3, ox:ox + 5], w, axes=([1, 2, 3], [1, 2, 3]))
+    for r in results:
+        np.testing.assert_allclose(r, ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tvm.TVMLabError, match="unroll_kw"):
+        topi.schedule_conv2d_nchw(out, unroll_kw=2)

@@ -110,8 +110,9 @@ def _conv2d_hook(out, target):
     regs = vector_registers(target)
     max_w = max(1, min(ow, (regs.count - 2) // regs.holding(oc_block, out.dtype)))
     width = _knob(cfg, "width", range(1, max_w + 1), width_d)
+    unroll_kw = _knob(cfg, "unroll_kw", [False, True], False)
     cfg.add_flop(2 * n * o * oh * ow * c * kh * kw)
-    return None if cfg.is_fallback else width
+    return None if cfg.is_fallback else (width, unroll_kw)
 
 
 def _padding(pad, h):
@@ -131,7 +132,8 @@ def matmul_x86(M, K, N, dtype="float32"):
 
 @template(CONV2D)
 def conv2d_nchw_x86(N, C, H, W, O, KH, KW, stride=1, padding=1, dtype="float32"):
-    """``topi.conv2d_nchw`` + its schedule with the knob width (output columns per register tile)."""
+    """``topi.conv2d_nchw`` + its schedule with the knobs width (output columns per register tile) and
+    unroll_kw (the kernel-column loop unrolled), as TVM's x86 template has."""
     from .. import topi
     data = te.placeholder((N, C, H, W), name="data", dtype=dtype)
     kernel = te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype)

@@ -21,7 +21,7 @@ from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
 
 
-# AutoTVM's hook: (conv output, target) -> the register tile's width, or None for the default
+# AutoTVM's hook: (conv output, target) -> (register tile width, unroll_kw), or None for the defaults
 config_hook = None
 
 
@@ -38,10 +38,11 @@ def tile_width(ow, oc_block, dtype, target="llvm"):
     return width
 
 
-def register_tile(s, out, blocked, oc_block, target, width=None):
+def register_tile(s, out, blocked, oc_block, target, width=None, unroll_kw=False):
     """Tile ``out`` (N, O, OH, OW) over (batch, channel block, row) tasks; each task computes
     ``blocked`` (the NCHWc sum) one (width x oc_block) register tile at a time, channels in
-    vector lanes, accumulated over the whole reduction."""
+    vector lanes, accumulated over the whole reduction (its kernel-column loop unrolled with
+    ``unroll_kw``)."""
     width = width or tile_width(const_or_none(out.shape[3]), oc_block, out.dtype, target)
     b, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, factor=oc_block)
@@ -49,7 +50,7 @@ def register_tile(s, out, blocked, oc_block, target, width=None):
     s[out].reorder(b, fo, y, xo, fi, xi)
     s[out].parallel(s[out].fuse(b, fo, y))
     s[out].unroll(fi)
-    _accumulate_tile(s, blocked, out, xo)
+    _accumulate_tile(s, blocked, out, xo, unroll_kw)
 
 
 def register_tile_blocked(s, out, acc, target, width=None, rows=None):
@@ -69,12 +70,14 @@ def register_tile_blocked(s, out, acc, target, width=None, rows=None):
     return task
 
 
-def _accumulate_tile(s, acc, out, at):
+def _accumulate_tile(s, acc, out, at, unroll_kw=False):
     # ``acc`` (N, O/b, OH, OW, b) computed at ``out``'s column tile: the reduction outside, the tile's
-    # columns unrolled and its channels in vector lanes
+    # columns unrolled and its channels in vector lanes; ``unroll_kw`` unrolls the kernel columns too
     s[acc].compute_at(s[out], at)
     cb, cf, cy, cx, cfi = s[acc].op.axis
     s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
+    if unroll_kw:
+        s[acc].unroll(next(r for r in s[acc].op.reduce_axis if r.var.name == "rx"))
     s[acc].unroll(cx)
     s[acc].vectorize(cfi)
 
@@ -122,7 +125,7 @@ def _direct(s, conv, out, target):
             s[t.op].compute_at(s[out], row)
 
 
-def _schedule_blocked(outs, tags, what, target, width):
+def _schedule_blocked(outs, tags, what, target, width, unroll_kw=None):
     s, outs, conv, tile_out = fused_group(outs, tags, what, target)
     if conv.attrs.get("direct"):
         _direct(s, conv, tile_out, target)
@@ -131,20 +134,23 @@ def _schedule_blocked(outs, tags, what, target, width):
     _schedule_inputs(s, blocked)
     if tile_out.op is not conv:
         s[conv].compute_inline()     # the NCHW copy: each tile goes through the tail as it is written
-    if config_hook is not None and width is None:
-        width = config_hook(conv.output(0), target)
-    register_tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width)
+    if config_hook is not None and width is None and unroll_kw is None:
+        width, unroll_kw = config_hook(conv.output(0), target) or (None, None)
+    register_tile(s, tile_out, blocked, int(conv.attrs["oc_block"]), target, width, bool(unroll_kw))
     return schedule_others(s, outs, conv, tile_out, target)
 
 
 @with_cpu_target
-def schedule_conv2d_nchw(outs, target=None, width=None):
+def schedule_conv2d_nchw(outs, target=None, width=None, unroll_kw=None):
     """Schedule a fused group whose anchor is an NCHW convolution (plain, grouped or depthwise): tasks
     of (batch, channel block, output row), each computing the blocked sum one register tile of ``width``
     output columns x ``oc_block`` channels at a time (channels in vector lanes), the tile's elementwise
-    tail applied as it is written."""
+    tail applied as it is written; ``unroll_kw`` unrolls the loop over the kernel's columns."""
     check_options("schedule_conv2d_nchw", width=width)
-    return _schedule_blocked(outs, NCHW_TAGS, "schedule_conv2d_nchw", target, width)
+    if unroll_kw is not None and not isinstance(unroll_kw, bool):
+        from ...errors import ScheduleError
+        raise ScheduleError(f"schedule_conv2d_nchw: unroll_kw must be True, False or None, got {unroll_kw!r}")
+    return _schedule_blocked(outs, NCHW_TAGS, "schedule_conv2d_nchw", target, width, unroll_kw)
 
 
 schedule_group_conv2d_nchw = schedule_conv2d_nchw
