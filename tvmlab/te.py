@@ -75,15 +75,15 @@ def size_var(name="size", dtype="int32"):
 def placeholder(shape, dtype="float32", name="placeholder"):
     """An input tensor of ``shape`` and ``dtype``."""
     return PlaceholderOp(name, _shape(shape, f"placeholder {name!r}"),
-                         _scalar_dtype(dtype, f"placeholder {name!r}")).output(0)
+                         _element_dtype(dtype, f"placeholder {name!r}")).output(0)
 
 
-def _scalar_dtype(dtype, what):
-    """``dtype`` canonical; tensors of vector elements ("float32x2") are refused clearly."""
+def _element_dtype(dtype, what):
+    """``dtype`` canonical.  A vector dtype ("float32x2") makes a tensor of vector elements:
+    its shape counts vectors, and memory holds their lanes contiguously."""
     d = dt.canonical(dtype)
-    if dt.lanes(d) != 1:
-        raise DSLError(f"{what}: tensors of vector elements ({d}) are not supported; use a scalar "
-                       f"dtype ({dt.element_of(d)}) with one more dimension of {dt.lanes(d)}")
+    if dt.is_handle(d) and dt.lanes(d) != 1:
+        raise DSLError(f"{what}: tensors of vector handles ({d}) are not supported")
     return d
 
 
@@ -192,7 +192,10 @@ def compute(shape, fcompute, name="compute", tag="", attrs=None):
         except DSLError:
             raise DSLError(f"compute {name!r}: fcompute must return an expression, got "
                            f"{type(b).__name__}: {b!r}") from None
-        _scalar_dtype(out[-1].dtype, f"compute {name!r}")
+        if isinstance(out[-1], E.Reduce) and dt.lanes(out[-1].dtype) != 1:
+            raise DSLError(f"compute {name!r}: reductions over vector elements ({out[-1].dtype}) are "
+                           f"not supported; reduce a scalar tensor ({dt.element_of(out[-1].dtype)}) "
+                           f"with one more dimension of {dt.lanes(out[-1].dtype)}")
     _check_reduce_top(out, name)
     return _outputs(ComputeOp(name, tag, attrs, axis, out))
 

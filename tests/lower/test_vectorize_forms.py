@@ -7,6 +7,7 @@ import tvmlab as tvm
 from tvmlab import te
 from tvmlab.errors import LoweringError
 from tvmlab.ir import op
+from tvmlab.ir.arith import simplify
 from tvmlab.ir.expr import Ramp, SizeVar, Var
 from tvmlab.ir.stmt import For, IfThenElse, ProducerStore, SeqStmt, Store, seq
 from tvmlab.lower.storage_flatten import storage_flatten
@@ -172,6 +173,22 @@ def test_vector_element_pointer_is_vectorized_over_its_lanes(rng, poison):
         built(tvm.nd.array(a), b, 3)
         np.testing.assert_allclose(b.numpy(), a * 2 + 1, rtol=1e-6)
 
+
+
+def test_tensor_of_vector_elements_flattens_to_lane_ramps_that_vectorize_widens():
+    """A float32x2 tensor: element k is the lanes Ramp(k * 2, 1, 2) of flat memory, and a
+    vectorized loop over four elements reads and writes one contiguous 8-lane ramp."""
+    A, C = tensor("A", (16,), "float32x2"), tensor("C", (16,), "float32x2")
+    i = Var("i")
+    ast2 = loop(i, 0, 4, "vectorized",
+                ProducerStore(C, A[i + 4] * tvm.tir.const(2, "float32x2"), (i + 4,)))
+    flat, _ = _flat(ast2, A, C)
+    (st,) = nodes(flat, Store)
+    assert isinstance(st.index, Ramp) and st.index.lanes == 2
+    tvm.ir.assert_structural_equal(st.index.base, (i + 4) * 2)
+    (st,) = nodes(vectorize(flat), Store)
+    assert isinstance(st.index, Ramp) and st.index.lanes == 8 and st.value.dtype == "float32x8"
+    assert simplify(st.index.base).value == 8 and st.index.stride.value == 1
 
 # ---------------------------------------------------------------------- while
 def _while_in_vectorized_loop(n=16, num_iter=5):

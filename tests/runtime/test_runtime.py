@@ -60,6 +60,32 @@ def test_ndarray_copies_and_layout():
     assert "shape=(3, 2)" in repr(x) and "cpu(0)" in repr(x)
 
 
+def test_ndarray_of_vector_elements():
+    """Shape in elements, numpy view with the lanes last; numpy sources cast within their kind."""
+    host = RNG.standard_normal((3, 4, 2))
+    a = nd.empty((3, 4), "float32x2")
+    assert (a.shape, a.ndim, a.size, a.dtype, a.nbytes) == ((3, 4), 2, 12, "float32x2", 96)
+    a.copyfrom(host)                                   # float64 casts to the lanes' float32
+    np.testing.assert_allclose(a.numpy(), host.astype("float32"))
+    assert np.asarray(a).shape == (3, 4, 2)
+    b = nd.array(a.numpy(), dtype="float32x2")
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    c = nd.empty((3, 4), "float32x2").copyfrom(b)
+    np.testing.assert_array_equal(c.numpy(), a.numpy())
+    with pytest.raises(RuntimeArgError, match=r"shape mismatch: this array is \(3, 4\) of float32x2 "
+                                              r"\(a numpy shape of \(3, 4, 2\)\), source is \(3, 4\)"):
+        a.copyfrom(host[..., 0])
+    with pytest.raises(RuntimeArgError, match="source is complex128, which does not cast to float32"):
+        a.copyfrom(host.astype("complex128"))
+    with pytest.raises(RuntimeArgError, match="this array is float32x2, source is float32x4"):
+        a.copyfrom(nd.empty((3, 4), "float32x4"))
+    with pytest.raises(RuntimeArgError, match="the last dimension must hold the 2 lanes"):
+        nd.array(host[..., :1], dtype="float32x2")
+    with pytest.raises(RuntimeArgError, match=r"vector elements \(float32x2\) live on the CPU only"):
+        nd.empty((4,), "float32x2", rt.cuda(0))
+    np.testing.assert_array_equal(a.numpy(), host.astype("float32"))     # failed copies changed nothing
+
+
 def test_copyfrom_copyto():
     x = nd.empty((2, 3), "float32")
     x.copyfrom(np.ones((2, 3), "float32"))
@@ -92,8 +118,8 @@ def test_copyfrom_copyto():
 def test_ndarray_constructor_errors():
     with pytest.raises(RuntimeArgError, match="complex128"):
         nd.array(np.ones(3, dtype=complex))
-    with pytest.raises(RuntimeArgError, match="float32x4"):
-        nd.empty((3,), "float32x4")
+    with pytest.raises(RuntimeArgError, match="handle"):
+        nd.empty((3,), "handle")
     with pytest.raises(RuntimeArgError, match="non-negative"):
         nd.empty((2, -1))
     with pytest.raises(RuntimeArgError, match="Device"):

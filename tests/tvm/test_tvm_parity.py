@@ -441,10 +441,13 @@ def test_placeholder_alone_and_vector_element_dtypes():
     a = tvm.nd.array(np.arange(16, dtype="float32"))
     f(a)
     np.testing.assert_array_equal(a.numpy(), np.arange(16, dtype="float32"))
-    with pytest.raises(DSLError, match="float32x2"):
-        te.placeholder((16,), name="V", dtype="float32x2")
-    with pytest.raises(DSLError, match="vector elements"):
-        te.compute((4,), lambda i: A[i].astype("float32x4"), name="W")
+    W = te.compute((16,), lambda i: A[i].astype("float32x4"), name="W")     # a tensor of vectors
+    f = tvm.build(te.create_schedule(W.op), [A, W])
+    w = tvm.nd.empty((16,), "float32x4")
+    f(a, w)
+    np.testing.assert_array_equal(w.numpy(), np.repeat(np.arange(16, dtype="float32")[:, None], 4, 1))
+    with pytest.raises(DSLError, match="vector handles"):
+        te.placeholder((16,), name="V", dtype="handlex2")
 
 
 def test_build_with_positional_target_host():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..errors import BuildError
+from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.function import IRModule, PrimFunc
 from ..ir.functor import IRVisitor
@@ -42,3 +43,27 @@ def written_buffers(stmt):
     w = _Writes()
     w.visit(stmt)
     return w.vars
+
+
+class _VectorAllocs(IRVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def visit_Allocate(self, s):
+        if dt.lanes(s.dtype) != 1:
+            self.found.append((s.buffer_var.name, s.dtype))
+        self.generic_visit(s)
+
+
+def refuse_vector_elements(funcs, target):
+    """Raise BuildError when a function has a tensor of vector elements ("float32x2"): only the
+    llvm backend lays them out (lanes side by side, indices counting scalars)."""
+    for f in funcs:
+        found = [(b.name, b.dtype) for b in f.buffer_map.values() if dt.lanes(b.dtype) != 1]
+        allocs = _VectorAllocs()
+        allocs.visit(f.body)
+        for name, dtype in found + allocs.found:
+            raise BuildError(f"{f.name}: tensor {name} has vector elements ({dtype}), which the {target} "
+                             f"target does not support; build for llvm, or use a scalar dtype "
+                             f"({dt.element_of(dtype)}) with one more dimension of {dt.lanes(dtype)}")

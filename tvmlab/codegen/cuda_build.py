@@ -29,6 +29,7 @@ from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
 from ..runtime.registry import get_global_func
 from ..runtime.module import Module
+from .common import refuse_vector_elements
 from .cuda_codegen import ctype, generate_cuda
 from .device_host import DeviceHost
 from .registry import Target, register_target
@@ -312,6 +313,7 @@ def device_split(mod, target, options, ignored, ctype_of):
     if split is None:
         raise BuildError(f"build_{kind} needs a module lowered for a GPU: tvm.lower(s, args, target='{kind}') "
                          f"or tvm.build(s, args, '{kind}')")
+    refuse_vector_elements([split.host, *split.kernels], kind)
     for k in split.kernels:
         for p in k.params:
             ctype_of(p.dtype if p.dtype != "handle" else k.buffer_map[p].dtype, p.name)

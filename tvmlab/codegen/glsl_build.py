@@ -21,7 +21,7 @@ from ..lower.glsl_passes import split_passes
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime.opengl_module import FragmentStep, GLFunction, GLModule, TempSpec
 from .glsl_fragment import VERTEX_SHADER, FragmentWriter, check_dtypes
-from .common import functions_of
+from .common import functions_of, refuse_vector_elements
 from .glsl_params import params_of, size_fn
 from .registry import Target, register_target
 
@@ -95,6 +95,7 @@ def build_opengl(mod, target="opengl"):
                          f"the opengl target knows {', '.join('-' + k for k in known)}"
                          + ("" if compute else " (and, with -compute, the GPU limits such as "
                             "-max_threads_per_block)"))
+    refuse_vector_elements(_prim_funcs(mod), "opengl")
     functions, texts, hosts = {}, [], []
     if compute:
         from .glsl_compute import compute_module
@@ -110,6 +111,14 @@ def build_opengl(mod, target="opengl"):
     sources = {"glsl": glsl, "host": "\n".join(hosts)}
     aliases = {"": "glsl", "opengl": "glsl", "frag" if not compute else "comp": "glsl"}
     return GLModule(functions, next(iter(functions)), sources, aliases, {"glsl": glsl})
+
+
+def _prim_funcs(mod):
+    """The PrimFuncs of ``mod``: an IRModule or PrimFunc, or a GPU-lowered module's host/device split."""
+    split = getattr(mod, "device_split", None)
+    if split is not None:
+        return [split.host, *split.kernels]
+    return list(functions_of(mod, "build_opengl").values())
 
 
 def _device_lowering(target):

@@ -126,8 +126,8 @@ class CodeGenLLVM(ExprMixin, IntrinMixin, StmtMixin, ParallelMixin):
             buf = func.buffer_map.get(p)
             if buf is not None:
                 self.st.vars[buf.data] = arg
-                for v in (p, buf.data):
-                    self.buf_elem[v] = buf.dtype
+                for v in (p, buf.data):     # indices count scalars, also in buffers of vector elements
+                    self.buf_elem[v] = dt.element_of(buf.dtype)
                     self.aligned[v] = ALIGN
             elif dt.is_handle(p.dtype):
                 self.aligned[p] = ALIGN

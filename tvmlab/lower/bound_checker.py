@@ -22,10 +22,11 @@ from ..ir.printer import astext
 from ..ir.stmt import AssertStmt
 
 
-def _size(shape):
-    """Elements of a buffer of ``shape`` (int64 when a dimension is)."""
+def _size(shape, dtype):
+    """Scalars in a buffer of ``shape`` and ``dtype`` (int64 when a dimension is): indices count
+    scalars, so a buffer of vector elements holds ``lanes`` per element."""
     wide = any(getattr(_op.convert(d), "dtype", "int32") == "int64" for d in shape)
-    n = _op.const(1, "int64" if wide else "int32")
+    n = _op.const(dt.lanes(dtype), "int64" if wide else "int32")
     for d in shape:
         n = _op.mul(n, _op.cast(n.dtype, d))
     return n
@@ -125,14 +126,14 @@ class _Instrument(IRMutator):
         return self._wrap(out, [s.value])
 
     def visit_Allocate(self, s):
-        self.sizes[s.buffer_var] = _size(s.extents)
+        self.sizes[s.buffer_var] = _size(s.extents, s.dtype)
         self.names[s.buffer_var] = s.buffer_var.name
         return self.generic_visit(s)
 
 
 def instrument_bound_checkers(stmt, buffer_map):
     """``stmt`` with a bound assertion before every access of a buffer whose size is known."""
-    sizes = {var: _size(buf.shape) for var, buf in buffer_map.items()}
+    sizes = {var: _size(buf.shape, buf.dtype) for var, buf in buffer_map.items()}
     names = {var: buf.name for var, buf in buffer_map.items()}
     return _Instrument(sizes, names).visit(stmt)
 

@@ -9,13 +9,18 @@ explicit strides when the Buffer has them.  The storage scope ("" means
 
 Convention: ``Allocate.extents`` holds one entry, the element count (the
 product of the realize extents), so codegen never multiplies extents itself.
+
+A tensor of vector elements ("float32x2") keeps its dtype on the ``Allocate``
+(whose count is of vectors), but its flat memory is of scalars, the lanes of an
+element side by side: element ``k`` is the access ``Ramp(k * 2, 1, 2)``, the
+form VectorizeLoop widens when a loop over elements is vectorized.
 """
 from __future__ import annotations
 
 from ..errors import LoweringError
 from ..ir import op as _op
 from ..ir import dtype as dt
-from ..ir.expr import Call, IntImm, Load, Var
+from ..ir.expr import Call, IntImm, Load, Ramp, Var
 from ..ir.functor import IRMutator
 from ..ir.stmt import Allocate, Evaluate, For, Store
 
@@ -35,7 +40,16 @@ class _Layout:
         for idx, mn, stride in zip(indices, self.mins, self.strides):
             term = _op.mul(_op.sub(idx, mn), stride)
             flat = term if flat is None else _op.add(flat, term)
-        return flat if flat is not None else IntImm("int32", 0)
+        flat = flat if flat is not None else IntImm("int32", 0)
+        return element_index(flat, tensor.dtype)
+
+
+def element_index(flat, dtype):
+    """The scalar index of element ``flat`` of a buffer of ``dtype``: a Ramp over its lanes."""
+    lanes = dt.lanes(dtype)
+    if lanes == 1:
+        return flat
+    return Ramp(_op.mul(flat, lanes), _op.const(1, flat.dtype), lanes)
 
 
 def row_major_strides(extents):

@@ -207,7 +207,8 @@ class ArgBinder:
                 self._match(p.shape, shape, "shape", argno, p, env, origin, deferred)
                 if p.strides is not None:
                     arr = a._arr
-                    strides = tuple(x // arr.itemsize for x in arr.strides)
+                    step = arr.itemsize * dt.lanes(a._dtype)       # strides count elements
+                    strides = tuple(x // step for x in arr.strides[:len(shape)])
                     self._match(p.strides, strides, "strides", argno, p, env, origin, deferred)
             cargs[i] = self._native(a)
         if scalars is not None:
@@ -288,7 +289,9 @@ class Function(ArgBinder):
         # fast path: only buffers, all of constant shape (the common case) -> (dtype, shape) per argument
         static = all(p.kind == "buffer" and p.dtype is not None and p.shape is not None and p.strides is None
                      and all(type(d) is int for d in p.shape) for p in spec.params)
-        self._static = [(p.dtype, p.shape) for p in spec.params] if static else None
+        # the numpy view's shape: an array of vector elements has the lanes as a last dimension
+        self._static = [(p.dtype, p.shape + ((dt.lanes(p.dtype),) if dt.lanes(p.dtype) != 1 else ()))
+                        for p in spec.params] if static else None
 
     def __repr__(self):
         return f"<Function {self.spec.signature()}>"

@@ -7,6 +7,10 @@ NDArrays never share memory.  bool arrays hold one byte (0 or 1) per element.
 
 Other device types plug in with ``register_allocator``; allocating on a device
 that does not exist raises DeviceError.
+
+An array of vector elements (dtype "float32x2", CPU only) has its shape in
+elements, as in TVM; its numpy view has one more, trailing dimension of the
+lanes, which is how the elements lie in memory.
 """
 from __future__ import annotations
 
@@ -29,16 +33,26 @@ def register_allocator(device_type, from_numpy, empty_fn, override=False):
     _ALLOCATORS[device_type] = (from_numpy, empty_fn)
 
 
-def _dtype_of(dtype):
-    """Canonical scalar dtype string, rejecting vector and handle dtypes."""
+def _dtype_of(dtype, vector=False):
+    """Canonical dtype string, rejecting handle dtypes, and vector dtypes unless ``vector``."""
     try:
         name = dt.canonical(dtype)
     except TVMLabError:
         raise RuntimeArgError(
             f"cannot make an NDArray of dtype {dtype!r}; supported: {', '.join(dt.SUPPORTED)}") from None
-    if dt.lanes(name) != 1 or dt.is_handle(name):
+    if (dt.lanes(name) != 1 and not vector) or dt.is_handle(name):
         raise RuntimeArgError(f"cannot make an NDArray of dtype {name!r}; supported: {', '.join(dt.SUPPORTED)}")
     return name
+
+
+def _numpy_dtype(name):
+    """The numpy dtype of one lane of ``name``."""
+    return np.dtype(dt.to_numpy(dt.element_of(name)))
+
+
+def _host_only(name, device):
+    if dt.lanes(name) != 1 and device.device_type != "cpu":
+        raise RuntimeArgError(f"arrays of vector elements ({name}) live on the CPU only, not on {device!r}")
 
 
 def _shape_of(shape):
@@ -75,7 +89,9 @@ class NDArray:
     # ------------------------------------------------------------ properties
     @property
     def shape(self):
-        return self._arr.shape
+        """In elements: an array of ``float32x2`` of shape (n,) holds 2n floats."""
+        shape = self._arr.shape
+        return shape if dt.lanes(self._dtype) == 1 else shape[:-1]
 
     @property
     def dtype(self):
@@ -87,11 +103,11 @@ class NDArray:
 
     @property
     def ndim(self):
-        return self._arr.ndim
+        return len(self.shape)
 
     @property
     def size(self):
-        return self._arr.size
+        return self._arr.size // dt.lanes(self._dtype)
 
     @property
     def nbytes(self):
@@ -103,7 +119,7 @@ class NDArray:
 
     # ------------------------------------------------------------ copies
     def numpy(self):
-        """A numpy copy of the contents."""
+        """A numpy copy of the contents (with a trailing lanes dimension for vector elements)."""
         return self._arr.copy()
 
     asnumpy = numpy
@@ -115,30 +131,60 @@ class NDArray:
         """Copy ``source`` (NDArray, numpy array, list or scalar) into this array.
 
         NDArrays and numpy arrays must match shape and dtype exactly; Python
-        lists and scalars are converted to this array's dtype.
+        lists and scalars are converted to this array's dtype.  An array of vector
+        elements takes a numpy array of its shape plus the lanes, of its lanes' dtype or
+        one numpy casts to it within a kind (float64 to float32: numpy has no vector
+        dtype to match, so sources are converted, as in TVM).
         """
         self._arr[...] = self._checked_source(source)
         return self
 
     def _checked_source(self, source):
         """``source`` as a host numpy array of exactly this array's dtype and shape."""
+        lanes = dt.lanes(self.dtype)
         if isinstance(source, NDArray):
+            if source.dtype != self.dtype:
+                raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, "
+                                      f"source is {source.dtype}")
             src = source._arr
         elif isinstance(source, np.ndarray):
             src = source
+            if lanes != 1:
+                return self._vector_source(src)
         else:
             try:
-                src = np.asarray(source, dtype=dt.to_numpy(self.dtype))
+                src = np.asarray(source, dtype=_numpy_dtype(self.dtype))
             except (TypeError, ValueError) as e:
                 raise RuntimeArgError(
                     f"copyfrom: cannot convert {type(source).__name__} to {self.dtype}: {e}") from None
         if getattr(src.dtype, "name", None) == "bfloat16" and dt.is_bfloat16(self.dtype):
             src = src.view(np.uint16)
-        if src.dtype != np.dtype(dt.to_numpy(self.dtype)):
+        if src.dtype != _numpy_dtype(self.dtype):
             raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, source is {src.dtype.name}")
-        if src.shape != tuple(self.shape):
-            raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self.shape}, source is {src.shape}")
+        if src.shape != self._arr_shape():
+            raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self._shape_text()}, "
+                                  f"source is {src.shape}")
         return src
+
+    def _arr_shape(self):
+        lanes = dt.lanes(self.dtype)
+        return tuple(self.shape) + (() if lanes == 1 else (lanes,))
+
+    def _shape_text(self):
+        lanes = dt.lanes(self.dtype)
+        shape = tuple(self.shape)
+        return f"{shape}" if lanes == 1 else f"{shape} of {self.dtype} (a numpy shape of {shape + (lanes,)})"
+
+    def _vector_source(self, src):
+        """A numpy source for an array of vector elements, cast within its kind to the lanes' dtype."""
+        want = _numpy_dtype(self.dtype)
+        if not np.can_cast(src.dtype, want, "same_kind"):
+            raise RuntimeArgError(f"copyfrom: dtype mismatch: this array is {self.dtype}, source is "
+                                  f"{src.dtype.name}, which does not cast to {want.name} within its kind")
+        if src.shape != self._arr_shape():
+            raise RuntimeArgError(f"copyfrom: shape mismatch: this array is {self._shape_text()}, "
+                                  f"source is {src.shape}")
+        return src.astype(want, copy=False)
 
     def copyto(self, target):
         """Copy into ``target``: a Device (returns a new array there) or an NDArray."""
@@ -202,7 +248,9 @@ def array(arr, device=None, dtype=None):
     device = cpu(0) if device is None else device
     if not isinstance(device, Device):
         raise RuntimeArgError(f"device must be a Device such as tvmlab.cpu(0), got {device!r}")
-    name = None if dtype is None else _dtype_of(dtype)
+    name = None if dtype is None else _dtype_of(dtype, vector=True)
+    if name is not None and dt.lanes(name) != 1:
+        return _vector_array(arr, name, device)
     if isinstance(arr, NDArray):
         name = name or arr.dtype
         arr = arr._arr
@@ -229,10 +277,23 @@ def empty(shape, dtype="float32", device=None):
     device = cpu(0) if device is None else device
     if not isinstance(device, Device):
         raise RuntimeArgError(f"device must be a Device such as tvmlab.cpu(0), got {device!r}")
-    shape, name = _shape_of(shape), _dtype_of(dtype)
+    shape, name = _shape_of(shape), _dtype_of(dtype, vector=True)
+    _host_only(name, device)
     if device.device_type != "cpu":
         return _other_device(device)[1](shape, name, device)
-    return NDArray(_aligned_empty(shape, np.dtype(dt.to_numpy(name))), device, name)
+    lanes = dt.lanes(name)
+    return NDArray(_aligned_empty(shape + (() if lanes == 1 else (lanes,)), _numpy_dtype(name)), device, name)
+
+
+def _vector_array(arr, name, device):
+    """``array(arr, dtype="float32x2")``: ``arr``'s last dimension holds the lanes."""
+    _host_only(name, device)
+    lanes = dt.lanes(name)
+    src = arr._arr if isinstance(arr, NDArray) else np.asarray(arr)
+    if src.ndim < 1 or src.shape[-1] != lanes:
+        raise RuntimeArgError(f"cannot make an NDArray of {name} from shape {src.shape}: the last "
+                              f"dimension must hold the {lanes} lanes")
+    return empty(src.shape[:-1], name, device).copyfrom(src)
 
 
 def _other_device(device):
