@@ -37,8 +37,8 @@ def assert_prim_expr_equal(lhs, rhs):
 from .params import (exclude_targets, fixture, known_failing_targets, main, parameter,  # noqa: E402,F401
                      parameters, parametrize_targets)
 from .targets import (DEFAULT_TEST_TARGETS, Feature, device_enabled, enabled_targets,  # noqa: E402,F401
-                      requires_cublas, requires_cuda, requires_cudnn, requires_gpu, requires_hexagon,
-                      requires_llvm, requires_metal, requires_nvptx, requires_opencl, requires_opengl,
+                      requires_corstone300, requires_cublas, requires_cuda, requires_cudnn, requires_gpu,
+                      requires_hexagon, requires_llvm, requires_metal, requires_nvptx, requires_opencl, requires_opengl,
                       requires_rocm, requires_tensorcore, requires_vulkan, requires_x86, uses_gpu)
 
 

@@ -151,6 +151,9 @@ requires_opencl = Feature("opencl", "OpenCL", _target_check("opencl"), parents=[
 requires_vulkan = Feature("vulkan", "Vulkan", _target_check("vulkan"), parents=["gpu"])
 requires_metal = Feature("metal", "Metal", _target_check("metal"), parents=["gpu"])
 requires_hexagon = Feature("hexagon", "Hexagon", _target_check("hexagon"))
+requires_corstone300 = Feature("corstone300", "the Arm Corstone-300 FVP",
+                               lambda: "tvmlab runs AOT tests on this machine only (AOT_DEFAULT_RUNNER); it does not "
+                                       "drive the Corstone-300 FVP (FVP_Corstone_SSE-300, arm-none-eabi-gcc)")
 
 # the feature a target's tests need, by target kind
 _BY_KIND = {"llvm": requires_llvm, "cuda": requires_cuda, "opengl": requires_opengl, "nvptx": requires_nvptx,

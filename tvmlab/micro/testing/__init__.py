@@ -1,0 +1,1 @@
+"""Test helpers under TVM's ``tvm.micro.testing`` names (``aot_test_utils``)."""
