@@ -10,7 +10,8 @@ import pytest
 import tvmlab as tvm
 from tvmlab import relay
 from tvmlab.errors import DeviceError, RuntimeArgError
-from tvmlab.micro.testing.aot_test_utils import AOT_CORSTONE300_RUNNER, AOT_DEFAULT_RUNNER
+from tvmlab.micro.testing.aot_test_utils import (AOT_CORSTONE300_RUNNER, AOT_DEFAULT_RUNNER,
+                                                parametrize_aot_options)
 from tvmlab.testing.aot import AOTTestFailure, AOTTestModel, compile_and_run, generate_ref_data
 
 pytestmark = pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
@@ -114,6 +115,16 @@ def test_bad_arguments_and_the_corstone_runner_raise_clear_errors(rng):
     with pytest.raises(RuntimeArgError, match="C identifier"):
         compile_and_run(AOTTestModel(module=mod, inputs=inputs, outputs=[], name="my model"),
                         AOT_DEFAULT_RUNNER, "c", True)
+
+
+@parametrize_aot_options
+def test_parametrize_aot_options_runs_each_host_combination(interface_api, use_unpacked_api, test_runner, rng):
+    assert test_runner is AOT_DEFAULT_RUNNER        # the Corstone-300 combination is skipped
+    mod = dense_model(rng)
+    inputs = {"a": rng.standard_normal((3, 17)).astype("float32"),
+              "b": rng.standard_normal((7, 17)).astype("float32")}
+    compile_and_run(AOTTestModel(module=mod, inputs=inputs, outputs={"output": inputs["a"] @ inputs["b"].T}),
+                    test_runner, interface_api, use_unpacked_api)
 
 
 @tvm.testing.requires_corstone300
