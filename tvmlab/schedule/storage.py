@@ -61,32 +61,29 @@ def storage_align(st, axis, factor, offset):
         st._record("storage_align", axis=iv, factor=factor, offset=offset)
 
 
-def double_buffer(st):
+def _mark_buffer(st, primitive, attr, other_attr, what, other_what):
+    # double_buffer / rolling_buffer: a compute stage inside its consumer's loop, one kind or the other
     with st._txn():
-        st._check_compute("double_buffer")
-        st._check_not_inlined("double_buffer")
+        st._check_compute(primitive)
+        st._check_not_inlined(primitive)
         if st.is_output:
-            raise ScheduleError(f"double_buffer of {st.name}: it is an output of the schedule; double "
-                                "buffering is for a tile computed inside its consumer's loop")
-        if st.rolling_buffer_scope:
-            raise ScheduleError(f"double_buffer of {st.name}: it is a rolling buffer already; a stage "
-                                "is one or the other")
-        st.double_buffer_scope = True
-        st._record("double_buffer")
+            raise ScheduleError(f"{primitive} of {st.name}: it is an output of the schedule; {what} is for a "
+                                "tile computed inside its consumer's loop")
+        if getattr(st, other_attr):
+            raise ScheduleError(f"{primitive} of {st.name}: it is {other_what} already; a stage is one or "
+                                "the other")
+        setattr(st, attr, True)
+        st._record(primitive)
+
+
+def double_buffer(st):
+    _mark_buffer(st, "double_buffer", "double_buffer_scope", "rolling_buffer_scope", "double buffering",
+                 "a rolling buffer")
 
 
 def rolling_buffer(st):
-    with st._txn():
-        st._check_compute("rolling_buffer")
-        st._check_not_inlined("rolling_buffer")
-        if st.is_output:
-            raise ScheduleError(f"rolling_buffer of {st.name}: it is an output of the schedule; a rolling "
-                                "buffer is for a tile computed inside its consumer's loop")
-        if st.double_buffer_scope:
-            raise ScheduleError(f"rolling_buffer of {st.name}: it is double buffered already; a stage is "
-                                "one or the other")
-        st.rolling_buffer_scope = True
-        st._record("rolling_buffer")
+    _mark_buffer(st, "rolling_buffer", "rolling_buffer_scope", "double_buffer_scope", "a rolling buffer",
+                 "double buffered")
 
 
 def prefetch(st, tensor, var, offset):
