@@ -147,7 +147,7 @@ def fallback_config(task):
     from .space import FallbackConfigEntity
     from .task.dispatcher import ApplyConfig
     fb = FallbackConfigEntity()
-    with ApplyConfig(fb):
+    with task.target, ApplyConfig(fb):      # the hand-written choices depend on the target's registers
         task.func(*task.args)
     return task.config_space.get(task.config_space.index_of(dict(fb._entity_map)))
 

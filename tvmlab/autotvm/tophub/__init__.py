@@ -11,15 +11,16 @@ lacks, and a device without a log, get the hand-written schedule.  A user's own 
         lib = relay.build(mod, target="cuda", params=params)
 
 ``TOPHUB_LOCATION=NONE`` turns the shipped configs off (as in TVM); nothing is ever downloaded.
+``python -m tvmlab.autotvm.tophub tune`` makes the logs on the device they are for (``tophub/tune.py``).
 ``context(target, extra_files)`` is TVM's explicit form: the shipped records and ``extra_files``.
 """
 from __future__ import annotations
 
 import os
 
-from .task import ApplyHistoryBest
+from ..task import ApplyHistoryBest
 
-PACKAGE_LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tophub_logs")
+PACKAGE_LOGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tophub_logs")
 _loaded = {}          # log path -> (mtime, ApplyHistoryBest)
 
 
@@ -34,12 +35,12 @@ def location():
 def device_key(target):
     """The log name (without ``.log``) of ``target``'s device: ``cuda_sm_XY`` from ``-arch`` or the GPU
     present, ``llvm_<cpu>`` from ``-mcpu`` or this machine's CPU; None when it cannot be told."""
-    from ..codegen.registry import Target
+    from ...codegen.registry import Target
     t = target if isinstance(target, Target) else Target(str(target))
     if t.kind == "cuda":
         arch = t.options.get("arch")
         if not isinstance(arch, str):
-            from ..runtime import cuda_driver
+            from ...runtime import cuda_driver
             b = cuda_driver.backend()
             if b is None:
                 return None
@@ -49,7 +50,7 @@ def device_key(target):
     if t.kind == "llvm":
         cpu = t.options.get("mcpu")
         if not isinstance(cpu, str) or cpu == "native":
-            from ..runtime import llvm_jit
+            from ...runtime import llvm_jit
             cpu = llvm_jit.host_cpu()[0]
         return f"llvm_{cpu}"
     return None
@@ -84,3 +85,4 @@ def context(target, extra_files=None):
     ``target``'s device and those of ``extra_files`` (log paths), the best of each workload winning."""
     files = [p for p in [shipped_log(target)] if p] + list(extra_files or [])
     return ApplyHistoryBest(files)
+
