@@ -212,3 +212,46 @@ def test_conv2d_unroll_kw_option_unrolls_the_kernel_columns_and_computes_the_sam
         np.testing.assert_allclose(r, ref, rtol=1e-4, atol=1e-4)
     with pytest.raises(tvm.TVMLabError, match="unroll_kw"):
         topi.schedule_conv2d_nchw(out, unroll_kw=2)
+
+
+def test_a_conv2d_record_also_tunes_the_nchwc_kernel_relay_builds(tmp_path):
+    # relay.build (AlterOpLayout) runs conv2d_NCHWc; the extracted conv2d_nchw.x86 task's record applies to it
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    from tvmlab.topi.x86 import conv2d as cv
+    rng = np.random.default_rng(3)
+    wnp = rng.uniform(-1, 1, (32, 16, 3, 3)).astype("float32")
+    x = relay.var("x", shape=(1, 16, 14, 14))
+    y = relay.nn.relu(relay.nn.conv2d(x, relay.const(wnp), padding=(1, 1)))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    tasks = autotvm.task.extract_from_program(mod, {}, "llvm")
+    assert [(t.name, t.args) for t in tasks] == [("conv2d_nchw.x86", (1, 16, 14, 14, 32, 3, 3, 1, 1, "float32"))]
+    task = tasks[0]
+    fb = topi_templates.fallback_config(task)
+    other = next(c for c in map(task.config_space.get, range(len(task.config_space)))
+                 if c["width"].val != fb["width"].val)
+    log = tmp_path / "conv.log"
+    _write_log(log, task, [other])
+    ic, oc = cv.nchwc_blocks(16, 32)
+    D = te.placeholder((1, 16 // ic, 14, 14, ic), name="D")
+    K = te.placeholder((32 // oc, 16 // ic, 3, 3, ic, oc), name="K")
+    with tvm.target.Target("llvm"):
+        conv = topi.nn.conv2d_NCHWc(D, K, 1, 1, 1, f"NCHW{ic}c", f"NCHW{oc}c")
+    plain = topi.x86.schedule_conv2d_NCHWc([conv]).trace.as_python()
+    with autotvm.apply_history_best(str(log)):
+        tuned = topi.x86.schedule_conv2d_NCHWc([conv]).trace.as_python()
+        expect = topi.x86.schedule_conv2d_NCHWc([conv], width=other["width"].val).trace.as_python()
+    assert tuned == expect and tuned != plain
+    # the whole model built under the log computes the same
+    xs = rng.uniform(-1, 1, (1, 16, 14, 14)).astype("float32")
+    with autotvm.apply_history_best(str(log)), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.set_input("x", xs)
+    g.run()
+    xp = np.pad(xs, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((1, 32, 14, 14), "float32")
+    for oy in range(14):
+        for ox in range(14):
+            ref[:, :, oy, ox] = np.tensordot(xp[:, :, oy:oy + 3, ox:ox + 3], wnp, axes=([1, 2, 3], [1, 2, 3]))
+    np.testing.assert_allclose(g.get_output(0).numpy(), np.maximum(ref, 0), rtol=1e-4, atol=1e-4)

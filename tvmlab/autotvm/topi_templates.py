@@ -79,22 +79,19 @@ def _matmul_hook(C, target):
 
 
 def _conv2d_hook(out, target):
+    """(width, unroll_kw) of ``conv2d_nchw.x86`` for a blocked NCHW convolution stage ``out``, or None."""
     ctx = _context(target or "llvm")
     if ctx is None:
         return None
-    from ..codegen.llvm_vector import vector_registers
-    cv = _module("conv2d")
-    from ..topi.utils import vector_block
     from ..topi.utils import find_stage_input
     if out.op.tag != "conv2d_nchw" or "oc_block" not in out.op.attrs or out.op.attrs.get("direct"):
         return None
-    oc_block = int(out.op.attrs["oc_block"])
     blocked = find_stage_input(out, "_NCHWc")
     pad = blocked.op.input_tensors[0]
     data = (pad.op.input_tensors[0] if pad.op.input_tensors else None) if pad.op.name.endswith("_pad") else pad
     packed = find_stage_input(blocked, "_packK")
     kernel = packed.op.input_tensors[0] if packed.op.input_tensors else None
-    if data is None or kernel is None or oc_block != vector_block(out.dtype, target):
+    if data is None or kernel is None:
         return None
     dshape = [_const(d) for d in data.shape]
     kshape = [_const(d) for d in kernel.shape]
@@ -105,10 +102,45 @@ def _conv2d_hook(out, target):
     oh, ow = (_const(d) for d in out.shape[2:])
     padding = _padding(pad, h)
     stride = (h + 2 * padding - kh) // max(1, oh - 1) if oh > 1 else 1
-    cfg = ctx.query(target, args_to_workload((n, c, h, w, o, kh, kw, stride, padding, str(out.dtype)), CONV2D))
-    width_d = cv.tile_width(ow, oc_block, out.dtype, target)
+    return _conv2d_config(ctx, target, (n, c, h, w, o, kh, kw, stride, padding, str(out.dtype)),
+                          int(out.op.attrs["oc_block"]), oh, ow)
+
+
+def _nchwc_hook(conv, target):
+    """The same knobs for a ``conv2d_NCHWc`` stage (the layout AlterOpLayout gives ``relay.build``): its
+    workload is the NCHW convolution it stands for, so one tuned record serves both layouts."""
+    ctx = _context(target or "llvm")
+    if ctx is None or conv.op.tag != "conv2d_NCHWc" or int(conv.op.attrs.get("groups", 1)) != 1:
+        return None
+    pad = conv.op.input_tensors[0]
+    data = pad.op.input_tensors[0] if pad.op.name.endswith("_pad") and pad.op.input_tensors else pad
+    dshape = [_const(d) for d in data.shape]
+    kshape = [_const(d) for d in conv.op.input_tensors[1].shape]
+    oshape = [_const(d) for d in conv.shape]
+    if None in dshape + kshape + oshape or len(dshape) != 5:
+        return None
+    n, cb, h, w, ic = dshape
+    ofo, _, kh, kw, _, oc = kshape
+    sh, sw = (int(x) for x in conv.op.attrs["strides"])
+    dil = tuple(int(x) for x in conv.op.attrs["dilation"])
+    pads = {int(x) for x in conv.op.attrs["padding"]}
+    if sh != sw or dil != (1, 1) or len(pads) != 1 or h != w:
+        return None             # the template's workloads are square, symmetric, undilated
+    return _conv2d_config(ctx, target, (n, cb * ic, h, w, ofo * oc, kh, kw, sh, pads.pop(), str(conv.dtype)),
+                          oc, oshape[2], oshape[3])
+
+
+def _conv2d_config(ctx, target, workload, oc_block, oh, ow):
+    from ..codegen.llvm_vector import vector_registers
+    from ..topi.utils import vector_block
+    cv = _module("conv2d")
+    n, c, h, w, o, kh, kw, stride, padding, dtype = workload
+    if oc_block != vector_block(dtype, target):
+        return None
+    cfg = ctx.query(target, args_to_workload(workload, CONV2D))
+    width_d = cv.tile_width(ow, oc_block, dtype, target)
     regs = vector_registers(target)
-    max_w = max(1, min(ow, (regs.count - 2) // regs.holding(oc_block, out.dtype)))
+    max_w = max(1, min(ow, (regs.count - 2) // regs.holding(oc_block, dtype)))
     width = _knob(cfg, "width", range(1, max_w + 1), width_d)
     unroll_kw = _knob(cfg, "unroll_kw", [False, True], False)
     cfg.add_flop(2 * n * o * oh * ow * c * kh * kw)
@@ -156,3 +188,4 @@ def install():
     """Put the hooks into topi (done when tvmlab.autotvm is imported)."""
     _module("matmul").config_hook = _matmul_hook
     _module("conv2d").config_hook = _conv2d_hook
+    _module("conv2d").nchwc_config_hook = _nchwc_hook

@@ -21,8 +21,10 @@ from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
 
 
-# AutoTVM's hook: (conv output, target) -> (register tile width, unroll_kw), or None for the defaults
+# AutoTVM's hooks: (conv output, target) -> (register tile width, unroll_kw), or None for the defaults;
+# the second for conv2d_NCHWc stages (the same tuned record: a workload is the NCHW convolution)
 config_hook = None
+nchwc_config_hook = None
 
 
 def tile_width(ow, oc_block, dtype, target="llvm"):
@@ -53,7 +55,7 @@ def register_tile(s, out, blocked, oc_block, target, width=None, unroll_kw=False
     _accumulate_tile(s, blocked, out, xo, unroll_kw)
 
 
-def register_tile_blocked(s, out, acc, target, width=None, rows=None):
+def register_tile_blocked(s, out, acc, target, width=None, rows=None, unroll_kw=False):
     """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
     channel block, row) -- or ``rows`` rows -- each computing ``acc`` one (width x b) register tile at a
     time.  Returns the task axis."""
@@ -66,7 +68,7 @@ def register_tile_blocked(s, out, acc, target, width=None, rows=None):
     task = s[out].fuse(b, fo, ys[0])
     s[out].parallel(task)
     s[out].vectorize(fi)
-    _accumulate_tile(s, acc, out, xo)
+    _accumulate_tile(s, acc, out, xo, unroll_kw)
     return task
 
 
@@ -202,8 +204,11 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
             s[t.op].parallel(s[t.op].fuse(axes[0], axes[1]))
             s[t.op].vectorize(axes[-1])
     ct = conv.output(0)
+    unroll_kw = False
+    if nchwc_config_hook is not None and width is None:
+        width, unroll_kw = nchwc_config_hook(ct, target) or (None, False)
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
-    register_tile_blocked(s, tile_out, acc, target, width)
+    register_tile_blocked(s, tile_out, acc, target, width, unroll_kw=unroll_kw)
     return schedule_others(s, outs, conv, tile_out, target)
 
 
