@@ -13,11 +13,12 @@ import numpy as np
 from ...codegen.common import written_buffers
 from ...errors import SimulationError
 from ...ir import dtype as dt
-from ...ir.expr import IntImm
+from ...ir.expr import Call, IntImm
 from ...ir.functor import IRVisitor
 from ...ir.tensor import IterVar
 from ...lower.split_host_device import THREAD_TAGS
 from ...lower.thread_sync import is_barrier
+from ...lower.tensor_core import WMMA_CALLS, WMMA_SCOPES, infer_fragments
 from .expr import ExprCompiler, narrow
 from .memory import Memory, garbage
 from .report import (DIVERGENT_BARRIER, DIVERGENT_SHUFFLE, Finding, Launch, coords, stmt_text, thread_text,
@@ -62,6 +63,7 @@ class KernelSim:
         self._texts = {}
         self.cur_site = 0
         self.expr = ExprCompiler(self)
+        self.fragments = infer_fragments(kernel.body)
         self.body = self.stmt(kernel.body)
 
     # ---------------------------------------------------------------- sites
@@ -110,6 +112,9 @@ class KernelSim:
             return lambda ch, m: ch.barrier(m, site)
         if isinstance(s.value, IntImm):
             return lambda ch, m: None
+        if isinstance(s.value, Call) and s.value.op in WMMA_CALLS:
+            from .wmma import compile_call
+            return compile_call(self, s, site)
         f = self.expr(s.value)
 
         def evaluate(ch, m):
@@ -231,6 +236,14 @@ class KernelSim:
         fext = [self.expr(x) for x in s.extents]
         fb = self.stmt(s.body)
         var, dtype, scope = s.buffer_var, s.dtype, s.scope
+        if scope in WMMA_SCOPES:
+            from .wmma import WARP, FragmentMemory
+            frag = self.fragments[var]
+
+            def fragments(ch, m):
+                ch.mem[var] = FragmentMemory(var.name, frag, ch.C * -(-ch.T // WARP))
+                fb(ch, m)
+            return fragments
         if scope not in ("shared", "local", "warp", ""):
             raise SimulationError(f"{self.name}: buffer {var.name} is allocated in {scope!r} memory inside "
                                   "the kernel; kernels allocate only 'shared' and 'local' buffers")
