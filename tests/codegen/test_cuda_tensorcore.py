@@ -85,6 +85,9 @@ def test_bad_shapes_and_dtypes_are_refused():
     with pytest.raises(ScheduleError, match="batch and K"):
         topi.cuda.batch_matmul_tensorcore(te.placeholder((2, 32, 32), "float16"),
                                           te.placeholder((3, 32, 32), "float16"))
+    X = te.placeholder((32, 32), "float16", name="X")
+    with pytest.raises(ScheduleError, match="one tensor as both operands"):
+        topi.cuda.schedule_dense_tensorcore([topi.cuda.dense_tensorcore(X, X)])
     with pytest.raises(ScheduleError, match="out_dtype"):
         topi.cuda.dense_tensorcore(te.placeholder((64, 64), "float16"), te.placeholder((64, 64), "float16"),
                                    out_dtype="int32")

@@ -186,6 +186,9 @@ def _stage_shared(s, t, by, bz, warps):
 def _schedule_product(s, C, batched):
     """Tile product stage ``C`` ([b,] i, j; reduce k; inputs A [b,] i, k and B [b,] j, k) on tensor cores."""
     prod = C.op
+    if len(prod.input_tensors) != 2:
+        raise ScheduleError(f"topi.cuda.schedule_tensorcore: {prod.name!r} reads one tensor as both operands; "
+                            "tensor cores stage each operand on its own (pass a second placeholder with the data)")
     A, B = prod.input_tensors[0], prod.input_tensors[1]
     out_dtype = C.dtype
     shape = [int(d) for d in C.shape]
