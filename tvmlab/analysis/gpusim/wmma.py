@@ -18,7 +18,7 @@ from ...errors import SimulationError
 from ...ir import dtype as dt
 from ...ir.expr import Call
 from .memory import garbage
-from .report import DIVERGENT_WARP, OUT_OF_BOUNDS, UNINITIALIZED, coords, tuple_text
+from .report import DIVERGENT_WARP, OUT_OF_BOUNDS, UNINITIALIZED
 
 WARP = 32
 
@@ -46,21 +46,14 @@ def _warps(ch, m, site, op):
     wpb = -(-ch.T // WARP)
     warp = ch.slot * wpb + ch.tid // WARP
     ln = ch.lanes if m is ch.full else ch.active(m)
-    if m is not ch.full:
-        active = np.bincount(warp[ln], minlength=ch.C * wpb)
-        present = np.bincount(warp, minlength=ch.C * wpb)
-        bad = np.flatnonzero((active > 0) & (active < present))
-        if len(bad):
-            g = int(bad[0])
-            lanes = np.flatnonzero(warp == g)
-            on, off = lanes[m[lanes]], lanes[~m[lanes]]
-            blk = tuple_text(coords(int(ch.gblk[lanes[0]]), ch.run.grid))
-            ch.find(DIVERGENT_WARP, site, f"in blockIdx={blk}, threadIdx={ch._threads_text(ch.tid[on])} run {op} "
-                    f"but threadIdx={ch._threads_text(ch.tid[off])} of the same warp do not: a tensor-core "
-                    f"call needs the whole warp{ch._under()}", key=g, threads=[int(ch.gtid[lanes[0]])],
-                    arrived=ch.tid[on], missing=ch.tid[off])
-            keep = active[warp[ln]] == present[warp[ln]]
-            ln = ln[keep]
+    split = None if m is ch.full else ch.split_group(m, WARP)
+    if split is not None:
+        g, on, off, blk, whole = split
+        ch.find(DIVERGENT_WARP, site, f"in blockIdx={blk}, threadIdx={ch._threads_text(ch.tid[on])} run {op} "
+                f"but threadIdx={ch._threads_text(ch.tid[off])} of the same warp do not: a tensor-core "
+                f"call needs the whole warp{ch._under()}", key=g, threads=[int(ch.gtid[on[0]])],
+                arrived=ch.tid[on], missing=ch.tid[off])
+        ln = ln[whole[ln]]                           # the split warps do nothing
     w = warp[ln]
     ws, first = np.unique(w, return_index=True)
     return ln, w, ln[first], ws
@@ -97,6 +90,18 @@ def _index(ch, mem, idx, ws, leaders, site):
                 f"outside its {mem.frag.count} fragments", mem.name, int(idx[k]), threads=(ch.gtid[leaders[k]],))
         return None
     return idx
+
+
+def _warp_call(ch, m, site, op, fvar, fidx):
+    """The warps taking part in a call on fragment buffer ``fvar`` and the fragment each names:
+    (lanes, their warps, leaders, warps, FragmentMemory, indices), or None when there is nothing to do."""
+    ln, w, leaders, ws = _warps(ch, m, site, op)
+    if not len(ws):
+        return None
+    mem = _fragment(ch, fvar, op)
+    x = _index(ch, mem, _uniform(ch, fidx(ch, m), ln, w, leaders, ws, "fragment index", op, site),
+               ws, leaders, site)
+    return None if x is None else (ln, w, leaders, ws, mem, x)
 
 
 def compile_call(sim, s, site):
@@ -141,14 +146,10 @@ def compile_call(sim, s, site):
         fval = sim.expr(args[5])
 
         def fill(ch, m):
-            ln, w, leaders, ws = _warps(ch, m, site, op)
-            if not len(ws):
+            call = _warp_call(ch, m, site, op, fvar, fidx)
+            if call is None:
                 return
-            mem = _fragment(ch, fvar, op)
-            x = _index(ch, mem, _uniform(ch, fidx(ch, m), ln, w, leaders, ws, "fragment index", op, site),
-                       ws, leaders, site)
-            if x is None:
-                return
+            ln, w, leaders, ws, mem, x = call
             v = _uniform(ch, fval(ch, m), ln, w, leaders, ws, "fill value", op, site)
             mem.data[ws, x] = v.astype(mem.data.dtype)[:, None]
             mem.written[ws, x] = True
@@ -170,14 +171,10 @@ def compile_call(sim, s, site):
     store = op == "tvm_store_matrix_sync"
 
     def move(ch, m):
-        ln, w, leaders, ws = _warps(ch, m, site, op)
-        if not len(ws):
+        call = _warp_call(ch, m, site, op, fvar, fidx)
+        if call is None:
             return
-        mem = _fragment(ch, fvar, op)
-        x = _index(ch, mem, _uniform(ch, fidx(ch, m), ln, w, leaders, ws, "fragment index", op, site),
-                   ws, leaders, site)
-        if x is None:
-            return
+        ln, w, leaders, ws, mem, x = call
         off = _uniform(ch, foff(ch, m), ln, w, leaders, ws, "pointer", op, site).astype(np.int64)
         st = _uniform(ch, fstride(ch, m), ln, w, leaders, ws, "stride", op, site).astype(np.int64)
         pos = np.searchsorted(ws, w)                 # each active lane's warp row
