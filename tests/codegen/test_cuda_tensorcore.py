@@ -99,19 +99,19 @@ def test_old_architecture_is_refused():
 
 
 # ---------------------------------------------------------------- fragment inference and the simulator
-def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None):
+def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None, value=2.0, fill=True):
     """A kernel filling one 16x16 accumulator with 2 and storing it to C (a warp's worth of threads)."""
     C = Buffer("C", (16, 16), "float32")
     ib = ir_builder.create()
     frag = ib.allocate("float32", 256, name="acc", scope="wmma.accumulator")
-    fill = call_intrin("handle", "tir.tvm_fill_fragment", frag.asobject(), *shape, 0, 2.0)
+    filler = call_intrin("handle", "tir.tvm_fill_fragment", frag.asobject(), *shape, 0, value)
     store = call_intrin("handle", "tir.tvm_store_matrix_sync", frag.asobject(), *(store_shape or shape), 0,
                         C.access_ptr("w"), 16, "row_major")
-    if cond is None:
-        ib.emit(fill)
-    else:
+    if fill and cond is None:
+        ib.emit(filler)
+    elif fill:
         with ib.if_scope(cond):
-            ib.emit(fill)
+            ib.emit(filler)
     ib.emit(store)
     return PrimFunc("planted", [C.data], {C.data: C}, ib.get())
 
@@ -128,6 +128,16 @@ def test_simulator_reports_a_call_part_of_a_warp_skips():
         gpusim.run_kernel(_acc_kernel(cond=Var("threadIdx.x") < 16), 1, 32, c)
     found = e.value.report.of_kind(gpusim.DIVERGENT_WARP)
     assert found and "tvm_fill_fragment" in found[0].message and "the same warp do not" in found[0].message
+
+
+def test_simulator_checks_values_are_one_per_warp_and_fragments_are_written():
+    c = np.full((16, 16), np.nan, "float32")
+    value = Var("threadIdx.x").astype("float32")
+    with pytest.raises(SimulationError, match="fill value of tvm_fill_fragment differs between the lanes"):
+        gpusim.run_kernel(_acc_kernel(value=value), 1, 32, c)
+    with pytest.raises(SimulationError) as e:
+        gpusim.run_kernel(_acc_kernel(fill=False), 1, 32, c)
+    assert e.value.report.of_kind(gpusim.UNINITIALIZED)
 
 
 def test_fragment_shape_mismatch_is_a_lowering_error():
