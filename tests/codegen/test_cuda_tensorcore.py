@@ -100,7 +100,8 @@ def test_old_architecture_is_refused():
 
 # ---------------------------------------------------------------- fragment inference and the simulator
 def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None, value=2.0, fill=True):
-    """A kernel filling one 16x16 accumulator with 2 and storing it to C (a warp's worth of threads)."""
+    """A kernel filling one 16x16 accumulator with ``value`` (under ``cond``; not at all without ``fill``)
+    and storing it to C."""
     C = Buffer("C", (16, 16), "float32")
     ib = ir_builder.create()
     frag = ib.allocate("float32", 256, name="acc", scope="wmma.accumulator")
