@@ -60,6 +60,19 @@ def test_known(target):
 @tvm.testing.requires_cuda
 def test_needs_cuda():
     assert tvm.cuda(0).exist
+
+
+@tvm.testing.requires_tensorcore
+def test_needs_tensor_cores():        # on the GPU simulator where there is no GPU
+    dev = tvm.cuda(0)
+    assert dev.exist
+    X, W = te.placeholder((32, 32), "float16", name="X"), te.placeholder((32, 32), "float16", name="W")
+    C = topi.cuda.dense_tensorcore(X, W)
+    f = tvm.build(topi.cuda.schedule_dense_tensorcore([C]), [X, W, C], "cuda")
+    x, w = (np.random.rand(32, 32).astype("float16") for _ in range(2))
+    c = tvm.nd.array(np.full((32, 32), np.nan, "float32"), dev)
+    f(tvm.nd.array(x, dev), tvm.nd.array(w, dev), c)
+    np.testing.assert_allclose(c.numpy(), x.astype("float32") @ w.astype("float32").T, rtol=1e-4, atol=1e-4)
 '''
 
 
@@ -75,8 +88,8 @@ def test_plugin_runs_tvm_style_tests(tmp_path):
     import tvmlab
     gpu = tvmlab.cuda(0).exist
     # test_sum: 2 shapes x 2 targets; test_size 2; test_listed: llvm (+ opencl skipped); test_known: llvm
-    # xfails (+ cuda); test_needs_cuda; the cache check
-    passed = 2 + 2 + 1 + 1 + (2 + 1 + 1 if gpu else 0)
+    # xfails (+ cuda); test_needs_cuda; the cache check; test_needs_tensor_cores (on the simulator without a GPU)
+    passed = 2 + 2 + 1 + 1 + 1 + (2 + 1 + 1 if gpu else 0)
     assert f"{passed} passed" in out, out
     assert "1 xfailed" in out, out
     if not gpu:

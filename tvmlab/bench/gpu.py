@@ -11,7 +11,7 @@ Each pair is timed in the same run with CUDA events (torch) and ``time_evaluator
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,resnet50]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,tensorcore,resnet50]
                                [--quick] [--simulate]
 """
 from __future__ import annotations
@@ -164,11 +164,29 @@ RESNET50_CONVS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (
                   (512, 28, 128, 1, 1), (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (512, 7, 512, 3, 1),
                   (2048, 7, 512, 1, 1)]
 
+def case_tensorcore(n):
+    """float16 ``n``-cubed matmul on tensor cores (``topi.cuda.dense_tensorcore``, float32 out) beside
+    torch's float16 ``a @ w.T`` (cuBLAS on tensor cores, float16 out)."""
+    def make(size):
+        import tvmlab as tvm
+        from tvmlab import te, topi
+        m = {"small": 64, "quick": min(n, 1024), "full": n}[size]
+        A, W = te.placeholder((m, m), "float16", name="A"), te.placeholder((m, m), "float16", name="W")
+        C = topi.cuda.dense_tensorcore(A, W, out_dtype="float32")
+        s = topi.cuda.schedule_dense_tensorcore([C])
+        a, w = ((np.random.rand(m, m) - 0.5).astype("float16") for _ in range(2))
+        return Case(f"tensorcore fp16 {m}^3", tvm.build(s, [A, W, C], "cuda"), [a, w, np.zeros((m, m), "float32")],
+                    lambda a, w: a.astype("float32") @ w.astype("float32").T,
+                    lambda torch, a, w: lambda: a @ w.T, "cuBLAS fp16", 1e-2)
+    return make
+
+
 ROWS = {"add": [case_add], "rowsum": [case_rowsum], "opt_conv": [case_opt_conv],
         "matmul": [case_matmul(1024), case_matmul(2048), case_matmul(4096)],
         "tiles": [case_matmul(n, t) for n in (1024, 4096) for t in (64, 128)],
         "batch_matmul": [case_batch_matmul], "gemv": [case_gemv],
-        "convs": [case_conv(*shape) for shape in RESNET50_CONVS]}
+        "convs": [case_conv(*shape) for shape in RESNET50_CONVS],
+        "tensorcore": [case_tensorcore(1024), case_tensorcore(4096)]}
 
 
 def _torch_cuda():

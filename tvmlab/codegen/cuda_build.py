@@ -30,7 +30,10 @@ from ..runtime import cuda_driver
 from ..runtime.registry import get_global_func
 from ..runtime.module import Module
 from .common import refuse_vector_elements
+from ..lower.tensor_core import uses_wmma
 from .cuda_codegen import ctype, generate_cuda
+from .cuda_wmma import HEADER as WMMA_HEADER
+from .cuda_wmma import check_arch
 from .device_host import DeviceHost
 from .registry import Target, register_target
 
@@ -106,6 +109,8 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
             b"--std=c++14"]
     if "#include <cuda_" in src:
         opts.append(f"--include-path={cuda_include_dir()}".encode())
+    if "#include <mma.h>" in src:
+        opts.append(f"--include-path={cuda_include_dir('crt/mma.h')}".encode())
     prog = check(nvrtc.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -128,8 +133,9 @@ def compile_nvrtc(src, arch, name="tvmlab_kernels.cu", cubin=True):
     return DeviceCode(ptx.rstrip(b"\x00").decode(), image, virt, note)
 
 
-def cuda_include_dir():
-    """Where cuda_fp16.h / cuda_bf16.h are: the nvidia-cuda-runtime wheel, $CUDA_HOME, /usr/local/cuda."""
+def cuda_include_dir(header="cuda_fp16.h"):
+    """Where cuda_fp16.h / cuda_bf16.h are (or ``header``: "crt/mma.h", which tensor cores' mma.h
+    includes): the nvidia wheels (nvidia-cuda-runtime, nvidia-cuda-crt), $CUDA_HOME, /usr/local/cuda."""
     import glob
     import importlib.util
     places = []
@@ -141,8 +147,11 @@ def cuda_include_dir():
             places.append(os.path.join(os.environ[env], "include"))
     places += ["/usr/local/cuda/include"] + sorted(glob.glob("/usr/local/cuda-*/include"), reverse=True)
     for d in places:
-        if os.path.isfile(os.path.join(d, "cuda_fp16.h")):
+        if os.path.isfile(os.path.join(d, header)):
             return d
+    if header != "cuda_fp16.h":
+        raise BuildError(f"tensor cores in CUDA C need the CUDA header {header} (mma.h includes it): install "
+                         "the nvidia-cuda-crt wheel or a CUDA toolkit (set CUDA_HOME)")
     raise BuildError("float16 / bfloat16 in CUDA C need cuda_fp16.h and cuda_bf16.h: install the "
                      "nvidia-cuda-runtime wheel (pip install 'tvmlab[cuda]') or set CUDA_HOME")
 
@@ -326,6 +335,9 @@ def build_cuda(mod, target="cuda"):
     split = device_split(mod, target, _OPTIONS, _IGNORED, ctype)
     src = with_type_headers(generate_cuda(split.kernels))
     arch, known = _arch(target)
+    if uses_wmma(split.kernels):
+        check_arch(arch)
+        src = WMMA_HEADER + src
     user = get_global_func("tvm_callback_cuda_compile", allow_missing=True)
     if user is not None:            # TVM's hook: the user's compiler, CUDA C -> PTX
         ptx = user(src)

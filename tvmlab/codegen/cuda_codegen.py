@@ -15,7 +15,9 @@ from ..errors import BuildError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.functor import substitute
+from ..lower.tensor_core import WMMA_CALLS, WMMA_SCOPES, infer_fragments
 from .cuda_vector import VectorCode, vector_type
+from .cuda_wmma import fragment_decl, wmma_call
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
            "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
@@ -82,6 +84,7 @@ class CodeGenCUDA(VectorCode):
     def add_kernel(self, func):
         self.names, self.taken, self.indent = {}, {"threadIdx", "blockIdx", "blockDim", "gridDim"}, 1
         self.buf_types = {}
+        self.fragments = infer_fragments(func.body)
         for tag, v in func.attrs.get("thread_vars", {}).items():
             self.names[v] = f"((int){tag})"
         params = []
@@ -180,6 +183,10 @@ class CodeGenCUDA(VectorCode):
         self.emit("}")
 
     def s_Allocate(self, s):
+        if s.scope in WMMA_SCOPES:
+            self.emit(fragment_decl(self.fragments[s.buffer_var], self._name(s.buffer_var)))
+            self.stmt(s.body)
+            return
         t = self.ctype(s.dtype, f"buffer {s.buffer_var.name}")
         count = s.extents[0]
         if not isinstance(count, E.IntImm):
@@ -319,6 +326,8 @@ class CodeGenCUDA(VectorCode):
             fn = "__shfl_down_sync" if op == "tvm_warp_shuffle_down" else "__shfl_sync"
             ctype(e.dtype)
             return f"{fn}({self.warp_mask}, {', '.join(self.expr(a) for a in args)})"
+        if op in WMMA_CALLS:
+            return wmma_call(self, e)
         if op in ("call_extern", "call_pure_extern"):
             return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         bit = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<",

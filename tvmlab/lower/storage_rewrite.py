@@ -31,6 +31,7 @@ from ..ir.expr import IntImm, Var
 from ..ir.functor import IRMutator, IRVisitor, collect_vars
 from ..ir.stmt import Allocate, AttrStmt, For, ForKind, Store
 from ..ir.structural import same_value
+from ..schedule.scope import WMMA_SCOPES
 
 MATCH_RANGE = 16
 _SCOPE_ATTRS = ("thread_extent", "virtual_thread")
@@ -302,7 +303,7 @@ class _Planner:
         """Registers (untagged local / warp memory, never shared) stay where they are, and so does an
         allocation whose size depends on a variable bound above it."""
         rank, tag = parse_scope(alloc.scope)
-        if rank in ("local", "warp") and not tag:
+        if rank in ("local", "warp") and not tag or alloc.scope in WMMA_SCOPES:
             return False
         bound = self.lin.bound_inside.get(alloc.buffer_var, ())
         return not any(v in bound for x in alloc.extents for v in collect_vars(x))
@@ -541,18 +542,21 @@ def _base(scope):
     """The memory an allocation of ``scope`` goes to: its tag goes, except "shared.dyn" (dynamic
     shared memory is not a packing tag; MergeDynamicSharedMemoryAllocations reads it)."""
     from ..schedule.scope import base_scope
-    return scope if scope == "shared.dyn" else base_scope(scope)
+    return scope if scope == "shared.dyn" or scope in WMMA_SCOPES else base_scope(scope)
 
 
 class _StripTags(IRMutator):
     def visit_Allocate(self, s):
         from ..schedule.scope import base_scope
         out = self.generic_visit(s)
+        if out.scope in WMMA_SCOPES:
+            return out
         return out.replace(scope=base_scope(out.scope)) if out.scope != base_scope(out.scope) else out
 
 
 def strip_scope_tags(stmt):
-    """Allocations in their base memory ("global:acc" -> "global", "shared.dyn" -> "shared"): what
+    """Allocations in their base memory ("global:acc" -> "global", "shared.dyn" -> "shared"; tensor-core
+    fragments keep their "wmma.*" scope): what
     codegen sees (tvmlab's kernels size their shared memory when they are compiled)."""
     return _StripTags().visit(stmt)
 

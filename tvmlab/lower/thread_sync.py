@@ -209,6 +209,18 @@ class _Collect(IRVisitor):
                                  dt.element_of(e.dtype)))
         self.generic_visit(e)
 
+    def visit_Call(self, e):
+        # a pointer into shared memory handed to an intrinsic (a tensor-core load or store): the
+        # intrinsic may touch any element of the region, from any lane
+        if e.op == "tvm_access_ptr" and len(e.args) == 5 and e.args[1] in self.shared:
+            mask = e.args[4].value if isinstance(e.args[4], IntImm) else 3
+            dtype = e.args[0].value if hasattr(e.args[0], "value") else None
+            for write in (False, True):
+                if mask & (2 if write else 1):
+                    self.out.append(_Acc(e.args[1], write, None, self.scope.thread, self.db and write, self.stmt,
+                                         dtype))
+        self.generic_visit(e)
+
     def visit_Store(self, s):
         self.stmt = s
         self.visit(s.value)

@@ -8,6 +8,8 @@ the full name.
 from __future__ import annotations
 
 BASES = ("global", "shared", "warp", "local")
+# tensor-core fragments: opaque per-warp registers, bound like "local" (never relaxed over threads)
+WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 
 def split_scope(scope):
@@ -16,6 +18,8 @@ def split_scope(scope):
         return None
     if scope in ("",) + BASES:
         return scope, ""
+    if scope in WMMA_SCOPES:
+        return "local", scope
     for b in BASES:
         if scope.startswith(b) and len(scope) > len(b) + 1 and scope[len(b)] in ":._":
             return b, scope[len(b):]

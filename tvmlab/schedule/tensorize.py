@@ -477,6 +477,10 @@ def make_nest(b, st):
     inner = leaves[t:]
     values = pass_up_index(st, b.dom_map, leaf_values(st))
     guards = b._guards(st, values)
+    # as for untensorized stages: a guard covers the stage's own stores, not the producers attached
+    # in its loops (threads of a block fill a shared tile together, barriers included)
+    last_attach = max((k for k, iv in enumerate(leaves[:t]) if b.attached.get(iv)), default=-1)
+    guards = [(c, d if d >= t else max(d, last_attach)) for c, d in guards]
     pos = {iv.var: k for k, iv in enumerate(leaves)}
     where = f"tensorize of {st.name} at {leaves[t].var.name}"
     if st.store_predicate is not None:

@@ -40,6 +40,17 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda it: (it.location[0], it.location[1], it.location[2].split("[")[0]))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Tests needing tensor cores run on the GPU simulator where the machine has no CUDA device."""
+    if item.get_closest_marker("tensorcore") is None:
+        yield
+        return
+    from .sim_cuda import simulated_cuda
+    with simulated_cuda():
+        yield
+
+
 @pytest.fixture
 def dev(target):
     """The device of the test's target."""

@@ -121,6 +121,10 @@ def _keys(target):
 
 
 def _tensorcore():
+    """None where tensor-core tests run: on a GPU of compute capability 7.0 or newer, or, without a CUDA
+    device, on the simulator (``sim_cuda.simulated_cuda``; the plugin runs such tests in it)."""
+    if not _device_exists("cuda"):
+        return None if _has_backend("cuda") else "tvmlab has no 'cuda' target"
     why = why_not_runnable("cuda")
     if why:
         return why
@@ -142,7 +146,15 @@ requires_gpu = Feature("gpu", "a GPU", _any_gpu)
 uses_gpu = requires_gpu(support_required="optional")
 requires_cuda = Feature("cuda", "CUDA", _target_check("cuda"), parents=["gpu"])
 requires_opengl = Feature("opengl", "an OpenGL (EGL) context", _target_check("opengl", listed=False), parents=["gpu"])
-requires_tensorcore = Feature("tensorcore", "tensor cores", _tensorcore, parents=["cuda"])
+class _SimulatedFeature(Feature):
+    """A feature whose tests run on the GPU simulator where there is no GPU: its parents only name
+    markers, they do not skip it."""
+
+    def missing(self):
+        return self.check()
+
+
+requires_tensorcore = _SimulatedFeature("tensorcore", "tensor cores", _tensorcore, parents=["cuda"])
 requires_cudnn = Feature("cudnn", "cuDNN", _absent("cuDNN binding"), parents=["cuda"])
 requires_cublas = Feature("cublas", "cuBLAS", _absent("cuBLAS binding"), parents=["cuda"])
 requires_nvptx = Feature("nvptx", "NVPTX", _target_check("nvptx"), parents=["gpu"])

@@ -7,7 +7,8 @@ thread by thread in lockstep, and report the bugs a GPU would hide or hang on.
 It finds divergent barriers (a ``__syncthreads()`` some threads of a block skip: a deadlock), races
 (two threads on one shared or global element, one writing, with no barrier between), accesses outside
 a buffer, reads of shared or local memory never written, and warp shuffles some lanes of their segment
-do not join.  ``run_kernel`` runs one kernel PrimFunc on a given grid, for kernels written by hand.
+do not join, and tensor-core (wmma) calls some lanes of a warp skip.  ``run_kernel`` runs one kernel
+PrimFunc on a given grid, for kernels written by hand.
 
 Every value is an array over the simulated threads (numpy, vectorised); blocks run in chunks of at most
 ``MAX_THREADS`` threads, so large grids stay within memory.
@@ -21,8 +22,8 @@ from ...ir.function import IRModule, PrimFunc
 from ...lower.split_host_device import DeviceSplit
 from .machine import MAX_THREADS, KernelSim
 from .memory import garbage
-from .report import (DIVERGENT_BARRIER, DIVERGENT_SHUFFLE, KINDS, OUT_OF_BOUNDS, RACE, UNINITIALIZED, Finding,
-                     Launch, SimReport)
+from .report import (DIVERGENT_BARRIER, DIVERGENT_SHUFFLE, DIVERGENT_WARP, KINDS, OUT_OF_BOUNDS, RACE,
+                     UNINITIALIZED, Finding, Launch, SimReport)
 
 
 class _Stop(Exception):
@@ -155,4 +156,5 @@ from .schedule_check import ScheduleCheck, binds_gpu_threads, check_schedule  # 
 
 __all__ = ["simulate", "run_kernel", "check_schedule", "binds_gpu_threads", "ScheduleCheck", "SimReport", "Finding",
            "Launch", "SimulationError", "KINDS", "RACE",
-           "DIVERGENT_BARRIER", "DIVERGENT_SHUFFLE", "OUT_OF_BOUNDS", "UNINITIALIZED", "device_program"]
+           "DIVERGENT_BARRIER", "DIVERGENT_SHUFFLE", "DIVERGENT_WARP", "OUT_OF_BOUNDS", "UNINITIALIZED",
+           "device_program"]

@@ -13,11 +13,12 @@ import numpy as np
 from ...codegen.common import written_buffers
 from ...errors import SimulationError
 from ...ir import dtype as dt
-from ...ir.expr import IntImm
+from ...ir.expr import Call, IntImm
 from ...ir.functor import IRVisitor
 from ...ir.tensor import IterVar
 from ...lower.split_host_device import THREAD_TAGS
 from ...lower.thread_sync import is_barrier
+from ...lower.tensor_core import WMMA_CALLS, WMMA_SCOPES, infer_fragments
 from .expr import ExprCompiler, narrow
 from .memory import Memory, garbage
 from .report import (DIVERGENT_BARRIER, DIVERGENT_SHUFFLE, Finding, Launch, coords, stmt_text, thread_text,
@@ -62,6 +63,7 @@ class KernelSim:
         self._texts = {}
         self.cur_site = 0
         self.expr = ExprCompiler(self)
+        self.fragments = infer_fragments(kernel.body)
         self.body = self.stmt(kernel.body)
 
     # ---------------------------------------------------------------- sites
@@ -110,6 +112,9 @@ class KernelSim:
             return lambda ch, m: ch.barrier(m, site)
         if isinstance(s.value, IntImm):
             return lambda ch, m: None
+        if isinstance(s.value, Call) and s.value.op in WMMA_CALLS:
+            from .wmma import compile_call
+            return compile_call(self, s, site)
         f = self.expr(s.value)
 
         def evaluate(ch, m):
@@ -231,6 +236,14 @@ class KernelSim:
         fext = [self.expr(x) for x in s.extents]
         fb = self.stmt(s.body)
         var, dtype, scope = s.buffer_var, s.dtype, s.scope
+        if scope in WMMA_SCOPES:
+            from .wmma import WARP, FragmentMemory
+            frag = self.fragments[var]
+
+            def fragments(ch, m):
+                ch.mem[var] = FragmentMemory(var.name, frag, ch.C * -(-ch.T // WARP))
+                fb(ch, m)
+            return fragments
         if scope not in ("shared", "local", "warp", ""):
             raise SimulationError(f"{self.name}: buffer {var.name} is allocated in {scope!r} memory inside "
                                   "the kernel; kernels allocate only 'shared' and 'local' buffers")
@@ -410,6 +423,23 @@ class Chunk:
         self.run.rec.barriers += int(hit.sum())
 
     # ---------------------------------------------------------------- warp shuffles
+    def split_group(self, m, width):
+        """The first group of ``width`` consecutive threads of a block (a warp, a shuffle segment) that
+        mask ``m`` splits: (group id, positions of its active and inactive threads, its block as text,
+        complete) where ``complete`` marks the threads whose group ``m`` keeps whole; None if none is split."""
+        n = -(-self.T // width)
+        group = self.slot * n + self.tid // width
+        active = np.bincount(group[m], minlength=self.C * n)
+        present = np.bincount(group, minlength=self.C * n)
+        bad = np.flatnonzero((active > 0) & (active < present))
+        if not len(bad):
+            return None
+        g = int(bad[0])
+        members = np.flatnonzero(group == g)
+        on, off = members[m[members]], members[~m[members]]
+        blk = tuple_text(coords(int(self.gblk[members[0]]), self.run.grid))
+        return g, on, off, blk, (active == present)[group]
+
     def shuffle(self, val, arg, width, down, m, site):
         name = "tvm_warp_shuffle_down" if down else "tvm_warp_shuffle"
         if isinstance(width, np.ndarray):
@@ -430,20 +460,13 @@ class Chunk:
         exists = (src_tid >= 0) & (src_tid < t)
         src_lane = np.clip(self.lanes - self.tid + src_tid, 0, n - 1)
         if m is not self.full:
-            nseg = -(-t // width)
-            seg = self.slot * nseg + self.tid // width
-            active = np.bincount(seg[m], minlength=self.C * nseg)
-            present = np.bincount(seg, minlength=self.C * nseg)
-            bad = np.flatnonzero((active > 0) & (active < present))
-            if len(bad):
-                g = int(bad[0])
-                in_seg = np.flatnonzero(seg == g)
-                on, off = in_seg[m[in_seg]], in_seg[~m[in_seg]]
-                blk = tuple_text(coords(int(self.gblk[in_seg[0]]), self.run.grid))
+            split = self.split_group(m, width)
+            if split is not None:
+                g, on, off, blk = split[:4]
                 self.find(DIVERGENT_SHUFFLE, site, f"in blockIdx={blk}, threadIdx={self._threads_text(self.tid[on])} "
                           f"run {name} (width {width}) but threadIdx={self._threads_text(self.tid[off])} of the "
                           f"same width-{width} segment do not{self._under()}", key=g,
-                          threads=[int(self.gtid[in_seg[0]])], arrived=self.tid[on], missing=self.tid[off])
+                          threads=[int(self.gtid[on[0]])], arrived=self.tid[on], missing=self.tid[off])
         vals = np.broadcast_to(val, (n,) + np.shape(val)[1:]) if np.ndim(val) else np.full(n, val)
         out = vals[src_lane]
         undefined = ~exists | ~m[src_lane]

@@ -11,9 +11,10 @@ from ...ir.printer import astext
 RACE = "race"
 DIVERGENT_BARRIER = "divergent barrier"
 DIVERGENT_SHUFFLE = "divergent shuffle"
+DIVERGENT_WARP = "divergent warp-collective"    # a tensor-core (wmma) call some lanes of a warp skip
 OUT_OF_BOUNDS = "out of bounds"
 UNINITIALIZED = "uninitialized read"
-KINDS = (DIVERGENT_BARRIER, RACE, DIVERGENT_SHUFFLE, OUT_OF_BOUNDS, UNINITIALIZED)
+KINDS = (DIVERGENT_BARRIER, RACE, DIVERGENT_SHUFFLE, DIVERGENT_WARP, OUT_OF_BOUNDS, UNINITIALIZED)
 
 # At most this many findings of each kind are kept (the rest are only counted).
 MAX_PER_KIND = 20

@@ -219,3 +219,7 @@ def _reinterpret_rule(call):
 from ...lower.intrin_rules import register_intrin_rule  # noqa: E402
 
 register_intrin_rule("cuda", "reinterpret", _reinterpret_rule, level=5, override=True)
+
+
+from .tensorcore import (batch_matmul_tensorcore, dense_tensorcore, schedule_batch_matmul_tensorcore,  # noqa: E402,F401
+                         schedule_dense_tensorcore)

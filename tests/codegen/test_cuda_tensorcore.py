@@ -1,0 +1,164 @@
+"""Tensor cores (wmma): CUDA C and PTX, fragment inference, the simulator's warp-collective calls, and
+topi.cuda.dense_tensorcore / batch_matmul_tensorcore against numpy."""
+import numpy as np
+import pytest
+
+import tvmlab as tvm
+import tvmlab.testing
+from tvmlab import te, topi
+from tvmlab.analysis import gpusim
+from tvmlab.errors import BuildError, LoweringError, ScheduleError, SimulationError
+from tvmlab.ir.expr import Var
+from tvmlab.ir.function import Buffer, PrimFunc
+from tvmlab.ir.op import call_intrin
+from tvmlab.lower.tensor_core import infer_fragments
+from tvmlab.testing.sim_cuda import SimCUDAArray, simulated_cuda
+from tvmlab.tir import ir_builder
+
+
+def _dense(m, n, k, out_dtype="float32", target="cuda"):
+    X = te.placeholder((m, k), "float16", name="X")
+    W = te.placeholder((n, k), "float16", name="W")
+    C = topi.cuda.dense_tensorcore(X, W, out_dtype=out_dtype)
+    s = topi.cuda.schedule_dense_tensorcore([C])
+    return tvm.build(s, [X, W, C], target)
+
+
+def _rand(rng, *shape):
+    return rng.uniform(-1, 1, shape).astype("float16")
+
+
+def test_cuda_c_declares_fragments_and_calls_wmma():
+    f = _dense(64, 64, 64)
+    k = f.imported_modules[0]
+    src = k.get_source()
+    assert "#include <mma.h>" in src
+    assert ("nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, half, nvcuda::wmma::row_major>" in src)
+    assert ("nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, half, nvcuda::wmma::col_major>" in src)
+    assert "nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>" in src
+    for call in ("fill_fragment", "load_matrix_sync", "mma_sync", "store_matrix_sync"):
+        assert f"nvcuda::wmma::{call}(" in src
+    assert "__syncthreads()" in src
+    ptx = k.get_source("ptx")
+    assert "wmma.mma.sync" in ptx or "mma.sync" in ptx
+
+
+@pytest.mark.parametrize("m,n,k,out_dtype", [(64, 64, 64, "float32"), (96, 40, 48, "float32"),
+                                             (40, 96, 32, "float32"), (32, 32, 48, "float16")])
+def test_dense_tensorcore_on_the_simulator(rng, m, n, k, out_dtype):
+    f = _dense(m, n, k, out_dtype)
+    x, w = _rand(rng, m, k), _rand(rng, n, k)
+    c = np.full((m, n), np.nan, out_dtype)
+    tvm.testing.simulate(f, x, w, c)
+    want = x.astype("float32") @ w.astype("float32").T
+    tol = 1e-4 if out_dtype == "float32" else 2e-2
+    np.testing.assert_allclose(c.astype("float32"), want, rtol=tol, atol=tol)
+
+
+def test_fragment_shapes_follow_the_problem():
+    assert topi.cuda.tensorcore.fragment_shape(64, 64, 64) == (16, 16, 16)
+    assert topi.cuda.tensorcore.fragment_shape(96, 40, 48) == (32, 8, 16)
+    assert topi.cuda.tensorcore.fragment_shape(40, 96, 32) == (8, 32, 16)
+    assert "32, 8, 16, float>" in _dense(96, 40, 48).imported_modules[0].get_source()
+
+
+def test_batch_matmul_tensorcore_on_the_simulator(rng):
+    X = te.placeholder((2, 32, 48), "float16", name="X")
+    Y = te.placeholder((2, 64, 48), "float16", name="Y")
+    C = topi.cuda.batch_matmul_tensorcore(X, Y)
+    s = topi.cuda.schedule_batch_matmul_tensorcore([C])
+    f = tvm.build(s, [X, Y, C], "cuda")
+    x, y = _rand(rng, 2, 32, 48), _rand(rng, 2, 64, 48)
+    c = np.full((2, 32, 64), np.nan, "float32")
+    tvm.testing.simulate(f, x, y, c)
+    want = np.matmul(x.astype("float32"), y.astype("float32").transpose(0, 2, 1))
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
+
+
+def test_bad_shapes_and_dtypes_are_refused():
+    with pytest.raises(ScheduleError, match=r"\(M, N, K\) = \(20, 64, 64\)"):
+        topi.cuda.dense_tensorcore(te.placeholder((20, 64), "float16"), te.placeholder((64, 64), "float16"))
+    with pytest.raises(ScheduleError, match="float16 inputs"):
+        topi.cuda.dense_tensorcore(te.placeholder((64, 64)), te.placeholder((64, 64)))
+    with pytest.raises(ScheduleError, match="differ in in_dim"):
+        topi.cuda.dense_tensorcore(te.placeholder((64, 64), "float16"), te.placeholder((64, 32), "float16"))
+    with pytest.raises(ScheduleError, match="batch and K"):
+        topi.cuda.batch_matmul_tensorcore(te.placeholder((2, 32, 32), "float16"),
+                                          te.placeholder((3, 32, 32), "float16"))
+    X = te.placeholder((32, 32), "float16", name="X")
+    with pytest.raises(ScheduleError, match="one tensor as both operands"):
+        topi.cuda.schedule_dense_tensorcore([topi.cuda.dense_tensorcore(X, X)])
+    with pytest.raises(ScheduleError, match="out_dtype"):
+        topi.cuda.dense_tensorcore(te.placeholder((64, 64), "float16"), te.placeholder((64, 64), "float16"),
+                                   out_dtype="int32")
+
+
+def test_old_architecture_is_refused():
+    with pytest.raises(BuildError, match="sm_70 or newer"):
+        _dense(32, 32, 32, target="cuda -arch=sm_60")
+
+
+# ---------------------------------------------------------------- fragment inference and the simulator
+def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None, value=2.0, fill=True):
+    """A kernel filling one 16x16 accumulator with ``value`` (under ``cond``; not at all without ``fill``)
+    and storing it to C."""
+    C = Buffer("C", (16, 16), "float32")
+    ib = ir_builder.create()
+    frag = ib.allocate("float32", 256, name="acc", scope="wmma.accumulator")
+    filler = call_intrin("handle", "tir.tvm_fill_fragment", frag.asobject(), *shape, 0, value)
+    store = call_intrin("handle", "tir.tvm_store_matrix_sync", frag.asobject(), *(store_shape or shape), 0,
+                        C.access_ptr("w"), 16, "row_major")
+    if fill and cond is None:
+        ib.emit(filler)
+    elif fill:
+        with ib.if_scope(cond):
+            ib.emit(filler)
+    ib.emit(store)
+    return PrimFunc("planted", [C.data], {C.data: C}, ib.get())
+
+
+def test_simulator_runs_a_warp_collective_fill_and_store():
+    c = np.full((16, 16), np.nan, "float32")
+    gpusim.run_kernel(_acc_kernel(), 1, 32, c)
+    assert (c == 2).all()
+
+
+def test_simulator_reports_a_call_part_of_a_warp_skips():
+    c = np.full((16, 16), np.nan, "float32")
+    with pytest.raises(SimulationError) as e:
+        gpusim.run_kernel(_acc_kernel(cond=Var("threadIdx.x") < 16), 1, 32, c)
+    found = e.value.report.of_kind(gpusim.DIVERGENT_WARP)
+    assert found and "tvm_fill_fragment" in found[0].message and "the same warp do not" in found[0].message
+
+
+def test_simulator_checks_values_are_one_per_warp_and_fragments_are_written():
+    c = np.full((16, 16), np.nan, "float32")
+    value = Var("threadIdx.x").astype("float32")
+    with pytest.raises(SimulationError, match="fill value of tvm_fill_fragment differs between the lanes"):
+        gpusim.run_kernel(_acc_kernel(value=value), 1, 32, c)
+    with pytest.raises(SimulationError) as e:
+        gpusim.run_kernel(_acc_kernel(fill=False), 1, 32, c)
+    assert e.value.report.of_kind(gpusim.UNINITIALIZED)
+
+
+def test_fragment_shape_mismatch_is_a_lowering_error():
+    with pytest.raises(LoweringError, match="used with shape"):
+        infer_fragments(_acc_kernel(store_shape=(32, 8, 16)).body)
+    with pytest.raises(LoweringError, match="tensor cores take"):
+        infer_fragments(_acc_kernel(shape=(16, 16, 8)).body)
+
+
+def test_simulated_cuda_device_runs_a_build_as_tvm_cuda(rng):
+    f = _dense(32, 32, 32)
+    x, w = _rand(rng, 32, 32), _rand(rng, 32, 32)
+    with simulated_cuda() as simulated:
+        dev = tvm.cuda(0)
+        a, b = tvm.nd.array(x, dev), tvm.nd.array(w, dev)
+        c = tvm.nd.array(np.full((32, 32), np.nan, "float32"), dev)
+        f(a, b, c)
+        got = c.numpy()
+        if simulated:
+            assert isinstance(c, SimCUDAArray)
+    np.testing.assert_allclose(got, x.astype("float32") @ w.astype("float32").T, rtol=1e-4, atol=1e-4)
+    if simulated:
+        assert not tvm.cuda(0).exist
