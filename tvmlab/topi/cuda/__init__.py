@@ -85,8 +85,7 @@ def _named(name, own_kernels=False):
     return schedule
 
 
-for _n in ("schedule_injective", "schedule_elemwise", "schedule_broadcast", "schedule_softmax",
-           "schedule_depthwise_conv2d_nchw",
+for _n in ("schedule_depthwise_conv2d_nchw",
            "schedule_group_conv2d_nchw", "schedule_conv2d_NCHWc", "schedule_lrn", "schedule_conv2d_transpose_nchw",
            "schedule_instance_norm", "schedule_conv2d_hwcn", "schedule_pool_grad", "schedule_conv1d_ncw",
            "schedule_conv1d_nwc", "schedule_group_conv1d_ncw", "schedule_group_conv1d_nwc",
@@ -122,15 +121,35 @@ from .conv2d import schedule_conv2d_nchw, schedule_conv2d_nchw_direct  # noqa: E
 
 _ANCHORS = {"dense": schedule_dense, "matmul": schedule_matmul, "batch_matmul": schedule_batch_matmul,
             "conv2d_nchw": schedule_conv2d_nchw}
+_ROW_ANCHORS = {"softmax_output": "schedule_softmax", "log_softmax_output": "schedule_softmax",
+                "layer_norm": "schedule_layer_norm"}
+
+
+def _finishes_reduction(op):
+    """Whether ``op`` is a topi reduction or directly finishes one (mean's division, argmax's pick)."""
+    from .. import tag as _tag
+    return any(getattr(o, "tag", "") in (_tag.COMM_REDUCE, _tag.COMM_REDUCE_IDX)
+               for o in [op] + [t.op for t in getattr(op, "input_tensors", [])])
 
 
 def schedule_anchor(outs, anchor, target="cuda", what="schedule"):
     """The CUDA schedule of a fused group whose anchor (its most complex operator) is ``anchor``: a tiled
-    one for products (dense, matmul, batch_matmul), else ``schedule_simple``."""
-    fn = _ANCHORS.get(getattr(getattr(anchor, "op", None), "tag", ""))
-    if fn is None:
-        return schedule_simple(outs, target, what)
-    return fn(outs, target)
+    one for products (dense, matmul, batch_matmul, conv2d), one kernel per row for softmax and layer norm,
+    ``schedule_reduce`` for reductions, the vectorized ``schedule_injective`` for injective groups, else
+    ``schedule_simple``."""
+    from .. import tag as _tag
+    op = getattr(anchor, "op", None)
+    tag = getattr(op, "tag", "")
+    fn = _ANCHORS.get(tag)
+    if fn is not None:
+        return fn(outs, target)
+    if tag in _ROW_ANCHORS:
+        return globals()[_ROW_ANCHORS[tag]](outs, target)
+    if op is not None and _finishes_reduction(op):
+        return schedule_reduce(outs, target)
+    if op is None or _tag.is_injective(tag):
+        return schedule_injective(outs, target)
+    return schedule_simple(outs, target, what)
 
 from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  # noqa: E402,F401
                                schedule_depthwise_conv2d_backward_weight_nhwc)
@@ -168,27 +187,11 @@ schedule_argsort = _named("schedule_argsort", True)
 schedule_topk = _named("schedule_topk", True)
 
 
-def schedule_reduce(outs, target="cuda", num_threads=NUM_THREADS):
-    """CUDA ``schedule_reduce``: one thread per output element, its reduction in the thread; a reduction
-    to a single value (``topi.sum(x)``) is split over the threads of one block instead (``rfactor``), whose
-    parts combine across the threads."""
-    _check("schedule_reduce", target)
-    outs = as_outputs(outs, "topi.cuda.schedule_reduce")
-    main = outs[0]
-    if len(outs) > 1 or main.op.axis or not isinstance(main.op, ComputeOp) or not main.op.reduce_axis:
-        return schedule_simple(outs, target, "schedule_reduce", num_threads)
-    s = te.create_schedule([main.op])
-    for st in list(s.stages):
-        if isinstance(st.op, ComputeOp) and st.op is not main.op and not st.op.reduce_axis:
-            s[st.op].compute_inline()
-    red = list(s[main].op.reduce_axis)
-    k = s[main].fuse(*red) if len(red) > 1 else red[0]
-    _, ki = s[main].split(k, factor=num_threads)
-    part = s.rfactor(main, ki)
-    tx = s[main].op.reduce_axis[0]
-    s[main].bind(tx, te.thread_axis("threadIdx.x"))
-    s[part].compute_at(s[main], tx)
-    return s
+from .reduction import schedule_reduce  # noqa: E402,F401
+from .softmax import schedule_layer_norm, schedule_softmax  # noqa: E402,F401
+from .injective import schedule_injective  # noqa: E402,F401
+
+schedule_elemwise = schedule_broadcast = schedule_injective
 
 
 # CUDA C has no bit cast operator: reinterpret becomes its intrinsic functions (or a cast between the

@@ -1,0 +1,100 @@
+"""CUDA ``schedule_reduce``: reductions scheduled by the axes they reduce.
+
+    s = topi.cuda.schedule_reduce([topi.sum(X, axis=-1)]); f = tvm.build(s, [X, S], target="cuda")
+
+* **rows** (the reduced axes are the innermost ones: ``sum(x, axis=-1)``, ``argmax(x, axis=1)``, relay's
+  ``mean`` as a sum and a division): a warp per row for rows of up to 512 elements, eight rows a block, a
+  block of 256 or 512 threads per row for longer ones; each thread sums a strided part (coalesced loads)
+  and the parts combine across the threads with warp shuffles (``topi.cuda.rows``).  Stages after the
+  reduction with its shape (mean's division, argmax's pick) are written by the row's first thread in the
+  same kernel; injective stages before it are inlined into the loads.
+* **columns** (outer axes reduced, ``sum(x, axis=0)``): a thread per kept element, the reduction serial in
+  the thread; neighbouring threads read neighbouring elements, so every load of a warp is one transaction.
+* **everything** (a scalar, or ones with ``keepdims``): a block of 256 threads combining strided parts;
+  a long input (more than 64K elements) is cut first into chunks of 4096 elements, one block each, whose
+  totals a second kernel combines.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.tensor import ComputeOp
+from ..generic import as_outputs
+from ..utils import const_or_none
+from .rows import inline_rest, reduces_innermost, reductions, schedule_rows
+
+BLOCK = 256
+CHUNK = 4096            # elements per block in the first kernel of a two-kernel total
+TWO_KERNELS = 1 << 16   # totals of more elements than this take two kernels
+
+
+def _rows_reduced_all(op):
+    return all(const_or_none(iv.dom.extent) == 1 for iv in op.axis)
+
+
+def _length(op):
+    n = 1
+    for iv in op.reduce_axis:
+        e = const_or_none(iv.dom.extent)
+        if e is None:
+            return None
+        n *= e
+    return n
+
+
+def schedule_total(outs, num_threads=BLOCK):
+    """The whole input reduced to one value (``outs``: that reduction), see the module docstring."""
+    main = outs[0]
+    s = te.create_schedule(main.op)
+    inline_rest(s, ())
+    rax = list(s[main].op.reduce_axis)
+    k = s[main].fuse(*rax) if len(rax) > 1 else rax[0]
+    n = _length(main.op)
+    tx = te.thread_axis((0, num_threads), "threadIdx.x")
+    if n is not None and n > TWO_KERNELS:
+        chunks = (n + CHUNK - 1) // CHUNK
+        ko, _ = s[main].split(k, nparts=chunks)
+        block = s.rfactor(main, ko)               # block[c]: the total of chunk c, one block each
+        block = block[0] if isinstance(block, (list, tuple)) else block
+        baxes = list(s[block].op.axis)           # the chunk axis, and main's axes of extent 1 (keepdims)
+        c = s[block].fuse(*baxes) if len(baxes) > 1 else baxes[0]
+        s[block].bind(c, te.thread_axis("blockIdx.x"))
+        btx = te.thread_axis((0, num_threads), "threadIdx.x")
+        (kb,) = s[block].op.reduce_axis
+        _, kbi = s[block].split(kb, factor=num_threads)
+        part = s.rfactor(block, kbi)
+        part = part[0] if isinstance(part, (list, tuple)) else part
+        kb = s[block].op.reduce_axis[0]
+        s[block].bind(kb, btx)
+        s[part].compute_at(s[block], kb)
+        s[block].set_store_predicate(btx.var.equal(0))
+        k = s[main].op.reduce_axis[0]
+    _, ki = s[main].split(k, factor=num_threads)
+    part = s.rfactor(main, ki)
+    part = part[0] if isinstance(part, (list, tuple)) else part
+    k = s[main].op.reduce_axis[0]
+    s[main].bind(k, tx)
+    s[part].compute_at(s[main], k)
+    s[main].set_store_predicate(tx.var.equal(0))
+    return s
+
+
+def schedule_reduce(outs, target="cuda", num_threads=BLOCK):
+    """CUDA ``schedule_reduce`` of a (fused) reduction group: rows, columns or the total, as the module
+    docstring says; any other group (several reductions that do not share rows, several outputs) gets
+    ``schedule_simple``, a thread per output element."""
+    from . import _check, schedule_simple
+    _check("schedule_reduce", target)
+    outs = as_outputs(outs, "topi.cuda.schedule_reduce")
+    reds = reductions(outs)
+    main = outs[0]
+    if len(outs) == 1 and isinstance(main.op, ComputeOp) and reds:
+        last = reds[-1]
+        if main.op is last and len(reds) == 1 and (not main.op.axis or _rows_reduced_all(main.op)):
+            return schedule_total(outs, num_threads)
+        if all(reduces_innermost(r) for r in reds) and main.op.axis:
+            try:
+                return schedule_rows(outs, "schedule_reduce")
+            except ScheduleError:
+                pass
+    return schedule_simple(outs, target, "schedule_reduce", num_threads)

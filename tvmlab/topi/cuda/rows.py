@@ -1,0 +1,176 @@
+"""One kernel per group of rows: the shared core of the CUDA reduction, softmax and layer-norm schedules.
+
+A *row group* is a fused group whose reductions all reduce the trailing axes of its output's rows (a row
+sum, softmax's max and sum of exponentials, layer norm's two sums, ``x - mean(x, -1, keepdims=True)``).
+Each row is handled by ``tx`` threads along ``threadIdx.x`` (a warp for short rows, several warps for long
+ones), ``ty`` rows per block along ``threadIdx.y``: every reduction is ``rfactor``-ed into a strided part
+per thread (consecutive threads read consecutive elements) and combined across the threads (warp
+shuffles; ``lower_thread_allreduce``), then the row's outputs are written by the same threads, so the
+whole group is one kernel that reads its row from global memory once per reduction and once for the output.
+"""
+from __future__ import annotations
+
+from ... import te
+from ...errors import ScheduleError
+from ...ir.expr import ProducerLoad
+from ...ir.functor import post_order_visit, uses_var
+from ...ir.tensor import ComputeOp, PlaceholderOp
+from ..utils import const_or_none
+
+WARP = 32
+SHORT_ROW = 512        # rows up to this many elements get a warp each, longer ones a block
+
+
+def row_threads(n):
+    """(threads per row, rows per block) for rows of ``n`` elements (None: not known until run time)."""
+    if n is not None and n <= SHORT_ROW:
+        return WARP, 8
+    if n is not None and n <= 4096:
+        return 256, 1
+    return 512, 1
+
+
+def reductions(outs):
+    """The stages with a reduction that ``outs`` read, producers first."""
+    found, seen = [], set()
+
+    def walk(op):
+        if op in seen or isinstance(op, PlaceholderOp) or not isinstance(op, ComputeOp):
+            return
+        seen.add(op)
+        for t in op.input_tensors:
+            walk(t.op)
+        if op.reduce_axis:
+            found.append(op)
+    for o in outs:
+        walk(o.op)
+    return found
+
+
+def inline_rest(s, keep):
+    """Inline every stage that is neither an output, a reduction nor in ``keep``."""
+    outs = set(s.outputs)
+    for st in list(s.stages):
+        op = st.op
+        if isinstance(op, ComputeOp) and op not in outs and op not in keep and not op.reduce_axis:
+            s[op].compute_inline()
+
+
+def reduces_innermost(op):
+    """Whether reduction ``op`` runs along the last axis of what it reads (a row, not a column)."""
+    rvars = {iv.var for iv in op.reduce_axis}
+    found = []
+
+    def visit(x):
+        if isinstance(x, ProducerLoad) and x.indices and uses_var(x.indices[-1], lambda v: v in rvars):
+            found.append(x)
+    for b in op.body:
+        post_order_visit(b, visit)
+    return bool(found)
+
+
+def _shape(t):
+    return tuple(const_or_none(x) for x in t.shape)
+
+
+def row_split(out, reds):
+    """The number of leading axes of ``out`` that are rows for every reduction in ``reds`` (each reduction's
+    shape is those axes, or those axes and ones for reduced axes kept), or None when they do not line up."""
+    oshape = _shape(out)
+    if None in oshape:
+        return None
+    found = None
+    for r in reds:
+        rshape = tuple(const_or_none(x) for x in r.output(0).shape)
+        if None in rshape:
+            return None
+        if len(rshape) < len(oshape) and oshape[:len(rshape)] == rshape:
+            rows = len(rshape)
+        elif len(rshape) == len(oshape):
+            rows = len(rshape)
+            while rows > 0 and rshape[rows - 1] == 1 and oshape[rows - 1] != 1:
+                rows -= 1
+            if rshape[:rows] != oshape[:rows] or any(x != 1 for x in rshape[rows:]):
+                return None
+        else:
+            return None
+        if found is not None and found != rows:
+            return None
+        found = rows
+        inner = 1
+        for x in oshape[rows:]:
+            inner *= x
+        if rows < len(oshape) and _red_len(r) not in (None, inner):
+            return None
+    return found
+
+
+def _red_len(op):
+    n = 1
+    for iv in op.reduce_axis:
+        e = const_or_none(iv.dom.extent)
+        if e is None:
+            return None
+        n *= e
+    return n
+
+
+def schedule_rows(outs, what, threads=None):
+    """The row-group schedule of ``outs`` (one output; see the module docstring).  ``threads``: (threads per
+    row, rows per block), else chosen from the row length.  ScheduleError when ``outs`` is no row group."""
+    if len(outs) != 1:
+        raise ScheduleError(f"topi.cuda.{what}: the one-kernel-per-row schedule takes one output, got {len(outs)}")
+    out = outs[0]
+    s = te.create_schedule(out.op)
+    reds = reductions(outs)
+    if not reds:
+        raise ScheduleError(f"topi.cuda.{what}: {out.op.name!r} reads no reduction")
+    rows = row_split(out, reds)
+    if rows is None or rows == 0:
+        raise ScheduleError(f"topi.cuda.{what}: the reductions of {out.op.name!r} do not reduce the trailing "
+                            f"axes of its rows")
+    inline_rest(s, ())
+    tx_n, ty_n = threads or row_threads(_red_len(reds[0]))
+    tx = te.thread_axis((0, tx_n), "threadIdx.x")
+    own = out.op in reds                    # the output is itself the (last) reduction
+    if own:
+        reds = reds[:-1]
+        rax = list(s[out].op.reduce_axis)
+        k = s[out].fuse(*rax) if len(rax) > 1 else rax[0]
+        _, ki = s[out].split(k, factor=tx_n)
+        part = s.rfactor(out, ki)
+        part = part[0] if isinstance(part, (list, tuple)) else part
+    axes = list(s[out].op.axis)
+    row = s[out].fuse(*axes[:rows]) if rows > 1 else axes[0]
+    bx, ty = s[out].split(row, factor=ty_n)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(ty, te.thread_axis((0, ty_n), "threadIdx.y"))
+    inner = axes[rows:]
+    if inner:
+        j = s[out].fuse(*inner) if len(inner) > 1 else inner[0]
+        jo, ji = s[out].split(j, factor=tx_n)
+        s[out].reorder(bx, ty, ji, jo)
+        s[out].bind(ji, tx)
+    else:
+        s[out].set_store_predicate(tx.var.equal(0))
+    if own:
+        k = s[out].op.reduce_axis[0]
+        s[out].bind(k, tx)
+        s[part].compute_at(s[out], k)
+    for r in reds:
+        attach_row_reduction(s, r.output(0), s[out], ty, tx, tx_n)
+    return s
+
+
+def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n):
+    """Compute reduction ``red`` at ``at_axis`` of ``at_stage``, its reduction spread over ``tx``."""
+    s[red].compute_at(at_stage, at_axis)
+    rax = list(s[red].op.reduce_axis)
+    k = s[red].fuse(*rax) if len(rax) > 1 else rax[0]
+    _, ki = s[red].split(k, factor=tx_n)
+    part = s.rfactor(red, ki)
+    part = part[0] if isinstance(part, (list, tuple)) else part
+    k = s[red].op.reduce_axis[0]
+    s[red].bind(k, tx)
+    s[part].compute_at(s[red], k)
+    return part
