@@ -84,6 +84,22 @@ def _scalar_of(e):
 _INT_DIVS = (Div, Mod, FloorDiv, FloorMod)
 
 
+def _ramp_div(cls, a, c):
+    """``Ramp(base, 1, n) // c`` or ``% c`` with ``c`` a multiple of ``n`` and ``base`` provably one: the n
+    lanes lie in one block of c, so the quotient is one value and the remainder a ramp (the fused or
+    reshaped index of a vectorized inner axis)."""
+    if not isinstance(a, Ramp) or not isinstance(c, IntImm) or c.value <= 0 or c.value % a.lanes:
+        return None
+    if not (isinstance(a.stride, IntImm) and a.stride.value == 1):
+        return None
+    from ..ir.arith import Analyzer
+    if not Analyzer().can_prove(_op.floormod(a.base, a.lanes) == 0):
+        return None
+    if cls is FloorDiv:
+        return Broadcast(_op.floordiv(a.base, c), a.lanes)
+    return Ramp(_op.floormod(a.base, c), a.stride, a.lanes)
+
+
 def _nonzero_constant(e):
     e = _scalar_of(e)
     return isinstance(e, IntImm) and e.value != 0
@@ -228,6 +244,8 @@ class _Vectorizer(IRMutator):
         cls = type(e)
         if ra and rb and a.lanes != b.lanes:
             return None
+        if sa is not None and sb is not None:          # one value for all lanes stays one
+            return Broadcast(cls(sa, sb), max(_lanes(a), _lanes(b)))
         if cls is Add:
             if ra and rb:
                 return Ramp(_op.add(a.base, b.base), _op.add(a.stride, b.stride), a.lanes)
@@ -247,6 +265,8 @@ class _Vectorizer(IRMutator):
                 return Ramp(_op.mul(a.base, sb), _op.mul(a.stride, sb), a.lanes)
             if rb and sa is not None:
                 return Ramp(_op.mul(sa, b.base), _op.mul(sa, b.stride), b.lanes)
+        elif cls in (FloorDiv, FloorMod):
+            return _ramp_div(cls, a, sb)
         return None
 
     def visit_Not(self, e):

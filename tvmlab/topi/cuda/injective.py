@@ -36,15 +36,16 @@ def vector_lanes(t):
 
 
 def bind_vector(s, t, num_threads=NUM_THREADS):
-    """Fuse ``t``'s axes into groups of ``vector_lanes(t)`` consecutive elements, a thread per group over
-    blocks of ``num_threads``; returns the thread axis (None, scheduling nothing, when the width is 1)."""
+    """Split ``t``'s innermost axis into groups of ``vector_lanes(t)`` elements and fuse the groups with the
+    outer axes, a thread per group over blocks of ``num_threads``; returns the thread axis (None, scheduling
+    nothing, when the width is 1).  Splitting before fusing keeps every index a plain ramp over the lanes."""
     lanes = vector_lanes(t)
     axes = list(s[t].op.axis)
     if lanes == 1 or not axes:
         return None
-    x = s[t].fuse(*axes) if len(axes) > 1 else axes[0]
-    xo, xv = s[t].split(x, factor=lanes)
-    bx, tx = s[t].split(xo, factor=num_threads)
+    xo, xv = s[t].split(axes[-1], factor=lanes)
+    x = s[t].fuse(*axes[:-1], xo) if len(axes) > 1 else xo
+    bx, tx = s[t].split(x, factor=num_threads)
     s[t].bind(bx, te.thread_axis("blockIdx.x"))
     s[t].bind(tx, te.thread_axis("threadIdx.x"))
     s[t].vectorize(xv)
