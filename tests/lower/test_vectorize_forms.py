@@ -228,3 +228,32 @@ def test_while_inside_a_vectorized_loop_is_an_error(rng):
     expect = np.zeros(16, "float32")
     expect[0] = 5 * (a[0] + b[0])
     np.testing.assert_allclose(c.numpy(), expect, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------- divided ramps
+def test_ramp_divided_by_a_multiple_of_its_lanes_stays_contiguous():
+    """C[q, 4 j + v] = A[(4 (q * 6 + j) + v) // 8, (4 (q * 6 + j) + v) % 8]: the 4 lanes share one
+    quotient, so both accesses are one ramp (a reshape read by a vectorized inner axis)."""
+    A, C = tensor("A", (9, 8)), tensor("C", (3, 24))
+    q, j, v = Var("q"), Var("j"), Var("v")
+    flat = (q * 6 + j) * 4 + v
+    body = ProducerStore(C, A[op.floordiv(flat, 8), op.floormod(flat, 8)], (q, j * 4 + v))
+    ast2 = loop(q, 0, 3, "serial", loop(j, 0, 6, "serial", loop(v, 0, 4, "vectorized", body)))
+    flat3, binds = _flat(ast2, A, C)
+    out = vectorize(flat3)
+    stores = nodes(out, Store)
+    assert len(stores) == 1 and isinstance(stores[0].index, Ramp)
+    (load,) = [x for x in nodes(out, tvm.ir.expr.Load)]
+    assert isinstance(load.index, Ramp), load.index
+    run_both(ast2, out, binds)
+
+
+def test_ramp_divided_across_a_block_edge_is_not_a_ramp():
+    """Lanes starting at 2 (not a multiple of 4) straddle a block of 8: no single quotient."""
+    A, C = tensor("A", (40,)), tensor("C", (8, 4))
+    q, v = Var("q"), Var("v")
+    body = ProducerStore(C, A[op.floordiv(q * 4 + v + 2, 8) * 8 + op.floormod(q * 4 + v + 2, 8)], (q, v))
+    ast2 = loop(q, 0, 8, "serial", loop(v, 0, 4, "vectorized", body))
+    flat3, binds = _flat(ast2, A, C)
+    out = vectorize(flat3)
+    run_both(ast2, out, binds)
