@@ -6,12 +6,15 @@ matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed t
 (12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50's convolutions one by one
 (batch 16, bias and relu fused) against cuDNN; ResNet-50 at batch 1 and 16 built by
 ``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch
-eager.  Float32, TF32 off on the torch side; every tvmlab result is checked against numpy before it is timed.
+eager; the ``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer
+norm (8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
+Float32, TF32 off on the torch side; every tvmlab result is checked against numpy before it is timed.
 Each pair is timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,tensorcore,resnet50]
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,tensorcore,
+                               reduce,resnet50]
                                [--quick] [--simulate]
 """
 from __future__ import annotations
@@ -159,6 +162,48 @@ def case_conv(c, hw, o, k, stride, batch=16):
     return make
 
 
+def case_topi(name, shapes, make, schedule, ref, torch_call, reference, rtol=1e-4):
+    """A row of ``make(topi, *inputs)`` with ``topi.cuda.<schedule>``; ``shapes[size]``: the inputs' shapes."""
+    def case(size):
+        from tvmlab import te, topi
+        ins = [te.placeholder(sh, name=f"x{k}") for k, sh in enumerate(shapes[size])]
+        out = make(topi, *ins)
+        f = _build(getattr(topi.cuda, schedule)([out]), ins + [out])
+        arrays = [np.random.rand(*sh).astype("float32") for sh in shapes[size]]
+        label = f"{name} {'x'.join(map(str, shapes[size][0]))}"
+        return Case(label, f, arrays + [np.zeros([int(d) for d in out.shape], "float32")], ref, torch_call,
+                    reference, rtol)
+    return case
+
+
+def _softmax_ref(a):
+    e = np.exp(a - a.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _layer_norm_ref(a, g, b):
+    return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5) * g + b
+
+
+REDUCE_ROWS = [
+    case_topi("row sum", {"small": [(37, 700)], "quick": [(1024, 1024)], "full": [(4096, 4096)]},
+              lambda topi, a: topi.sum(a, axis=1), "schedule_reduce", lambda a: a.astype("float64").sum(1),
+              lambda torch, a: lambda: a.sum(1), "torch.sum"),
+    *[case_topi("softmax", {"small": [small], "quick": [(rows // 4, n)], "full": [(rows, n)]},
+                lambda topi, a: topi.nn.softmax(a), "schedule_softmax", _softmax_ref,
+                lambda torch, a: lambda: torch.softmax(a, -1), "torch.softmax", 1e-3)
+      for rows, n, small in ((4096, 4096, (8, 700)), (8192, 1024, (19, 100)))],   # a block / a warp per row
+    case_topi("layer norm", {"small": [(9, 700), (700,), (700,)], "quick": [(2048, 768), (768,), (768,)],
+                             "full": [(8192, 768), (768,), (768,)]},
+              lambda topi, a, g, b: topi.nn.layer_norm(a, g, b, axis=[-1]), "schedule_layer_norm",
+              _layer_norm_ref, lambda torch, a, g, b: lambda: torch.nn.functional.layer_norm(a, g.shape, g, b),
+              "torch layer_norm", 1e-3),
+    case_topi("vector add (float4)", {"small": [(4004,), (4004,)], "quick": [(1 << 22,), (1 << 22,)],
+                                      "full": [(1 << 26,), (1 << 26,)]},
+              lambda topi, a, b: topi.add(a, b), "schedule_injective", lambda a, b: a + b,
+              lambda torch, a, b: lambda: torch.add(a, b), "torch.add", 1e-6)]
+
+
 # ResNet-50's convolutions, one per kind and stage: (in channels, size, out channels, kernel, stride)
 RESNET50_CONVS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
                   (512, 28, 128, 1, 1), (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (512, 7, 512, 3, 1),
@@ -186,7 +231,7 @@ ROWS = {"add": [case_add], "rowsum": [case_rowsum], "opt_conv": [case_opt_conv],
         "tiles": [case_matmul(n, t) for n in (1024, 4096) for t in (64, 128)],
         "batch_matmul": [case_batch_matmul], "gemv": [case_gemv],
         "convs": [case_conv(*shape) for shape in RESNET50_CONVS],
-        "tensorcore": [case_tensorcore(1024), case_tensorcore(4096)]}
+        "tensorcore": [case_tensorcore(1024), case_tensorcore(4096)], "reduce": REDUCE_ROWS}
 
 
 def _torch_cuda():
