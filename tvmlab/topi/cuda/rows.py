@@ -142,14 +142,17 @@ def schedule_rows(outs, what, threads=None):
         part = part[0] if isinstance(part, (list, tuple)) else part
     axes = list(s[out].op.axis)
     row = s[out].fuse(*axes[:rows]) if rows > 1 else axes[0]
-    bx, ty = s[out].split(row, factor=ty_n)
+    if ty_n > 1:
+        bx, ty = s[out].split(row, factor=ty_n)
+        s[out].bind(ty, te.thread_axis((0, ty_n), "threadIdx.y"))
+    else:                                   # a block per row: no threadIdx.y (the results stay registers)
+        bx = ty = row
     s[out].bind(bx, te.thread_axis("blockIdx.x"))
-    s[out].bind(ty, te.thread_axis((0, ty_n), "threadIdx.y"))
     inner = axes[rows:]
     if inner:
         j = s[out].fuse(*inner) if len(inner) > 1 else inner[0]
         jo, ji = s[out].split(j, factor=tx_n)
-        s[out].reorder(bx, ty, ji, jo)
+        s[out].reorder(*dict.fromkeys([bx, ty]), ji, jo)
         s[out].bind(ji, tx)
     else:
         s[out].set_store_predicate(tx.var.equal(0))
