@@ -1,8 +1,10 @@
-"""Simple CUDA schedules taking a list of outputs, as TVM's ``topi.cuda``: one GPU thread per output
-element (``num_threads`` per block), every non-reduction stage inside the group inlined, each
-reduction computed by the thread that needs it.  Multi-stage operators (Winograd, scans, searches,
-sorts, unique) get a kernel per stage instead; a reduction to one value (``schedule_reduce``) is shared
-by the threads of a block.  Correct for every topi group; tuned for none.
+"""CUDA schedules taking a list of outputs, as TVM's ``topi.cuda``.  The shared fallback,
+``schedule_simple``, gives one GPU thread per output element (``num_threads`` per block), every
+non-reduction stage inside the group inlined, each reduction computed by the thread that needs it;
+multi-stage operators (Winograd, scans, searches, sorts, unique) get a kernel per stage instead.  Tuned
+schedules live in their own modules: products (``dense``), convolution (``conv2d``), reductions
+(``reduction``), softmax and layer norm (``softmax``, a kernel per group of rows from ``rows``) and
+vectorized elementwise groups (``injective``); ``schedule_anchor`` picks one for relay's fused groups.
 
     s = topi.cuda.schedule_injective([out]); f = tvm.build(s, [A, out], target="cuda")
 """
