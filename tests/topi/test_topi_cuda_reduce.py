@@ -164,6 +164,23 @@ def test_cpu_target_is_refused():
             sched([out], target="llvm")
 
 
+@pytest.mark.parametrize("cols", [40, None])
+def test_symbolic_rows_and_row_length(cuda_run, rng, cols):
+    """A symbolic number of rows (and row length): the row kernels still apply, guarded at run time."""
+    m = te.var("m")
+    A = te.placeholder((m, cols if cols else te.var("n")), name="A")
+    a = rng.standard_normal((11, 40)).astype("float32")
+    for out, sched, want in ((topi.sum(A, axis=1), topi.cuda.schedule_reduce, a.sum(1)),
+                             (topi.nn.softmax(A), topi.cuda.schedule_softmax, _softmax(a)),
+                             (topi.exp(A), topi.cuda.schedule_injective, np.exp(a))):
+        f = tvm.build(sched([out]), [A, out], target="cuda")
+        src = f.imported_modules[0].get_source()
+        assert ("__shfl_down_sync" in src) == (sched is not topi.cuda.schedule_injective)
+        res = np.full(want.shape, np.nan, "float32")
+        *_, got = cuda_run(f, a, res)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------- relay
 def test_relay_groups_use_the_row_kernels(rng):
     """relay.build(target="cuda"): softmax, layer norm (with the residual add before it) and mean are one

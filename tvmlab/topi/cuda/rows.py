@@ -14,6 +14,7 @@ from ... import te
 from ...errors import ScheduleError
 from ...ir.expr import ProducerLoad
 from ...ir.functor import post_order_visit, uses_var
+from ...ir.structural import structural_equal
 from ...ir.tensor import ComputeOp, PlaceholderOp
 from ..utils import const_or_none
 
@@ -69,28 +70,34 @@ def reduces_innermost(op):
     return bool(found)
 
 
-def _shape(t):
-    return tuple(const_or_none(x) for x in t.shape)
+def _same(x, y):
+    a, b = const_or_none(x), const_or_none(y)
+    return a == b if a is not None or b is not None else structural_equal(x, y)
+
+
+def _prefix(rshape, oshape, n):
+    return all(_same(a, b) for a, b in zip(rshape[:n], oshape[:n]))
+
+
+def _one(x):
+    return const_or_none(x) == 1
 
 
 def row_split(out, reds):
     """The number of leading axes of ``out`` that are rows for every reduction in ``reds`` (each reduction's
-    shape is those axes, or those axes and ones for reduced axes kept), or None when they do not line up."""
-    oshape = _shape(out)
-    if None in oshape:
-        return None
+    shape is those axes, or those axes and ones for reduced axes kept), or None when they do not line up.
+    Row counts may be symbolic."""
+    oshape = tuple(out.shape)
     found = None
     for r in reds:
-        rshape = tuple(const_or_none(x) for x in r.output(0).shape)
-        if None in rshape:
-            return None
-        if len(rshape) < len(oshape) and oshape[:len(rshape)] == rshape:
+        rshape = tuple(r.output(0).shape)
+        if len(rshape) < len(oshape) and _prefix(rshape, oshape, len(rshape)):
             rows = len(rshape)
         elif len(rshape) == len(oshape):
             rows = len(rshape)
-            while rows > 0 and rshape[rows - 1] == 1 and oshape[rows - 1] != 1:
+            while rows > 0 and _one(rshape[rows - 1]) and not _one(oshape[rows - 1]):
                 rows -= 1
-            if rshape[:rows] != oshape[:rows] or any(x != 1 for x in rshape[rows:]):
+            if not _prefix(rshape, oshape, rows) or not all(_one(x) for x in rshape[rows:]):
                 return None
         else:
             return None
@@ -99,8 +106,9 @@ def row_split(out, reds):
         found = rows
         inner = 1
         for x in oshape[rows:]:
-            inner *= x
-        if rows < len(oshape) and _red_len(r) not in (None, inner):
+            x = const_or_none(x)
+            inner = None if x is None or inner is None else inner * x
+        if rows < len(oshape) and None not in (inner, _red_len(r)) and inner != _red_len(r):
             return None
     return found
 
