@@ -21,7 +21,7 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from .rows import inline_rest, reduces_innermost, reductions, schedule_rows
+from .rows import inline_rest, reduce_length, reduces_innermost, reductions, schedule_rows, spread_reduction
 
 BLOCK = 256
 CHUNK = 4096            # elements per block in the first kernel of a two-kernel total
@@ -32,26 +32,16 @@ def _rows_reduced_all(op):
     return all(const_or_none(iv.dom.extent) == 1 for iv in op.axis)
 
 
-def _length(op):
-    n = 1
-    for iv in op.reduce_axis:
-        e = const_or_none(iv.dom.extent)
-        if e is None:
-            return None
-        n *= e
-    return n
-
-
 def schedule_total(outs, num_threads=BLOCK):
     """The whole input reduced to one value (``outs``: that reduction), see the module docstring."""
     main = outs[0]
     s = te.create_schedule(main.op)
     inline_rest(s, ())
-    rax = list(s[main].op.reduce_axis)
-    k = s[main].fuse(*rax) if len(rax) > 1 else rax[0]
-    n = _length(main.op)
+    n = reduce_length(main.op)
     tx = te.thread_axis((0, num_threads), "threadIdx.x")
     if n is not None and n > TWO_KERNELS:
+        rax = list(s[main].op.reduce_axis)
+        k = s[main].fuse(*rax) if len(rax) > 1 else rax[0]
         chunks = (n + CHUNK - 1) // CHUNK
         ko, _ = s[main].split(k, nparts=chunks)
         block = s.rfactor(main, ko)               # block[c]: the total of chunk c, one block each
@@ -60,21 +50,9 @@ def schedule_total(outs, num_threads=BLOCK):
         c = s[block].fuse(*baxes) if len(baxes) > 1 else baxes[0]
         s[block].bind(c, te.thread_axis("blockIdx.x"))
         btx = te.thread_axis((0, num_threads), "threadIdx.x")
-        (kb,) = s[block].op.reduce_axis
-        _, kbi = s[block].split(kb, factor=num_threads)
-        part = s.rfactor(block, kbi)
-        part = part[0] if isinstance(part, (list, tuple)) else part
-        kb = s[block].op.reduce_axis[0]
-        s[block].bind(kb, btx)
-        s[part].compute_at(s[block], kb)
+        spread_reduction(s, block, btx, num_threads)
         s[block].set_store_predicate(btx.var.equal(0))
-        k = s[main].op.reduce_axis[0]
-    _, ki = s[main].split(k, factor=num_threads)
-    part = s.rfactor(main, ki)
-    part = part[0] if isinstance(part, (list, tuple)) else part
-    k = s[main].op.reduce_axis[0]
-    s[main].bind(k, tx)
-    s[part].compute_at(s[main], k)
+    spread_reduction(s, main, tx, num_threads)
     s[main].set_store_predicate(tx.var.equal(0))
     return s
 

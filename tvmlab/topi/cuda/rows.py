@@ -108,12 +108,13 @@ def row_split(out, reds):
         for x in oshape[rows:]:
             x = const_or_none(x)
             inner = None if x is None or inner is None else inner * x
-        if rows < len(oshape) and None not in (inner, _red_len(r)) and inner != _red_len(r):
+        if rows < len(oshape) and None not in (inner, reduce_length(r)) and inner != reduce_length(r):
             return None
     return found
 
 
-def _red_len(op):
+def reduce_length(op):
+    """The number of elements ``op`` reduces per output (None: symbolic)."""
     n = 1
     for iv in op.reduce_axis:
         e = const_or_none(iv.dom.extent)
@@ -138,16 +139,12 @@ def schedule_rows(outs, what, threads=None):
         raise ScheduleError(f"topi.cuda.{what}: the reductions of {out.op.name!r} do not reduce the trailing "
                             f"axes of its rows")
     inline_rest(s, ())
-    tx_n, ty_n = threads or row_threads(_red_len(reds[0]))
+    tx_n, ty_n = threads or row_threads(reduce_length(reds[0]))
     tx = te.thread_axis((0, tx_n), "threadIdx.x")
     own = out.op in reds                    # the output is itself the (last) reduction
     if own:
         reds = reds[:-1]
-        rax = list(s[out].op.reduce_axis)
-        k = s[out].fuse(*rax) if len(rax) > 1 else rax[0]
-        _, ki = s[out].split(k, factor=tx_n)
-        part = s.rfactor(out, ki)
-        part = part[0] if isinstance(part, (list, tuple)) else part
+        spread_reduction(s, out, tx, tx_n)
     axes = list(s[out].op.axis)
     row = s[out].fuse(*axes[:rows]) if rows > 1 else axes[0]
     if ty_n > 1:
@@ -164,18 +161,14 @@ def schedule_rows(outs, what, threads=None):
         s[out].bind(ji, tx)
     else:
         s[out].set_store_predicate(tx.var.equal(0))
-    if own:
-        k = s[out].op.reduce_axis[0]
-        s[out].bind(k, tx)
-        s[part].compute_at(s[out], k)
     for r in reds:
         attach_row_reduction(s, r.output(0), s[out], ty, tx, tx_n)
     return s
 
 
-def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n):
-    """Compute reduction ``red`` at ``at_axis`` of ``at_stage``, its reduction spread over ``tx``."""
-    s[red].compute_at(at_stage, at_axis)
+def spread_reduction(s, red, tx, tx_n):
+    """Spread reduction ``red`` over the ``tx_n`` threads of ``tx``: its (fused) reduce axis split, the
+    inner part ``rfactor``-ed into one strided part per thread, the parts combined across ``tx``."""
     rax = list(s[red].op.reduce_axis)
     k = s[red].fuse(*rax) if len(rax) > 1 else rax[0]
     _, ki = s[red].split(k, factor=tx_n)
@@ -185,3 +178,9 @@ def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n):
     s[red].bind(k, tx)
     s[part].compute_at(s[red], k)
     return part
+
+
+def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n):
+    """Compute reduction ``red`` at ``at_axis`` of ``at_stage``, its reduction spread over ``tx``."""
+    s[red].compute_at(at_stage, at_axis)
+    return spread_reduction(s, red, tx, tx_n)
