@@ -89,6 +89,14 @@ def test_total_in_one_block_or_two_kernels(cuda_run, rng, shape, keepdims, kerne
     np.testing.assert_allclose(_run(cuda_run, f, out, a), a.sum(keepdims=keepdims), rtol=1e-4, atol=1e-3)
 
 
+def test_mean_of_everything_is_one_kernel(cuda_run, rng):
+    """A scalar computed from a total (mean over every axis): one block, the division by its first thread."""
+    f, src, out = _build(lambda a: topi.mean(a), [(30, 41)], topi.cuda.schedule_reduce)
+    assert _kernels(src) == 1 and "__shfl_down_sync" in src
+    a = rng.standard_normal((30, 41)).astype("float32")
+    np.testing.assert_allclose(_run(cuda_run, f, out, a), a.mean(), rtol=1e-4, atol=1e-6)
+
+
 def test_compiles_to_ptx():
     f, _, _ = _build(lambda a: topi.nn.softmax(a), [(4, 700)], topi.cuda.schedule_softmax)
     assert ".entry" in f.imported_modules[0].get_source("ptx")

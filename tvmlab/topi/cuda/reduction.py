@@ -12,7 +12,7 @@
   the thread; neighbouring threads read neighbouring elements, so every load of a warp is one transaction.
 * **everything** (a scalar, or ones with ``keepdims``): a block of 256 threads combining strided parts;
   a long input (more than 64K elements) is cut first into chunks of 4096 elements, one block each, whose
-  totals a second kernel combines.
+  totals a second kernel combines; a scalar computed from a total (``mean(x)``) is one block.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def schedule_reduce(outs, target="cuda", num_threads=BLOCK):
         last = reds[-1]
         if main.op is last and len(reds) == 1 and (not main.op.axis or _rows_reduced_all(main.op)):
             return schedule_total(outs, num_threads)
-        if all(reduces_innermost(r) for r in reds) and main.op.axis:
+        if all(reduces_innermost(r) for r in reds) or not main.op.axis:    # rows, or a scalar after a total
             try:
                 return schedule_rows(outs, "schedule_reduce")
             except ScheduleError:

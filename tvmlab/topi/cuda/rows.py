@@ -135,7 +135,7 @@ def schedule_rows(outs, what, threads=None):
     if not reds:
         raise ScheduleError(f"topi.cuda.{what}: {out.op.name!r} reads no reduction")
     rows = row_split(out, reds)
-    if rows is None or rows == 0:
+    if rows is None or (rows == 0 and out.shape):
         raise ScheduleError(f"topi.cuda.{what}: the reductions of {out.op.name!r} do not reduce the trailing "
                             f"axes of its rows")
     inline_rest(s, ())
@@ -146,7 +146,9 @@ def schedule_rows(outs, what, threads=None):
         reds = reds[:-1]
         spread_reduction(s, out, tx, tx_n)
     axes = list(s[out].op.axis)
-    row = s[out].fuse(*axes[:rows]) if rows > 1 else axes[0]
+    row = axes[0] if rows == 1 else s[out].fuse(*axes[:rows])     # a scalar: one row (a singleton axis)
+    if rows == 0:
+        ty_n = 1
     if ty_n > 1:
         bx, ty = s[out].split(row, factor=ty_n)
         s[out].bind(ty, te.thread_axis((0, ty_n), "threadIdx.y"))
