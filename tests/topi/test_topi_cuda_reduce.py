@@ -46,9 +46,11 @@ def test_row_reduction_one_kernel_with_shuffles(cuda_run, rng, op, ref, shape, a
 
 
 def test_long_rows_take_a_block_each():
-    _, short, _ = _build(lambda a: topi.sum(a, axis=1), [(4, 500)], topi.cuda.schedule_reduce)
+    _, short, _ = _build(lambda a: topi.sum(a, axis=1), [(20, 500)], topi.cuda.schedule_reduce)
+    _, few, _ = _build(lambda a: topi.sum(a, axis=1), [(3, 500)], topi.cuda.schedule_reduce)
     _, long, _ = _build(lambda a: topi.sum(a, axis=1), [(4, 5000)], topi.cuda.schedule_reduce)
     assert "__launch_bounds__(256)" in short and "threadIdx.y" in short      # 8 warps, a row each
+    assert "__launch_bounds__(64)" in few                                    # no idle warps
     assert "__launch_bounds__(512)" in long and "__shared__" in long        # warps, then across warps
 
 

@@ -147,8 +147,11 @@ def schedule_rows(outs, what, threads=None):
         spread_reduction(s, out, tx, tx_n)
     axes = list(s[out].op.axis)
     row = axes[0] if rows == 1 else s[out].fuse(*axes[:rows])     # a scalar: one row (a singleton axis)
-    if rows == 0:
-        ty_n = 1
+    count = 1
+    for x in out.shape[:rows]:
+        count = None if count is None or const_or_none(x) is None else count * const_or_none(x)
+    while count is not None and ty_n > max(count, 1):       # few rows: no idle warps in the block
+        ty_n //= 2
     if ty_n > 1:
         bx, ty = s[out].split(row, factor=ty_n)
         s[out].bind(ty, te.thread_axis((0, ty_n), "threadIdx.y"))
