@@ -45,6 +45,11 @@ def test_row_reduction_one_kernel_with_shuffles(cuda_run, rng, op, ref, shape, a
     np.testing.assert_allclose(got, ref(a, axis=axis, keepdims=keepdims), rtol=1e-4, atol=1e-4)
 
 
+def test_many_columns_keep_the_reduction_in_the_thread():
+    _, src, _ = _build(lambda a: topi.sum(a, axis=0), [(64, 40000)], topi.cuda.schedule_reduce)
+    assert "threadIdx.y" not in src and "__shared__" not in src
+
+
 def test_long_rows_take_a_block_each():
     _, short, _ = _build(lambda a: topi.sum(a, axis=1), [(20, 500)], topi.cuda.schedule_reduce)
     _, few, _ = _build(lambda a: topi.sum(a, axis=1), [(3, 500)], topi.cuda.schedule_reduce)
@@ -72,10 +77,12 @@ def test_arg_reductions(cuda_run, rng, op, ref, shape, axis):
     np.testing.assert_array_equal(_run(cuda_run, f, out, a), ref(a, axis=axis))
 
 
-@pytest.mark.parametrize("shape,axis", [((37, 45), 0), ((4, 6, 33), (0, 1)), ((5, 9, 3), 1)])
-def test_column_reduction_a_thread_per_kept_element(cuda_run, rng, shape, axis):
+@pytest.mark.parametrize("shape,axis,split", [((37, 45), 0, True), ((4, 6, 33), (0, 1), False),
+                                              ((5, 9, 3), 1, False), ((3, 100, 33), 1, True)])
+def test_column_reduction_a_thread_per_kept_element(cuda_run, rng, shape, axis, split):
+    """Columns a thread each (coalesced); a long reduction with few columns is also split over threadIdx.y."""
     f, src, out = _build(lambda a: topi.sum(a, axis=axis), [shape], topi.cuda.schedule_reduce)
-    assert _kernels(src) == 1 and "__shfl" not in src
+    assert _kernels(src) == 1 and "__shfl" not in src and ("threadIdx.y" in src) == split
     a = rng.standard_normal(shape).astype("float32")
     np.testing.assert_allclose(_run(cuda_run, f, out, a), a.sum(axis=axis), rtol=1e-4, atol=1e-4)
 

@@ -10,6 +10,8 @@
   same kernel; injective stages before it are inlined into the loads.
 * **columns** (outer axes reduced, ``sum(x, axis=0)``): a thread per kept element, the reduction serial in
   the thread; neighbouring threads read neighbouring elements, so every load of a warp is one transaction.
+  With fewer than 32K kept elements (too few threads to fill a GPU) the reduction is also split over 8
+  threads along ``threadIdx.y``, each summing every 8th row, combined through shared memory.
 * **everything** (a scalar, or ones with ``keepdims``): a block of 256 threads combining strided parts;
   a long input (more than 64K elements) is cut first into chunks of 4096 elements, one block each, whose
   totals a second kernel combines; a scalar computed from a total (``mean(x)``) is one block.
@@ -21,11 +23,13 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from .rows import inline_rest, reduce_length, reduces_innermost, reductions, schedule_rows, spread_reduction
+from .rows import WARP, inline_rest, reduce_length, reduces_innermost, reductions, schedule_rows, spread_reduction
 
 BLOCK = 256
 CHUNK = 4096            # elements per block in the first kernel of a two-kernel total
 TWO_KERNELS = 1 << 16   # totals of more elements than this take two kernels
+FEW_COLUMNS = 1 << 15   # column reductions keeping fewer elements split their reduction over threads too
+COLUMN_SPLIT = 8
 
 
 def _rows_reduced_all(op):
@@ -57,6 +61,41 @@ def schedule_total(outs, num_threads=BLOCK):
     return s
 
 
+def schedule_columns(outs, ty_n=COLUMN_SPLIT):
+    """A reduction over outer axes with few kept elements (``outs``: it, or one stage of its shape after it):
+    32 kept elements a block along ``threadIdx.x`` (coalesced), the reduction split over ``ty_n`` threads
+    along ``threadIdx.y``, each summing every ``ty_n``-th element, combined across them."""
+    out = outs[0]
+    (red,) = reductions(outs)
+    s = te.create_schedule(out.op)
+    inline_rest(s, ())
+    ty = te.thread_axis((0, ty_n), "threadIdx.y")
+    if red is out.op:
+        spread_reduction(s, out, ty, ty_n)
+    axes = list(s[out].op.axis)
+    x = s[out].fuse(*axes) if len(axes) > 1 else axes[0]
+    bx, tx = s[out].split(x, factor=WARP)
+    s[out].bind(bx, te.thread_axis("blockIdx.x"))
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    s[out].set_store_predicate(ty.var.equal(0))
+    if red is not out.op:
+        s[red].compute_at(s[out], tx)
+        spread_reduction(s, red.output(0), ty, ty_n)
+    return s
+
+
+def _few_columns(main, reds):
+    """Whether one column reduction (``reds``) keeps few enough elements that splitting its reduction pays."""
+    if len(reds) != 1 or not main.op.axis or \
+            [const_or_none(x) for x in main.shape] != [const_or_none(x) for x in reds[0].output(0).shape]:
+        return False
+    kept = 1
+    for x in main.shape:
+        kept = None if kept is None or const_or_none(x) is None else kept * const_or_none(x)
+    n = reduce_length(reds[0])
+    return kept is not None and kept < FEW_COLUMNS and n is not None and n >= 4 * COLUMN_SPLIT
+
+
 def schedule_reduce(outs, target="cuda", num_threads=BLOCK):
     """CUDA ``schedule_reduce`` of a (fused) reduction group: rows, columns or the total, as the module
     docstring says; any other group (several reductions that do not share rows, several outputs) gets
@@ -75,4 +114,6 @@ def schedule_reduce(outs, target="cuda", num_threads=BLOCK):
                 return schedule_rows(outs, "schedule_reduce")
             except ScheduleError:
                 pass
+        elif _few_columns(main, reds):
+            return schedule_columns(outs)
     return schedule_simple(outs, target, "schedule_reduce", num_threads)
