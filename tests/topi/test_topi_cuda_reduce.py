@@ -223,6 +223,22 @@ def test_relay_groups_use_the_row_kernels(rng):
     np.testing.assert_allclose(got[2], np.exp(xv), rtol=1e-6)
 
 
+def test_relay_reduction_groups(rng):
+    """A mean over everything (a scalar), argmax, a column sum and a max between elementwise stages."""
+    x = relay.var("x", shape=(30, 41), dtype="float32")
+    out = relay.Tuple([relay.mean(x), relay.argmax(x, axis=1), relay.sum(x, axis=0),
+                       relay.max(relay.exp(x), axis=1, keepdims=True) * relay.const(2.0)])
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], out)), target="cuda")
+    assert _kernels(lib.get_lib().get_source()) == len(lib.get_lib().function_names) == 4
+    xv = rng.standard_normal((30, 41)).astype("float32")
+    got = tvm.testing.simulate_graph(lib, x=xv)
+    np.testing.assert_allclose(got[0], xv.mean(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(got[1], xv.argmax(1))
+    np.testing.assert_allclose(got[2], xv.sum(0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[3], np.exp(xv).max(1, keepdims=True) * 2, rtol=1e-5)
+
+
 @pytest.mark.parametrize("model", ["bert", "gpt2"])
 def test_transformer_block_on_the_simulator(rng, model):
     ort = pytest.importorskip("onnxruntime")
