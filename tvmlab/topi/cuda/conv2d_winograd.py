@@ -58,8 +58,9 @@ def _weight_transform(kernel, m, dtype):
     _, _, g = winograd_matrices(m, 3)
 
     def body(e, u, ci, co):
+        k = [[_cast(kernel[co, ci, a, b], dtype) for b in range(3)] for a in range(3)]    # each load once
         return _select_by(e, [_select_by(u, [_const_sum(
-            [(g[i, a] * g[j, b], _cast(kernel[co, ci, a, b], dtype)) for a in range(3) for b in range(3)], dtype)
+            [(g[i, a] * g[j, b], k[a][b]) for a in range(3) for b in range(3)], dtype)
             for j in range(alpha)]) for i in range(alpha)])
     return te.compute((alpha, alpha, c, o), body, name="winograd_kernel_pack", tag="winograd_weight_transform")
 
@@ -74,6 +75,12 @@ def conv2d_nchw_winograd_weight_transform(kernel, tile_size):
     if tile_size not in (2, 4):
         raise OperatorError(f"{op}: tile_size must be 2 or 4, got {tile_size!r}")
     return _weight_transform(kernel, tile_size, kernel.dtype)
+
+
+def _combine(index, mat, loads, dtype):
+    """Row ``index`` of ``mat`` times the vector ``loads``: a select over the rows, each a sum over the
+    row's non-zero constants only; unrolling ``index`` folds the select away."""
+    return _select_by(index, [_const_sum(list(zip(row, loads)), dtype) for row in mat])
 
 
 def _winograd(op, data, U, padding, m, out_dtype):
@@ -100,22 +107,19 @@ def _winograd(op, data, U, padding, m, out_dtype):
         return _op.if_then_else(inside, _cast(v, out_dtype), zero)
     d = te.compute((c, tiles, alpha, alpha), window, name="winograd_input_tile")
     # B^T d B: rows, then columns
-    V1 = te.compute((c, tiles, alpha, alpha), lambda ci, p, i, b: _select_by(i, [
-        _const_sum([(bt[k, a], d[ci, p, a, b]) for a in range(alpha)], out_dtype) for k in range(alpha)]),
-        name="winograd_input_rows")
-    V = te.compute((alpha, alpha, c, tiles), lambda e, u, ci, p: _select_by(u, [
-        _const_sum([(bt[k, b], V1[ci, p, e, b]) for b in range(alpha)], out_dtype) for k in range(alpha)]),
-        name="winograd_data_pack")
+    # (each stage reads each element of its producer through one load object, shared by the branches)
+    V1 = te.compute((c, tiles, alpha, alpha), lambda ci, p, i, b: _combine(
+        i, bt, [d[ci, p, a, b] for a in range(alpha)], out_dtype), name="winograd_input_rows")
+    V = te.compute((alpha, alpha, c, tiles), lambda e, u, ci, p: _combine(
+        u, bt, [V1[ci, p, e, b] for b in range(alpha)], out_dtype), name="winograd_data_pack")
     rc = te.reduce_axis((0, c), name="rc")
     M = te.compute((alpha, alpha, o, tiles), lambda e, u, co, p: te.sum(
         _cast(U[e, u, rc, co], out_dtype) * V[e, u, rc, p], axis=rc), name="winograd_bgemm")
     # A^T M A: rows, then columns
-    Y1 = te.compute((o, tiles, m, alpha), lambda co, p, i, b: _select_by(i, [
-        _const_sum([(at[k, a], M[a, b, co, p]) for a in range(alpha)], out_dtype) for k in range(m)]),
-        name="winograd_inverse_rows")
-    Y = te.compute((o, tiles, m, m), lambda co, p, i, j: _select_by(j, [
-        _const_sum([(at[k, b], Y1[co, p, i, b]) for b in range(alpha)], out_dtype) for k in range(m)]),
-        name="winograd_inverse")
+    Y1 = te.compute((o, tiles, m, alpha), lambda co, p, i, b: _combine(
+        i, at, [M[a, b, co, p] for a in range(alpha)], out_dtype), name="winograd_inverse_rows")
+    Y = te.compute((o, tiles, m, m), lambda co, p, i, j: _combine(
+        j, at, [Y1[co, p, i, b] for b in range(alpha)], out_dtype), name="winograd_inverse")
     return te.compute((n, o, oh, ow), lambda b, co, y, x: Y[co, b * (nh * nw) + (y // m) * nw + x // m, y % m, x % m],
                       name="conv2d_nchw_winograd", tag=TAG,
                       attrs={"tile_size": m, "padding": (pt, pl, pb, pr), "kernel_size": 3})
@@ -340,9 +344,12 @@ def schedule_winograd(outs, target="cuda", what="schedule_conv2d_nchw_winograd",
         s[U].unroll(u)
 
     # input transform: a thread per (channel, tile), the window and its rows in registers
+    # (channels on blockIdx.y: no division by the tile count in the indices, which bound inference is slow on)
     e, u, ci, p = s[V].op.axis
     s[V].reorder(ci, p, e, u)
-    tx = _bind_threads(s, V, s[V].fuse(ci, p))
+    s[V].bind(ci, te.thread_axis("blockIdx.y"))
+    tiles = const_or_none(V.shape[3]) or THREADS
+    tx = _bind_threads(s, V, p, min(THREADS, -(-tiles // 32) * 32))
     s[V].unroll(e)
     s[V].unroll(u)
     _registers(s, V1, V, tx)
