@@ -344,12 +344,9 @@ def schedule_winograd(outs, target="cuda", what="schedule_conv2d_nchw_winograd",
         s[U].unroll(u)
 
     # input transform: a thread per (channel, tile), the window and its rows in registers
-    # (channels on blockIdx.y: no division by the tile count in the indices, which bound inference is slow on)
     e, u, ci, p = s[V].op.axis
     s[V].reorder(ci, p, e, u)
-    s[V].bind(ci, te.thread_axis("blockIdx.y"))
-    tiles = const_or_none(V.shape[3]) or THREADS
-    tx = _bind_threads(s, V, p, min(THREADS, -(-tiles // 32) * 32))
+    tx = _bind_threads(s, V, s[V].fuse(ci, p))
     s[V].unroll(e)
     s[V].unroll(u)
     _registers(s, V1, V, tx)
