@@ -44,9 +44,10 @@ def _conv_rel(types, attrs):
     d, u = tensor_arg(types, 0), tensor_arg(types, 1, "weight")
     alpha = attrs.tile_size + 2
     if len(d.shape) != 4 or len(u.shape) != 4 or tuple(u.shape[:2]) != (alpha, alpha) or u.shape[2] != d.shape[1]:
+        c = d.shape[1] if len(d.shape) > 1 else "C"
         raise TypeInferenceError(f"nn.contrib_conv2d_winograd_without_weight_transform: data {d.shape} (NCHW) and "
-                                 f"transformed weight {u.shape} (expected ({alpha}, {alpha}, {d.shape[1] if d.shape else '?'}"
-                                 f", O) for tile_size {attrs.tile_size})")
+                                 f"transformed weight {u.shape} (expected ({alpha}, {alpha}, {c}, O) for tile_size "
+                                 f"{attrs.tile_size})")
     if tuple(attrs.strides) != (1, 1) or tuple(attrs.dilation) != (1, 1):
         raise TypeInferenceError(f"nn.contrib_conv2d_winograd_without_weight_transform: unit strides and dilation "
                                  f"only, got {attrs.strides} and {attrs.dilation}")
@@ -94,6 +95,7 @@ def contrib_conv2d_winograd_without_weight_transform(data, weight, tile_size, st
         raise RelayError(f"nn.contrib_conv2d_winograd_without_weight_transform: tile_size 2 or 4, groups 1 and "
                          f"NCHW only; got tile_size={tile_size!r}, groups={groups!r}, {data_layout!r}")
     return make_call("nn.contrib_conv2d_winograd_without_weight_transform", [data, weight], tile_size=int(tile_size),
-                     strides=pair(strides, "strides"), padding=padding4(padding), dilation=pair(dilation, "dilation"), groups=1,
-                     channels=channels, kernel_size=pair(kernel_size, "kernel_size"), data_layout="NCHW",
+                     strides=pair(strides, "strides"), padding=padding4(padding),
+                     dilation=pair(dilation, "dilation"), groups=1, channels=channels,
+                     kernel_size=pair(kernel_size, "kernel_size"), data_layout="NCHW",
                      kernel_layout=kernel_layout, out_dtype=out_dtype)
