@@ -197,3 +197,12 @@ def test_random_configs_compute_the_convolution(cuda_run, rng):
         *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(cfg))
         done += 1
+
+
+def test_tasks_of_a_program(monkeypatch, rng):
+    monkeypatch.setattr(winograd_cuda, "MIN_CHANNELS", 4)
+    monkeypatch.setattr(winograd_cuda, "MIN_TILES", 4)
+    mod, _, _ = _graph(rng, 2, 6, 9, 10, 7)
+    with tvm.transform.PassContext(opt_level=3):         # AlterOpLayout (opt_level 3) makes the Winograd call
+        tasks = autotvm.task.extract_from_program(mod["main"], {}, target="cuda")
+    assert [t.workload for t in tasks] == [TASK[0:1] + TASK[1]]
