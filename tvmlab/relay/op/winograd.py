@@ -29,10 +29,8 @@ def _weight_rel(types, attrs):
 
 
 def _weight_compute(attrs, inputs, out_type):
-    from ... import te
-    from ...topi.cuda.conv2d_winograd import conv2d_nchw_winograd_weight_transform
-    u = conv2d_nchw_winograd_weight_transform(inputs[0], attrs.tile_size)      # (alpha, alpha, C, O)
-    return [te.compute(out_type.shape, lambda e, v, o, c: u[e, v, c, o], name="winograd_weight")]
+    from ...topi.nn.winograd import conv2d_winograd_weight_transform
+    return [conv2d_winograd_weight_transform(inputs[0], attrs.tile_size)]
 
 
 register("nn.contrib_conv2d_winograd_weight_transform", _weight_rel, OpPattern.OPAQUE, _weight_compute,

@@ -32,7 +32,7 @@ from ...ir import op as _op
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..nn.utils import _ints, get_pad_tuple_nd
-from ..nn.winograd import _const_sum, _select_by, winograd_matrices
+from ..nn.winograd import _const_sum, _select_by, conv2d_winograd_weight_transform, winograd_matrices
 from ..utils import OperatorError, check_tensor, const_or_none, shape_str
 from .tiling import cooperative_fetch, fetch_lanes
 
@@ -53,16 +53,7 @@ def _cast(v, dtype):
 
 def _weight_transform(kernel, m, dtype):
     """U (alpha, alpha, C, O) = G g G^T of each (output, input) channel pair, non-zero constants only."""
-    o, c, r, _ = kernel.shape
-    alpha = m + 3 - 1
-    _, _, g = winograd_matrices(m, 3)
-
-    def body(e, u, ci, co):
-        k = [[_cast(kernel[co, ci, a, b], dtype) for b in range(3)] for a in range(3)]    # each load once
-        return _select_by(e, [_select_by(u, [_const_sum(
-            [(g[i, a] * g[j, b], k[a][b]) for a in range(3) for b in range(3)], dtype)
-            for j in range(alpha)]) for i in range(alpha)])
-    return te.compute((alpha, alpha, c, o), body, name="winograd_kernel_pack", tag="winograd_weight_transform")
+    return conv2d_winograd_weight_transform(kernel, m, dtype, transpose=True)
 
 
 def conv2d_nchw_winograd_weight_transform(kernel, tile_size):
