@@ -319,21 +319,29 @@ def _conv2d_hook(conv, target):
     choices = {"f": _inner(cfg, "tile_f"), "y": _inner(cfg, "tile_y"), "x": _inner(cfg, "tile_x"),
                "rc": cfg["tile_rc"].size[1], "ry": cfg["tile_ry"].size[1], "rx": cfg["tile_rx"].size[1],
                "unroll": (cfg["auto_unroll_max_step"].val, cfg["unroll_explicit"].val)}
-    threads = choices["f"][1] * choices["y"][1] * choices["x"][1]
+    _within(cfg, lim, "tile_f x tile_y x tile_x threads", choices["f"][1] * choices["y"][1] * choices["x"][1],
+            cv.shared_bytes(conv, choices, _elem(conv.dtype)))
+    return choices
+
+
+def _within(cfg, lim, what, threads, smem):
+    """Refuse ``cfg`` where its threads per block (``what``) or shared memory exceed the GPU's limits."""
     if threads > lim["max_threads_per_block"]:
-        _refuse("threads per block (tile_f x tile_y x tile_x threads)", lim["max_threads_per_block"], threads, cfg)
-    smem = cv.shared_bytes(conv, choices, _elem(conv.dtype))
+        _refuse(f"threads per block ({what})", lim["max_threads_per_block"], threads, cfg)
     if smem > lim["max_shared_memory_per_block"]:
         _refuse("shared memory per block (bytes)", lim["max_shared_memory_per_block"], smem, cfg)
-    return choices
+
+
+def _conv_inputs(N, C, H, W, O, KH, KW, dtype):
+    return (te.placeholder((N, C, H, W), name="data", dtype=dtype),
+            te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype))
 
 
 @template(CONV2D)
 def conv2d_nchw_cuda(N, C, H, W, O, KH, KW, stride=1, padding=0, dilation=1, dtype="float32"):
     """``topi.nn.conv2d_nchw`` computed for the GPU (the direct form) + ``topi.cuda.schedule_conv2d_nchw``."""
     from .. import topi
-    data = te.placeholder((N, C, H, W), name="data", dtype=dtype)
-    kernel = te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype)
+    data, kernel = _conv_inputs(N, C, H, W, O, KH, KW, dtype)
     target = _gpu_target()
     with target:
         out = topi.nn.conv2d_nchw(data, kernel, stride, padding, dilation)
@@ -377,12 +385,8 @@ def _winograd_hook(conv, target):
         return None             # the hand-written schedule, exactly
     choices = {"b": _inner(cfg, "tile_b"), "y": _inner(cfg, "tile_y"), "x": _inner(cfg, "tile_x"),
                "rc": cfg["tile_rc"].size[1], "unroll": (cfg["auto_unroll_max_step"].val, cfg["unroll_explicit"].val)}
-    threads = choices["b"][1] * choices["y"][1] * choices["x"][1]
-    if threads > lim["max_threads_per_block"]:
-        _refuse("threads per block (tile_b x tile_y x tile_x threads)", lim["max_threads_per_block"], threads, cfg)
-    smem = wg.product_bytes(choices, _elem(conv.dtype))
-    if smem > lim["max_shared_memory_per_block"]:
-        _refuse("shared memory per block (bytes)", lim["max_shared_memory_per_block"], smem, cfg)
+    _within(cfg, lim, "tile_b x tile_y x tile_x threads", choices["b"][1] * choices["y"][1] * choices["x"][1],
+            wg.product_bytes(choices, _elem(conv.dtype)))
     return choices
 
 
@@ -390,8 +394,7 @@ def _winograd_hook(conv, target):
 def conv2d_nchw_winograd_cuda(N, C, H, W, O, KH, KW, stride=1, padding=0, dilation=1, dtype="float32"):
     """``topi.cuda.conv2d_nchw_winograd`` + ``topi.cuda.schedule_conv2d_nchw_winograd`` (3x3, unit stride)."""
     from .. import topi
-    data = te.placeholder((N, C, H, W), name="data", dtype=dtype)
-    kernel = te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype)
+    data, kernel = _conv_inputs(N, C, H, W, O, KH, KW, dtype)
     target = _gpu_target()
     out = topi.cuda.conv2d_nchw_winograd(data, kernel, stride, padding, dilation, dtype)
     return topi.cuda.schedule_conv2d_nchw_winograd([out], target), [data, kernel, out]
