@@ -34,11 +34,11 @@ from ..generic import as_outputs
 from ..nn.utils import _ints, get_pad_tuple_nd
 from ..nn.winograd import _const_sum, _select_by, conv2d_winograd_weight_transform, winograd_matrices
 from ..utils import OperatorError, check_tensor, const_or_none, shape_str
+from .dense import _split3, kernel_scope
 from .tiling import cooperative_fetch, fetch_lanes
 
 TAG = "conv2d_nchw_winograd"
 THREADS = 128                 # threads per block of the transforms (one (channel, tile) each)
-SHARED_BYTES = 48 * 1024
 
 
 def winograd_tile_size(out_h, out_w):
@@ -169,7 +169,7 @@ def find_winograd(outs):
     """The output stage of a CUDA Winograd convolution among ``outs``' stages (tag ``conv2d_nchw_winograd``
     made by this module), or None."""
     seen = set()
-    stack = [o for o in outs]
+    stack = list(outs)
     while stack:
         t = stack.pop()
         op = t.op
@@ -193,7 +193,7 @@ def _stages(conv):
     return Y, Y1, M, U, V, V1, d
 
 
-def _transform_tile(n, limit):
+def _product_tile(n, limit):
     """(vthreads, threads, per thread) for one axis of the product of extent ``n``: 64 wide (2 x 16 x 2, as
     ``schedule_dense``) down to 4 wide for a small extent."""
     for split in ((2, 16, 2), (2, 8, 2), (1, 8, 2), (1, 4, 2), (1, 4, 1)):
@@ -215,7 +215,7 @@ def hand_written(M):
     shared-memory step; "unroll": (auto_unroll_max_step, unroll_explicit)}."""
     o, p = (const_or_none(x) for x in M.shape[2:])
     c = const_or_none(M.op.reduce_axis[0].dom.extent) or 1 << 30
-    choices = {"b": (1, 1, 1), "y": _transform_tile(o or 64, 16), "x": _transform_tile(p or 64, 16),
+    choices = {"b": (1, 1, 1), "y": _product_tile(o or 64, 16), "x": _product_tile(p or 64, 16),
                "unroll": (0, 1)}
     choices["rc"] = min(16 if c >= 64 else 8, c)
     return choices
@@ -226,13 +226,7 @@ def hand_written(M):
 config_hook = None
 
 
-def _split3(s, stage, axis, split):
-    from .dense import _split3 as split3
-    return split3(s, stage, axis, split)
-
-
 def _schedule_product(s, M, choices):
-    from .dense import kernel_scope
     U, V = M.op.input_tensors
     ML = s.cache_write(M, "local")
     UU, VV = s.cache_read(U, "shared", [ML]), s.cache_read(V, "shared", [ML])
