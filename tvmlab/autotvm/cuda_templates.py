@@ -1,4 +1,5 @@
-"""TOPI's CUDA schedules as AutoTVM templates: ``dense.cuda``, ``batch_matmul.cuda``, ``conv2d_nchw.cuda``.
+"""TOPI's CUDA schedules as AutoTVM templates: ``dense.cuda``, ``batch_matmul.cuda``, ``conv2d_nchw.cuda``,
+``conv2d_nchw_winograd.cuda``.
 
 ``topi.cuda.schedule_dense`` / ``schedule_batch_matmul`` / ``schedule_conv2d_nchw`` keep their
 hand-written choices as the fallback config.  Importing ``tvmlab.autotvm`` installs a hook in each:
@@ -13,7 +14,11 @@ when the context has no config for the workload, nothing changes.  The knobs are
 * the convolution: ``tile_f`` / ``tile_y`` / ``tile_x`` (channels, rows and columns: block, virtual
   thread, thread, per thread), ``tile_rc`` / ``tile_ry`` / ``tile_rx`` (input channels, kernel rows and
   columns per shared-memory step);
-* both: ``auto_unroll_max_step`` and ``unroll_explicit`` (pragmas around the kernel).
+* the Winograd convolution's batched product (alpha x alpha points, output channels x tiles, summed over
+  the input channels): ``tile_b`` / ``tile_y`` / ``tile_x`` (points, output channels, tiles: block,
+  virtual thread, thread, per thread) and ``tile_rc`` (input channels per shared-memory step); the
+  transforms keep a thread per (channel, tile);
+* all: ``auto_unroll_max_step`` and ``unroll_explicit`` (pragmas around the kernel).
 
 Every config of the product templates fetches its shared slices 4 elements at a time (float4) where the
 rows and its ``tile_k`` allow, as the hand-written schedule does (``topi.cuda.tiling.fetch_lanes``).
@@ -40,6 +45,7 @@ from .task.task import args_to_workload, template
 DENSE = "dense.cuda"
 BATCH_MATMUL = "batch_matmul.cuda"
 CONV2D = "conv2d_nchw.cuda"
+WINOGRAD = "conv2d_nchw_winograd.cuda"
 UNROLL_STEPS = [0, 512, 1500]      # TVM's auto_unroll_max_step candidates
 MAX_VTHREAD = 8                    # virtual threads along one axis
 MAX_SPAN = 8                       # outputs of one thread along one axis (virtual threads x per thread)
@@ -313,21 +319,29 @@ def _conv2d_hook(conv, target):
     choices = {"f": _inner(cfg, "tile_f"), "y": _inner(cfg, "tile_y"), "x": _inner(cfg, "tile_x"),
                "rc": cfg["tile_rc"].size[1], "ry": cfg["tile_ry"].size[1], "rx": cfg["tile_rx"].size[1],
                "unroll": (cfg["auto_unroll_max_step"].val, cfg["unroll_explicit"].val)}
-    threads = choices["f"][1] * choices["y"][1] * choices["x"][1]
+    _within(cfg, lim, "tile_f x tile_y x tile_x threads", choices["f"][1] * choices["y"][1] * choices["x"][1],
+            cv.shared_bytes(conv, choices, _elem(conv.dtype)))
+    return choices
+
+
+def _within(cfg, lim, what, threads, smem):
+    """Refuse ``cfg`` where its threads per block (``what``) or shared memory exceed the GPU's limits."""
     if threads > lim["max_threads_per_block"]:
-        _refuse("threads per block (tile_f x tile_y x tile_x threads)", lim["max_threads_per_block"], threads, cfg)
-    smem = cv.shared_bytes(conv, choices, _elem(conv.dtype))
+        _refuse(f"threads per block ({what})", lim["max_threads_per_block"], threads, cfg)
     if smem > lim["max_shared_memory_per_block"]:
         _refuse("shared memory per block (bytes)", lim["max_shared_memory_per_block"], smem, cfg)
-    return choices
+
+
+def _conv_inputs(N, C, H, W, O, KH, KW, dtype):
+    return (te.placeholder((N, C, H, W), name="data", dtype=dtype),
+            te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype))
 
 
 @template(CONV2D)
 def conv2d_nchw_cuda(N, C, H, W, O, KH, KW, stride=1, padding=0, dilation=1, dtype="float32"):
     """``topi.nn.conv2d_nchw`` computed for the GPU (the direct form) + ``topi.cuda.schedule_conv2d_nchw``."""
     from .. import topi
-    data = te.placeholder((N, C, H, W), name="data", dtype=dtype)
-    kernel = te.placeholder((O, C, KH, KW), name="kernel", dtype=dtype)
+    data, kernel = _conv_inputs(N, C, H, W, O, KH, KW, dtype)
     target = _gpu_target()
     with target:
         out = topi.nn.conv2d_nchw(data, kernel, stride, padding, dilation)
@@ -337,7 +351,60 @@ def conv2d_nchw_cuda(N, C, H, W, O, KH, KW, stride=1, padding=0, dilation=1, dty
 conv2d_nchw_cuda.template_func.canonical_args = conv2d_args
 
 
+# ------------------------------------------------------------------ Winograd conv2d
+
+
+def winograd_workload(conv):
+    """``(task name, args)`` of a CUDA Winograd convolution's output stage (``topi.cuda.conv2d_nchw_winograd``
+    or its form reading a transformed kernel: one workload), or None where a shape is not constant."""
+    n, c, h, w, o, pads, _ = _cuda("conv2d_winograd").workload_shape(conv)
+    if None in (n, c, h, w, o):
+        return None
+    return WINOGRAD, conv2d_args(n, c, h, w, o, 3, 3, 1, pads, 1, str(conv.dtype))
+
+
+def _winograd_hook(conv, target):
+    q = _query(winograd_workload, conv, target)
+    if q is None:
+        return None
+    cfg, _, args = q
+    wg = _cuda("conv2d_winograd")
+    M = wg._stages(conv)[2]
+    hand = wg.hand_written(M)
+    points, O, P = _const(M.shape[0]) * _const(M.shape[1]), _const(M.shape[2]), _const(M.shape[3])
+    N, C = args[0], args[1]
+    OH, OW = (_const(d) for d in conv.shape[2:])
+    lim = _limits(target)
+    _split(cfg, "tile_b", points, tile_candidates(points, lim["max_thread_z"], hand["b"]), [-1, *hand["b"]])
+    _split(cfg, "tile_y", O, tile_candidates(O, lim["max_thread_y"], hand["y"]), [-1, *hand["y"]])
+    _split(cfg, "tile_x", P, tile_candidates(P, lim["max_thread_x"], hand["x"]), [-1, *hand["x"]])
+    _split(cfg, "tile_rc", C, step_candidates(C, hand["rc"]), [-1, hand["rc"]])
+    _unroll_knobs(cfg)
+    cfg.add_flop(2 * N * O * OH * OW * C * 9)        # the direct convolution's, as TVM counts it
+    if cfg.is_fallback or _collecting(cfg):
+        return None             # the hand-written schedule, exactly
+    choices = {"b": _inner(cfg, "tile_b"), "y": _inner(cfg, "tile_y"), "x": _inner(cfg, "tile_x"),
+               "rc": cfg["tile_rc"].size[1], "unroll": (cfg["auto_unroll_max_step"].val, cfg["unroll_explicit"].val)}
+    _within(cfg, lim, "tile_b x tile_y x tile_x threads", choices["b"][1] * choices["y"][1] * choices["x"][1],
+            wg.product_bytes(choices, _elem(conv.dtype)))
+    return choices
+
+
+@template(WINOGRAD)
+def conv2d_nchw_winograd_cuda(N, C, H, W, O, KH, KW, stride=1, padding=0, dilation=1, dtype="float32"):
+    """``topi.cuda.conv2d_nchw_winograd`` + ``topi.cuda.schedule_conv2d_nchw_winograd`` (3x3, unit stride)."""
+    from .. import topi
+    data, kernel = _conv_inputs(N, C, H, W, O, KH, KW, dtype)
+    target = _gpu_target()
+    out = topi.cuda.conv2d_nchw_winograd(data, kernel, stride, padding, dilation, dtype)
+    return topi.cuda.schedule_conv2d_nchw_winograd([out], target), [data, kernel, out]
+
+
+conv2d_nchw_winograd_cuda.template_func.canonical_args = conv2d_args
+
+
 def install():
     """Put the hooks into topi.cuda (done when tvmlab.autotvm is imported)."""
     _cuda("dense").config_hook = _product_hook
     _cuda("conv2d").config_hook = _conv2d_hook
+    _cuda("conv2d_winograd").config_hook = _winograd_hook

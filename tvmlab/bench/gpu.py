@@ -4,7 +4,8 @@ Rows: vector add (2^26 floats), row sum (4096 x 4096, rfactor + cross-thread red
 opt_conv_cuda tutorial schedule (HWCN, batch 256, 256 -> 512 channels, 14 x 14, 3 x 3) against cuDNN,
 matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed tiles of 64 and 128), batch_matmul
 (12 heads of 1024 x 64) and a batch-1 dense (matrix-vector) against cuBLAS; ResNet-50's convolutions one by one
-(batch 16, bias and relu fused) against cuDNN; ResNet-50 at batch 1 and 16 built by
+(batch 16, bias and relu fused) against cuDNN, and its 3x3 stride-1 ones by Winograd (``winograd``);
+ResNet-50 at batch 1 and 16 built by
 ``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch
 eager; the ``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer
 norm (8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
@@ -13,7 +14,7 @@ Each pair is timed in the same run with CUDA events (torch) and ``time_evaluator
 repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
-    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,tensorcore,
+    python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,winograd,tensorcore,
                                reduce,resnet50]
                                [--quick] [--simulate]
 """
@@ -226,11 +227,42 @@ def case_tensorcore(n):
     return make
 
 
+def case_winograd(c, hw, o, batch=16):
+    """One of ResNet-50's 3x3 stride-1 convolutions (batch 16) by ``topi.cuda``'s Winograd, the kernel
+    transformed beforehand (as relay.build folds it), bias and relu fused, beside cuDNN (the ``convs`` row
+    of the same shape times the direct tiled convolution)."""
+    def make(size):
+        from tvmlab import te, topi
+        from tvmlab.topi.cuda.conv2d_winograd import winograd_tile_size
+        from tvmlab.topi.nn.winograd import winograd_matrices
+        from tvmlab.topi.testing import conv2d_nchw_python
+        n, ci, h, co = (1, max(c // 16, 3), min(hw, 9), max(o // 16, 4)) if size == "small" else (batch, c, hw, o)
+        m = winograd_tile_size(h, h)
+        g = winograd_matrices(m, 3)[2]
+        X, U = te.placeholder((n, ci, h, h), name="X"), te.placeholder((m + 2, m + 2, ci, co), name="U")
+        B = te.placeholder((co, 1, 1), name="B")
+        Y = topi.nn.relu(topi.add(topi.cuda.conv2d_nchw_winograd_without_weight_transform(X, U, 1, 1, 1), B))
+        s = topi.cuda.schedule_conv2d_nchw_winograd_without_weight_transform([Y])
+        x = np.random.rand(n, ci, h, h).astype("float32")
+        w = (np.random.rand(co, ci, 3, 3).astype("float32") - 0.5) / (ci * 9) ** 0.5
+        u = np.ascontiguousarray(np.einsum("ea,ocab,ub->euco", g, w, g), dtype="float32")
+        b = np.random.rand(co, 1, 1).astype("float32")
+
+        def conv(torch, x, u, b):
+            f, wt = torch.nn.functional, torch.from_numpy(w).cuda()
+            return lambda: f.relu(f.conv2d(x, wt, b.reshape(-1), padding=1))
+        return Case(f"winograd F({m}) {ci}x{h}^2 -> {co} b{n}", _build(s, [X, U, B, Y]),
+                    [x, u, b, np.zeros((n, co, h, h), "float32")],
+                    lambda x, u, b: np.maximum(conv2d_nchw_python(x, w, 1, 1) + b, 0), conv, "cuDNN", 1e-3)
+    return make
+
+
 ROWS = {"add": [case_add], "rowsum": [case_rowsum], "opt_conv": [case_opt_conv],
         "matmul": [case_matmul(1024), case_matmul(2048), case_matmul(4096)],
         "tiles": [case_matmul(n, t) for n in (1024, 4096) for t in (64, 128)],
         "batch_matmul": [case_batch_matmul], "gemv": [case_gemv],
         "convs": [case_conv(*shape) for shape in RESNET50_CONVS],
+        "winograd": [case_winograd(c, hw, o) for c, hw, o, k, stride in RESNET50_CONVS if (k, stride) == (3, 1)],
         "tensorcore": [case_tensorcore(1024), case_tensorcore(4096)], "reduce": REDUCE_ROWS}
 
 

@@ -62,7 +62,8 @@ def optimize(mod, target="llvm", params=None):
     func = bind_params_by_name(_main(mod), params)
     from ..codegen.registry import Target
     tgt = target if isinstance(target, Target) else Target(str(target))
-    layout = [T.AlterOpLayout(target), T.FoldConstant()] if tgt.kind == "llvm" else []   # NCHW[x]c is for CPUs
+    # NCHW[x]c for CPUs; Winograd's weight transform (folded) for CUDA
+    layout = [T.AlterOpLayout(target), T.FoldConstant()] if tgt.kind in ("llvm", "cuda") else []
     seq = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(), *layout,
                       T.DeadCodeElimination(), T.FuseOps(), T.InferType()], opt_level=0, name="relay.optimize")
     out = seq(IRModule({"main": func}))

@@ -40,10 +40,13 @@ def effective_bodies(sch):
 
 def accesses(body_exprs):
     """{tensor: [indices, ...]} read in the expressions."""
-    found = {}
+    found, seen = {}, set()
 
     class V(IRVisitor):
         def visit_ProducerLoad(self, ld):
+            if id(ld) in seen:          # one load object read in several places (a select's branches)
+                return
+            seen.add(id(ld))
             found.setdefault(ld.producer, []).append(ld.indices)
             for i in ld.indices:
                 self.visit(i)
@@ -156,9 +159,27 @@ def _relax_map(dom_map, keep, scope, bound_tags, bound_threads=None):
     return relax
 
 
+def _reachable(e, relax):
+    """The part of ``relax`` that ``e`` depends on: its variables, the variables of their ranges, ...
+    (binding the rest, often hundreds of loops of other stages, would change nothing but the time)."""
+    from ..ir.functor import collect_vars
+    out, todo = {}, list(collect_vars(e))
+    while todo:
+        v = todo.pop()
+        if v in out or v not in relax:
+            continue
+        out[v] = relax[v]
+        r = relax[v]
+        for x in (getattr(r, "min", None), getattr(r, "extent", None), getattr(r, "max", None)):
+            if x is not None and x is not NEG_INF and x is not POS_INF and not isinstance(x, (int, float)):
+                todo.extend(collect_vars(x))
+    return out
+
+
 def _eval(ana, e, relax, back=None):
     """Interval of ``e`` with ``relax`` vars ranging; repeat while relaxed vars remain.  ``back``
     (from ``_shift_kept``) turns the offsets of shifted loops back into their variables."""
+    relax = _reachable(e, relax)
     s = ana.int_set(e, relax)
     for _ in range(4):
         from ..ir.functor import uses_var

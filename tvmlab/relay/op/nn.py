@@ -607,3 +607,5 @@ __all__ = ["conv2d", "contrib_conv2d_nchwc", "contrib_depthwise_conv2d_nchwc", "
 from .dense_pack import contrib_dense_pack  # noqa: E402,F401  (relay.nn.contrib_dense_pack)
 from .norm import layer_norm  # noqa: E402,F401  (relay.nn.layer_norm)
 from .nn3d import avg_pool3d, conv3d, max_pool3d  # noqa: E402,F401  (relay.nn.conv3d, max_pool3d, avg_pool3d)
+from .winograd import (contrib_conv2d_winograd_weight_transform,  # noqa: E402,F401
+                       contrib_conv2d_winograd_without_weight_transform)

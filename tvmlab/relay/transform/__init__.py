@@ -86,11 +86,18 @@ def AlterOpLayout(target="llvm"):
     """conv2d NCHW -> NCHW[x]c blocked by the vector width of ``target``, layout_transform only where a
     producer and its consumer disagree (see ``alter_op_layout``); 3x3 convolutions with constant kernels
     and enough channels by Winograd's F(4x4, 3x3) unless the PassContext config says
-    ``{"relay.conv2d_winograd": False}``."""
+    ``{"relay.conv2d_winograd": False}``.  For a CUDA target the layouts stay NCHW and only the Winograd
+    rewrite applies (``winograd_cuda``)."""
     from .alter_op_layout import alter
-    return module_pass(lambda mod, ctx: _map_functions(
-        mod, lambda f: alter(f, target, winograd=ctx.config.get("relay.conv2d_winograd", True))), opt_level=3,
-        name="AlterOpLayout")
+    from .winograd_cuda import alter_cuda
+
+    def run(f, ctx):
+        winograd = ctx.config.get("relay.conv2d_winograd", True)
+        if str(target).split()[0] == "cuda":
+            return alter_cuda(f, winograd)
+        return alter(f, target, winograd=winograd)
+    return module_pass(lambda mod, ctx: _map_functions(mod, lambda f: run(f, ctx)), opt_level=3,
+                       name="AlterOpLayout")
 
 
 def function_pass(pass_func=None, opt_level=0, name=None, required=None):

@@ -157,11 +157,13 @@ from .depthwise_conv2d import (schedule_depthwise_conv2d_backward_input_nhwc,  #
                                schedule_depthwise_conv2d_backward_weight_nhwc)
 
 
-from ..nn.winograd import conv2d_winograd_nchw as conv2d_nchw_winograd  # noqa: E402,F401
+from .conv2d_winograd import (conv2d_nchw_winograd, conv2d_nchw_winograd_weight_transform,  # noqa: E402,F401
+                              conv2d_nchw_winograd_without_weight_transform, schedule_conv2d_nchw_winograd,
+                              schedule_conv2d_nchw_winograd_without_weight_transform)
 from ..nn.winograd import conv2d_winograd_nhwc as conv2d_nhwc_winograd_direct  # noqa: E402,F401
 from ..nn.winograd import conv3d_winograd_ncdhw as conv3d_ncdhw_winograd  # noqa: E402,F401
 
-schedule_conv2d_nchw_winograd = _named("schedule_conv2d_nchw_winograd", True)
+_ANCHORS["conv2d_nchw_winograd"] = schedule_conv2d_nchw_winograd
 schedule_conv2d_nhwc_winograd_direct = _named("schedule_conv2d_nhwc_winograd_direct", True)
 schedule_conv3d_ncdhw_winograd = _named("schedule_conv3d_ncdhw_winograd", True)
 

@@ -24,7 +24,7 @@ from .depthwise_backward import (depthwise_conv2d_backward_input_nhwc,  # noqa: 
                                  depthwise_conv2d_backward_weight_nhwc)
 from .basic import scale_shift_nchw, scale_shift_nchwc, scale_shift_nhwc  # noqa: F401,E402
 from .winograd import (conv2d_winograd_NCHWc, conv2d_winograd_nchw, conv2d_winograd_nhwc,  # noqa: F401,E402
-                       conv3d_winograd_ncdhw, winograd_weight_transform_NCHWc)
+                       conv3d_winograd_ncdhw, conv2d_winograd_weight_transform, winograd_weight_transform_NCHWc)
 from .upsampling import upsampling, upsampling3d  # noqa: F401,E402
 from .space_depth import depth_to_space, space_to_depth  # noqa: F401,E402
 from .loss import nll_loss  # noqa: F401,E402

@@ -236,6 +236,34 @@ def _select_by(index, exprs):
     return out
 
 
+def conv2d_winograd_weight_transform(kernel, tile_size, out_dtype=None, transpose=False):
+    """A 3x3 kernel (O, C, 3, 3) as ``G g G^T`` at each of the alpha x alpha Winograd points of F(m x m, 3 x 3),
+    m = ``tile_size``: (alpha, alpha, O, C) (TVM's ``topi.nn.conv2d_winograd_weight_transform``), or with
+    ``transpose`` (alpha, alpha, C, O), as ``topi.cuda.conv2d_nchw_winograd_without_weight_transform`` reads
+    it.  Each point sums only the non-zero constants (a select by point that unrolling folds)."""
+    op = "conv2d_winograd_weight_transform"
+    check_tensor(op, kernel, "kernel", 4)
+    o, c, kh, kw = (const_or_none(x) for x in kernel.shape)
+    if (kh, kw) != (3, 3) or tile_size not in (2, 4):
+        raise OperatorError(f"{op}: a 3x3 kernel (O, C, 3, 3) and tile_size 2 or 4 expected, got {shape_str(kernel)} "
+                            f"and {tile_size!r}")
+    dtype = dt.canonical(out_dtype or kernel.dtype)
+    alpha = tile_size + 2
+    _, _, g = winograd_matrices(tile_size, 3)
+
+    def body(e, u, co, ci):
+        k = [[kernel[co, ci, a, b] if kernel.dtype == dtype else _op.cast(dtype, kernel[co, ci, a, b])
+              for b in range(3)] for a in range(3)]          # each load once, shared by the points' sums
+        return _select_by(e, [_select_by(u, [_const_sum(
+            [(g[i, a] * g[j, b], k[a][b]) for a in range(3) for b in range(3)], dtype)
+            for j in range(alpha)]) for i in range(alpha)])
+    if transpose:
+        return te.compute((alpha, alpha, kernel.shape[1], kernel.shape[0]), lambda e, u, ci, co: body(e, u, co, ci),
+                          name="winograd_kernel_pack", tag="winograd_weight_transform")
+    return te.compute((alpha, alpha, kernel.shape[0], kernel.shape[1]), body, name="winograd_kernel_pack",
+                      tag="winograd_weight_transform")
+
+
 def winograd_weight_transform_NCHWc(kernel, tile_size=4, out_block=16):
     """The kernel (O, C, r, r) transformed for ``conv2d_winograd_NCHWc``: (alpha * alpha, O / ob, C, ob)
     holding ``G g G^T`` of each (output, input) channel pair, output channels in blocks of ``out_block``
