@@ -743,7 +743,7 @@ def test_small_kernels_run_on_one_thread_and_the_thread_count_is_restored(rng):
 
 def test_thread_choice_switches_to_the_faster_count_and_backs_off():
     from tvmlab.contrib.native_runner import ThreadChoice
-    c = ThreadChoice(4, first=4, longest=16, gain=0.8, slow=1.25, window=3, burst=3)
+    c = ThreadChoice(4, first=4, longest=16, gain=0.8, slow=1.25, window=3, burst=3, clock=lambda: 0.0)
 
     def runs(k, times):
         used = []
@@ -763,6 +763,33 @@ def test_thread_choice_switches_to_the_faster_count_and_backs_off():
     seq = "".join(map(str, runs(25, {4: 1.0, 1: 3.0})))
     assert seq == "1" * 5 + "4" * 20 and c.use == 4
     assert ThreadChoice(1).next() == 1      # one thread: nothing to choose
+
+
+def test_thread_choice_probes_by_time_too_and_ignores_runs_after_idle_gaps():
+    from tvmlab.contrib.native_runner import ThreadChoice
+    now = [0.0]
+    c = ThreadChoice(2, first=4, longest=1024, gain=0.8, slow=1.25, window=3, burst=3, max_wait=0.05,
+                     clock=lambda: now[0])
+
+    def runs(k, times, gap=0.0):
+        used = []
+        for _ in range(k):
+            n = c.next()
+            used.append(n)
+            now[0] += times[n]
+            c.record(n, times[n], gap)
+        return "".join(map(str, used))
+    runs(20, {2: 1e-4, 1: 3e-4})
+    # a contended stretch: one thread wins, then probes of both lose until the interval is 1024 runs
+    while not (c.interval == 1024 and c.count == 0 and not c.probe):   # up to just after a lost probe
+        runs(1, {2: 5e-4, 1: 3e-4})
+    assert c.use == 1
+    # contention gone: by run count the next probe would be up to 1024 runs away; by time it comes within
+    # max_wait (0.05 s = 167 runs of 0.3 ms) and runs go back to both threads
+    seq = runs(400, {2: 1e-4, 1: 3e-4})
+    assert "222" in seq and seq.index("222") <= 170 and seq.endswith("2" * 50) and c.use == 2
+    # runs after idle gaps (the threads slept) are slow but not counted: no switch
+    assert runs(30, {2: 5e-4, 1: 3e-4}, gap=1.0) == "2" * 30 and c.use == 2
 
 
 def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):

@@ -108,18 +108,26 @@ class ThreadChoice:
     seen, a probe runs ``burst`` times on one thread (the first run is not
     counted), and if it beats ``gain`` times that median, runs switch to one
     thread.  On one thread a probe of all threads comes every ``first`` runs,
-    the interval doubling (up to ``longest``) while probes lose.  An idle
-    machine's runs are steady, so it pays no probes.
+    the interval doubling (up to ``longest``) while probes lose, and at the
+    latest ``max_wait`` seconds (or 30 runs' time, if longer) after the last
+    one: when the other process goes, a small model is back on every core
+    within that time, however many runs the doubling had reached.  An idle
+    machine's runs are steady, so it pays no probes.  A run that starts after
+    the runner sat idle (longer than ``idle`` seconds, and 10 runs' time) is not
+    counted: its threads were asleep, which says nothing about other processes.
     """
 
-    def __init__(self, threads, first=16, longest=1024, gain=0.8, slow=1.25, window=5, burst=3):
+    def __init__(self, threads, first=16, longest=1024, gain=0.8, slow=1.25, window=5, burst=3, max_wait=0.05,
+                 idle=1e-3, clock=time.perf_counter):
         self.threads, self.use = threads, threads
         self.first, self.longest, self.gain, self.slow = first, longest, gain, slow
-        self.window, self.burst = window, burst
+        self.window, self.burst, self.max_wait, self.idle = window, burst, max_wait, idle
+        self.clock = clock
         self.interval, self.count = first, 0
         self.recent = []            # seconds of the latest runs on self.use
         self.fastest = float("inf")  # fastest run on all threads
         self.probe = []             # seconds of the probe under way
+        self.since = clock()        # when the current choice began or the last probe ended
 
     def _other(self):
         return 1 if self.use == self.threads else self.threads
@@ -129,11 +137,13 @@ class ThreadChoice:
         return r[len(r) // 2] if r else float("inf")
 
     def _want_probe(self):
-        if self.threads == 1 or self.count < self.interval:
+        if self.threads == 1:
             return False
         if self.use == 1:           # only a probe shows when all threads are worth it again
-            return True
-        return len(self.recent) == self.window and self._median() > self.slow * self.fastest
+            wait = max(self.max_wait, 30 * self._median()) if self.recent else self.max_wait
+            return self.count >= self.interval or self.clock() - self.since >= wait
+        return self.count >= self.interval and len(self.recent) == self.window and \
+            self._median() > self.slow * self.fastest
 
     def next(self):
         """The thread count for the next run."""
@@ -142,7 +152,12 @@ class ThreadChoice:
         self.count += 1
         return self.use
 
-    def record(self, threads, seconds):
+    def record(self, threads, seconds, gap=0.0):
+        """``seconds`` of a run on ``threads``, which began ``gap`` seconds after the previous run ended."""
+        if gap > max(self.idle, 10 * seconds):
+            if threads != self.use and not self.probe:
+                self.probe.append(seconds)      # a probe's first run, which is not counted anyway
+            return
         if threads == self.threads:
             self.fastest = min(self.fastest, seconds)
         if threads == self.use:
@@ -156,6 +171,7 @@ class ThreadChoice:
             self.use, self.interval, self.recent = threads, self.first, [best]
         else:
             self.interval = min(self.interval * 2, self.longest)
+        self.since = self.clock()
 
 
 class GraphRunner:
@@ -181,7 +197,7 @@ class GraphRunner:
         cpu, features = llvm_jit.host_cpu()
         self.engine = llvm_jit.JitEngine(ref, cpu, features, opt=0)
         self._call = ctypes.CFUNCTYPE(ctypes.c_uint64)(self.engine.address("graph_run"))
-        self.choice, self._set_threads = None, None
+        self.choice, self._set_threads, self._end = None, None, 0.0
         self.set_adaptive(adaptive)
 
     def set_adaptive(self, on):
@@ -204,7 +220,8 @@ class GraphRunner:
                 self._set_threads(n)
             t0 = time.perf_counter()
             rc = self._call()
-            c.record(n, time.perf_counter() - t0)
+            self._end, gap = time.perf_counter(), t0 - self._end
+            c.record(n, self._end - t0, gap)
             if n != c.threads:
                 self._set_threads(c.threads)
         if rc:
