@@ -214,8 +214,9 @@ def test_conv2d_unroll_kw_option_unrolls_the_kernel_columns_and_computes_the_sam
         topi.schedule_conv2d_nchw(out, unroll_kw=2)
 
 
-def test_a_conv2d_record_also_tunes_the_nchwc_kernel_relay_builds(tmp_path):
-    # relay.build (AlterOpLayout) runs conv2d_NCHWc; the extracted conv2d_nchw.x86 task's record applies to it
+def test_conv2d_nchwc_template_tunes_the_kernel_relay_builds(tmp_path):
+    # relay.build (AlterOpLayout at opt_level 3) runs conv2d_NCHWc: extraction finds its task, and a record of
+    # that task sets the kernel's register tile
     from tvmlab import relay
     from tvmlab.contrib import graph_executor
     from tvmlab.topi.x86 import conv2d as cv
@@ -225,7 +226,9 @@ def test_a_conv2d_record_also_tunes_the_nchwc_kernel_relay_builds(tmp_path):
     y = relay.nn.relu(relay.nn.conv2d(x, relay.const(wnp), padding=(1, 1)))
     mod = tvm.IRModule.from_expr(relay.Function([x], y))
     tasks = autotvm.task.extract_from_program(mod, {}, "llvm")
-    assert [(t.name, t.args) for t in tasks] == [("conv2d_nchw.x86", (1, 16, 14, 14, 32, 3, 3, 1, 1, "float32"))]
+    assert [(t.name, t.args) for t in tasks] == [("conv2d_NCHWc.x86", (1, 16, 14, 14, 32, 3, 3, 1, 1, "float32"))]
+    with tvm.transform.PassContext(opt_level=2):     # inside a context, its level: no AlterOpLayout
+        assert [t.name for t in autotvm.task.extract_from_program(mod, {}, "llvm")] == ["conv2d_nchw.x86"]
     task = tasks[0]
     fb = topi_templates.fallback_config(task)
     other = next(c for c in map(task.config_space.get, range(len(task.config_space)))
@@ -242,7 +245,13 @@ def test_a_conv2d_record_also_tunes_the_nchwc_kernel_relay_builds(tmp_path):
         tuned = topi.x86.schedule_conv2d_NCHWc([conv]).trace.as_python()
         expect = topi.x86.schedule_conv2d_NCHWc([conv], width=other["width"].val).trace.as_python()
     assert tuned == expect and tuned != plain
-    # the whole model built under the log computes the same
+    # the template's own build computes the convolution; the model built under the log too
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(timeout=30, number=1, repeat=1, check_correctness=True))
+    tuner = autotvm.tuner.GridSearchTuner(task, range_idx=(other.index, other.index))
+    tuner.tune(n_trial=1, measure_option=opt)
+    opt["runner"].close()
+    assert tuner.best_flops > 0
     xs = rng.uniform(-1, 1, (1, 16, 14, 14)).astype("float32")
     with autotvm.apply_history_best(str(log)), tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="llvm")

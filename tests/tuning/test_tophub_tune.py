@@ -21,8 +21,8 @@ def _records(path):
 
 
 def _conv_program():
-    x = relay.var("x", shape=(1, 8, 12, 12))
-    w = relay.const(np.random.default_rng(0).standard_normal((8, 8, 3, 3)).astype("float32"))
+    x = relay.var("x", shape=(1, 16, 12, 12))
+    w = relay.const(np.random.default_rng(0).standard_normal((32, 16, 3, 3)).astype("float32"))
     y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
     return tvm.IRModule.from_expr(relay.Function([x], y)), {}
 
@@ -34,7 +34,7 @@ def test_tune_writes_best_records_the_shipped_lookup_reads(tmp_path, monkeypatch
     assert dest == str(tmp_path / f"{tophub.device_key(HOST)}.log")
     first = _records(dest)
     names = sorted(w[0] for w, _, _ in first)
-    assert names == ["conv2d_nchw.x86", "matmul.x86"], names
+    assert names == ["conv2d_NCHWc.x86", "matmul.x86"], names
     assert all(err == 0 for _, _, err in first)
     assert "fallback" in report.getvalue() and "2 records" in report.getvalue()
     # a second run merges: still one (best) record per workload

@@ -1,4 +1,5 @@
-"""TOPI's CPU schedules as AutoTVM templates: ``matmul.x86`` and ``conv2d_nchw.x86``.
+"""TOPI's CPU schedules as AutoTVM templates: ``matmul.x86``, ``conv2d_nchw.x86`` and ``conv2d_NCHWc.x86``
+(the blocked kernel ``relay.build`` runs after AlterOpLayout; its workload is the NCHW convolution).
 
 ``topi.schedule_matmul`` and ``topi.schedule_conv2d_nchw`` keep their
 hand-written choices as the fallback config.  When this module is imported
@@ -22,6 +23,7 @@ from .task.task import args_to_workload, template
 
 MATMUL = "matmul.x86"
 CONV2D = "conv2d_nchw.x86"
+CONV2D_NCHWC = "conv2d_NCHWc.x86"
 
 
 def _const(x):
@@ -107,8 +109,9 @@ def _conv2d_hook(out, target):
 
 
 def _nchwc_hook(conv, target):
-    """The same knobs for a ``conv2d_NCHWc`` stage (the layout AlterOpLayout gives ``relay.build``): its
-    workload is the NCHW convolution it stands for, so one tuned record serves both layouts."""
+    """The same knobs for a ``conv2d_NCHWc`` stage (the layout AlterOpLayout gives ``relay.build``), task
+    ``conv2d_NCHWc.x86``: its workload is the NCHW convolution it stands for, in the channel blocks
+    ``nchwc_blocks`` gives (a stage in other blocks is no workload of it)."""
     ctx = _context(target or "llvm")
     if ctx is None or conv.op.tag != "conv2d_NCHWc" or int(conv.op.attrs.get("groups", 1)) != 1:
         return None
@@ -124,20 +127,21 @@ def _nchwc_hook(conv, target):
     sh, sw = (int(x) for x in conv.op.attrs["strides"])
     dil = tuple(int(x) for x in conv.op.attrs["dilation"])
     pads = {int(x) for x in conv.op.attrs["padding"]}
-    if sh != sw or dil != (1, 1) or len(pads) != 1 or h != w:
+    if sh != sw or dil != (1, 1) or len(pads) != 1 or h != w or \
+            (ic, oc) != _module("conv2d").nchwc_blocks(cb * ic, ofo * oc, str(conv.dtype), target):
         return None             # the template's workloads are square, symmetric, undilated
     return _conv2d_config(ctx, target, (n, cb * ic, h, w, ofo * oc, kh, kw, sh, pads.pop(), str(conv.dtype)),
-                          oc, oshape[2], oshape[3])
+                          oc, oshape[2], oshape[3], CONV2D_NCHWC)
 
 
-def _conv2d_config(ctx, target, workload, oc_block, oh, ow):
+def _conv2d_config(ctx, target, workload, oc_block, oh, ow, name=CONV2D):
     from ..codegen.llvm_vector import vector_registers
     from ..topi.utils import vector_block
     cv = _module("conv2d")
     n, c, h, w, o, kh, kw, stride, padding, dtype = workload
     if oc_block != vector_block(dtype, target):
         return None
-    cfg = ctx.query(target, args_to_workload(workload, CONV2D))
+    cfg = ctx.query(target, args_to_workload(workload, name))
     width_d = cv.tile_width(ow, oc_block, dtype, target)
     regs = vector_registers(target)
     max_w = max(1, min(ow, (regs.count - 2) // regs.holding(oc_block, dtype)))
@@ -160,6 +164,22 @@ def matmul_x86(M, K, N, dtype="float32"):
     B = te.placeholder((K, N), name="B", dtype=dtype)
     C = topi.matmul(A, B)
     return topi.schedule_matmul(C), [A, B, C]
+
+
+@template(CONV2D_NCHWC)
+def conv2d_NCHWc_x86(N, C, H, W, O, KH, KW, stride=1, padding=1, dtype="float32"):
+    """``topi.nn.conv2d_NCHWc`` on data and kernel already blocked (``nchwc_blocks``) + its schedule, with
+    the knobs width and unroll_kw: the kernel ``relay.build`` runs for this NCHW convolution."""
+    from .. import topi
+    from ..codegen.registry import Target
+    target = Target.current(allow_none=True) or Target("llvm")
+    ic, oc = _module("conv2d").nchwc_blocks(C, O, dtype, target)
+    D = te.placeholder((N, C // ic, H, W, ic), name="data", dtype=dtype)
+    K = te.placeholder((O // oc, C // ic, KH, KW, ic, oc), name="kernel", dtype=dtype)
+    with target:
+        out = topi.nn.conv2d_NCHWc(D, K, stride, padding, 1, f"NCHW{ic}c", f"NCHW{oc}c", dtype)
+        s = topi.x86.schedule_conv2d_NCHWc([out])
+    return s, [D, K, out]
 
 
 @template(CONV2D)

@@ -64,13 +64,21 @@ def extract_from_program(mod, params, target, target_host=None, ops=None):
     """The tunable tasks of Relay program ``mod`` (a function or an IRModule) with ``params`` for
     ``target``: one Task per distinct workload of a template (``dense.cuda``, ``conv2d_nchw.cuda``, ...,
     ``matmul.x86`` / ``conv2d_nchw.x86`` for llvm), in program order.  ``ops`` (relay operators or
-    their names, e.g. ``[relay.op.get("nn.conv2d")]``) keeps only the tasks of those operators."""
+    their names, e.g. ``[relay.op.get("nn.conv2d")]``) keeps only the tasks of those operators.  Outside a
+    ``PassContext`` the program is optimised at ``opt_level=3`` (the level relay.build is called at to use
+    the tuned records); inside one, at its settings."""
+    import contextlib
+
     from ...codegen.registry import Target
+    from ...ir.transform import PassContext
     from ...relay.build_module import optimize
     from ...relay.expr import Call, Function, post_order
     tgt = target if isinstance(target, Target) else Target(str(target))
     stems = _op_names(ops) if ops is not None else None
-    opt, _ = optimize(mod, tgt, params)
+    # outside a PassContext: opt_level 3, as relay.build is called to use the records (its layouts, e.g.
+    # the CPU's blocked conv2d_NCHWc, are then the ones tuned)
+    with contextlib.nullcontext() if PassContext._stack else PassContext(opt_level=3):
+        opt, _ = optimize(mod, tgt, params)
     groups, seen = [], set()
     for n in post_order(opt["main"].body):
         if isinstance(n, Call) and isinstance(n.op, Function) and id(n.op) not in seen:
