@@ -80,3 +80,20 @@ def test_cuda_without_a_gpu_and_bad_requests_are_refused(tmp_path, capsys):
         tt.tune_task(autotvm.task.create("matmul.x86", args=(16, 16, 16, "float32"), target=TARGET),
                      str(tmp_path / "x.log"), 2, 10, tuner="nosuch")
     assert not list(tmp_path.glob("*.log"))
+
+
+def test_every_shipped_record_is_a_point_of_its_templates_space():
+    # a template's knobs may change; a shipped record must still name a config of its space
+    import glob
+    import os
+    logs = sorted(glob.glob(os.path.join(tophub.PACKAGE_LOGS, "*.log")))
+    assert logs, "the package ships at least one tuned log"
+    for path in logs:
+        key = os.path.basename(path)[:-4]
+        for inp, res in load_from_file(path):
+            assert res.error_no == 0 and res.costs, (path, inp.task.name)
+            target = f"llvm -mcpu={key[len('llvm_'):]}" if key.startswith("llvm_") else f"cuda -arch={key[5:]}"
+            assert tophub.device_key(target) == key
+            task = autotvm.task.create(inp.task.name, inp.task.args, target)
+            cfg = task.config_space.get(inp.config.index)
+            assert cfg.to_json_dict()["entity"] == inp.config.to_json_dict()["entity"], (path, inp.task.args)
