@@ -86,7 +86,8 @@ def check_device(target):
 
 def tune_task(task, log, trials, seconds, tuner="xgb", option=None, seed=0):
     """Measure ``task``'s fallback config, tune it for up to ``trials`` configs or ``seconds`` (checked
-    after each batch), then measure the fallback again; every record goes to ``log``.  Returns (fallback FLOP/s, best FLOP/s, trials done)."""
+    after each batch), then measure the fallback again; every record goes to ``log``.  Returns
+    (fallback FLOP/s, best FLOP/s, trials done)."""
     from .. import callback
     from .. import tuner as tuners
     from ..topi_templates import fallback_config
