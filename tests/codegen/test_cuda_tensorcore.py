@@ -162,3 +162,38 @@ def test_simulated_cuda_device_runs_a_build_as_tvm_cuda(rng):
     np.testing.assert_allclose(got, x.astype("float32") @ w.astype("float32").T, rtol=1e-4, atol=1e-4)
     if simulated:
         assert not tvm.cuda(0).exist
+
+
+def test_relay_float16_products_for_cuda_run_on_tensor_cores(rng):
+    # relay.build(target="cuda") computes float16 dense / batch_matmul on tensor cores; a fused bias and
+    # relu after the dense is a second kernel of the group
+    from tvmlab import relay
+    x = relay.var("x", shape=(32, 64), dtype="float16")
+    w = relay.var("w", shape=(48, 64), dtype="float16")
+    b = relay.var("b", shape=(48,), dtype="float16")
+    p = relay.var("p", shape=(2, 16, 32), dtype="float16")
+    q = relay.var("q", shape=(2, 16, 32), dtype="float16")
+    y = relay.nn.relu(relay.nn.bias_add(relay.nn.dense(x, w), b))
+    z = relay.nn.batch_matmul(p, q)
+    mod = tvm.IRModule.from_expr(relay.Function([x, w, b, p, q], relay.Tuple([y, z])))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="cuda")
+    src = "".join(m.get_source() for m in lib.get_lib().imported_modules)
+    # the two products on tensor cores, the dense group's bias and relu a kernel after its product
+    assert src.count("nvcuda::wmma::mma_sync") == 2 and src.count("__global__") == 3
+    xv, wv, pv, qv = (_rand(rng, *s) for s in ((32, 64), (48, 64), (2, 16, 32), (2, 16, 32)))
+    bv = _rand(rng, 48)
+    gy, gz = tvm.testing.simulate_graph(lib, x=xv, w=wv, b=bv, p=pv, q=qv)
+    f32 = np.float32
+    want_y = np.maximum(xv.astype(f32) @ wv.astype(f32).T + bv.astype(f32), 0)
+    np.testing.assert_allclose(gy.astype(f32), want_y, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(gz.astype(f32), pv.astype(f32) @ qv.astype(f32).transpose(0, 2, 1),
+                               rtol=2e-2, atol=2e-2)
+    # shapes no fragment fits, float32, or the switch off: the CUDA C has no wmma
+    for shape, dtype, config in (((30, 64), "float16", {}), ((32, 64), "float32", {}),
+                                 ((32, 64), "float16", {"relay.cuda_tensorcore": False})):
+        x = relay.var("x", shape=shape, dtype=dtype)
+        w = relay.var("w", shape=(48, 64), dtype=dtype)
+        with tvm.transform.PassContext(opt_level=3, config=config):
+            lib = relay.build(tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.dense(x, w))), target="cuda")
+        assert "wmma" not in "".join(m.get_source() for m in lib.get_lib().imported_modules)

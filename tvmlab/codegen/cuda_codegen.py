@@ -288,8 +288,14 @@ class CodeGenCUDA(VectorCode):
         fn = "tvmlab_floormod64" if dt.bits(e.dtype) == 64 else "tvmlab_floormod"
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
 
-    def e_Min(self, e): return f"min({self.expr(e.a)}, {self.expr(e.b)})"
-    def e_Max(self, e): return f"max({self.expr(e.a)}, {self.expr(e.b)})"
+    def e_Min(self, e): return self._minmax("min", e)
+    def e_Max(self, e): return self._minmax("max", e)
+
+    def _minmax(self, fn, e):
+        # CUDA's min/max have no half or bfloat16 overload that wins unambiguously: compare in float
+        if e.dtype in ("float16", "bfloat16"):
+            return f"(({ctype(e.dtype)}){fn}((float)({self.expr(e.a)}), (float)({self.expr(e.b)})))"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
     def e_EQ(self, e): return self._bin(e, "==")
     def e_NE(self, e): return self._bin(e, "!=")
     def e_LT(self, e): return self._bin(e, "<")

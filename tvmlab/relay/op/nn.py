@@ -173,9 +173,19 @@ def _dense_rel(types, attrs):
     return TensorType(d.shape[:-1] + (w.shape[0],), attrs.out_dtype or d.dtype)
 
 
+def _tensorcore(a, b, out_dtype, batched):
+    """A float16 product for a CUDA target with tensor cores (``relay.cuda_tensorcore``, on by default)."""
+    from ...ir.transform import PassContext
+    from ...topi.cuda.tensorcore import tensorcore_fits
+    return out_dtype in ("float16", "float32") and \
+        PassContext.current().config.get("relay.cuda_tensorcore", True) and tensorcore_fits(a, b, batched)
+
+
 def _dense_compute(attrs, inputs, out_type):
     from ... import topi
     a, w = inputs
+    if _tensorcore(a, w, out_type.dtype, False):
+        return [topi.cuda.dense_tensorcore(a, w, out_dtype=out_type.dtype)]
     if len(a.shape) == 2:
         return [topi.nn.dense(a, w, out_dtype=out_type.dtype)]
     lead = _ints(a)[:-1]                  # (..., K): the leading axes as the rows of one product
@@ -238,6 +248,9 @@ def _bmm_rel(types, attrs):
 def _bmm_compute(attrs, inputs, out_type):
     from ...topi import nn as topi_nn
     a, b = inputs
+    if attrs.transpose_b and not attrs.transpose_a and _tensorcore(a, b, out_type.dtype, True):
+        from ...topi.cuda.tensorcore import batch_matmul_tensorcore
+        return [batch_matmul_tensorcore(a, b, out_dtype=out_type.dtype)]
     return [topi_nn.batch_matmul(a, b, out_dtype=out_type.dtype, transpose_a=attrs.transpose_a,
                                  transpose_b=attrs.transpose_b)]
 

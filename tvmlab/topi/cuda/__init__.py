@@ -169,9 +169,11 @@ schedule_conv3d_ncdhw_winograd = _named("schedule_conv3d_ncdhw_winograd", True)
 
 
 def conv2d_nhwc_winograd_tensorcore(*args, **kwargs):
-    """TVM's tensor-core Winograd: tvmlab generates no tensor-core code (use conv2d_nhwc_winograd_direct)."""
-    raise ScheduleError("topi.cuda.conv2d_nhwc_winograd_tensorcore: tvmlab has no tensor-core schedules; "
-                        "use topi.cuda.conv2d_nhwc_winograd_direct")
+    """TVM's tensor-core Winograd (NHWC) is not built: tvmlab's tensor cores run products
+    (``dense_tensorcore``, ``batch_matmul_tensorcore``); its CUDA Winograd is ``conv2d_nchw_winograd``."""
+    raise ScheduleError("topi.cuda.conv2d_nhwc_winograd_tensorcore is not built: use "
+                        "topi.cuda.conv2d_nhwc_winograd_direct (or conv2d_nchw_winograd, tiled), or dense_tensorcore "
+                        "/ batch_matmul_tensorcore for float16 products")
 
 
 schedule_conv2d_nhwc_winograd_tensorcore = conv2d_nhwc_winograd_tensorcore
@@ -230,3 +232,7 @@ register_intrin_rule("cuda", "reinterpret", _reinterpret_rule, level=5, override
 
 from .tensorcore import (batch_matmul_tensorcore, dense_tensorcore, schedule_batch_matmul_tensorcore,  # noqa: E402,F401
                          schedule_dense_tensorcore)
+
+# relay's float16 products on tensor cores (relay.op.nn picks the computes where tensorcore_fits)
+_ANCHORS["dense_tensorcore"] = lambda outs, target="cuda": schedule_dense_tensorcore(outs)
+_ANCHORS["batch_matmul_tensorcore"] = lambda outs, target="cuda": schedule_batch_matmul_tensorcore(outs)

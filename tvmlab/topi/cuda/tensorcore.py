@@ -272,26 +272,54 @@ def _load_b_col(shape):
 
 
 def _schedule(outs, what, tag, batched):
+    from . import _bind_flat
+    from ...ir.tensor import ComputeOp
     outs = as_outputs(outs, f"topi.cuda.{what}")
     s = te.create_schedule([o.op for o in outs])
-    found = False
-    for st in list(s.stages):
-        op = st.op
-        if getattr(op, "tag", "") != tag:
-            continue
-        found = True
-        out = op.output(0)
-        if out.op not in [o.op for o in outs]:
-            raise ScheduleError(f"topi.cuda.{what}: the {tag} product {out.op.name!r} must be an output (the "
-                                "fragments are stored straight to global memory)")
-        _schedule_product(s, out, batched)
-    if not found:
+    products = [st.op for st in s.stages if getattr(st.op, "tag", "") == tag]
+    if not products:
         raise ScheduleError(f"topi.cuda.{what}: no {tag} stage among the outputs {[o.op.name for o in outs]}")
+    out_ops = [o.op for o in outs]
+    for st in list(s.stages):
+        # a fused elementwise tail (bias, activation): its stages inlined into the outputs, which are a
+        # kernel of their own after the product's (the fragments are stored straight to global memory)
+        op = st.op
+        if isinstance(op, ComputeOp) and op not in out_ops and op not in products and not op.reduce_axis:
+            s[op].compute_inline()
+    for op in products:
+        _schedule_product(s, op.output(0), batched)
+    for o in outs:
+        if o.op not in products:
+            if not isinstance(o.op, ComputeOp) or o.op.reduce_axis:
+                raise ScheduleError(f"topi.cuda.{what}: output {o.op.name!r} after the {tag} product must be "
+                                    "elementwise")
+            _bind_flat(s, o, 256)
     return s
 
 
+def tensorcore_fits(a, b, batched, target=None):
+    """Whether the product of ``a`` and ``b`` (dense: (M, K) x (N, K); batched: (B, M, K) x (B, N, K)) can
+    run on tensor cores for ``target``: float16, constant shapes that fit a fragment, sm_70 or newer."""
+    from ...codegen.cuda_build import _arch
+    from ...codegen.registry import Target
+    t = target or Target.current(allow_none=True)
+    rank = 3 if batched else 2
+    if t is None or t.kind != "cuda" or a.dtype != "float16" or b.dtype != "float16" or \
+            len(a.shape) != rank or len(b.shape) != rank:
+        return False
+    try:
+        ash, bsh = [int(d) for d in a.shape], [int(d) for d in b.shape]
+        if ash[-1] != bsh[-1] or (batched and ash[0] != bsh[0]) or _arch(t)[0] < 70:
+            return False
+        fragment_shape(ash[-2], bsh[-2], ash[-1])
+    except (TypeError, ScheduleError):
+        return False
+    return True
+
+
 def schedule_dense_tensorcore(outs):
-    """Schedule of ``dense_tensorcore`` (the product as the output)."""
+    """Schedule of ``dense_tensorcore``: the product on tensor cores; a fused elementwise tail after it (the
+    outputs) is a second kernel, one thread per element."""
     return _schedule(outs, "schedule_dense_tensorcore", "dense_tensorcore", False)
 
 
