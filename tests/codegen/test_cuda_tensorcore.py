@@ -197,3 +197,18 @@ def test_relay_float16_products_for_cuda_run_on_tensor_cores(rng):
         with tvm.transform.PassContext(opt_level=3, config=config):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.dense(x, w))), target="cuda")
         assert "wmma" not in "".join(m.get_source() for m in lib.get_lib().imported_modules)
+
+
+def test_dense_tensorcore_takes_tvms_bias_argument(rng):
+    X = te.placeholder((32, 32), "float16", name="X")
+    W = te.placeholder((16, 32), "float16", name="W")
+    B = te.placeholder((16,), "float16", name="B")
+    C = topi.cuda.dense_tensorcore(X, W, B, out_dtype="float32")
+    f = tvm.build(topi.cuda.schedule_dense_tensorcore([C]), [X, W, B, C], "cuda")
+    x, w, b = _rand(rng, 32, 32), _rand(rng, 16, 32), _rand(rng, 16)
+    c = np.full((32, 16), np.nan, "float32")
+    tvm.testing.simulate(f, x, w, b, c)
+    want = x.astype("float32") @ w.astype("float32").T + b.astype("float32")
+    np.testing.assert_allclose(c, want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(ScheduleError, match="bias must be a tensor of shape"):
+        topi.cuda.dense_tensorcore(X, W, te.placeholder((8,), "float16", name="b8"))

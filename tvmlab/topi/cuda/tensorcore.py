@@ -131,8 +131,11 @@ def _check_inputs(what, a, b, out_dtype):
         raise ScheduleError(f"topi.cuda.{what}: out_dtype must be 'float32' or 'float16', got {out_dtype!r}")
 
 
-def dense_tensorcore(data, weight, out_dtype=None):
-    """``data @ weight.T`` on tensor cores: data (batch, in_dim), weight (out_dim, in_dim)."""
+def dense_tensorcore(data, weight, bias=None, out_dtype=None):
+    """``data @ weight.T`` (+ ``bias``, (out_dim,)) on tensor cores: data (batch, in_dim), weight (out_dim,
+    in_dim).  The bias is an elementwise stage after the product (its own kernel in the schedule)."""
+    if isinstance(bias, str) and out_dtype is None:     # dense_tensorcore(x, w, "float16")
+        bias, out_dtype = None, bias
     out_dtype = out_dtype or "float32"
     (batch, ind), (outd, ind2) = _dims(data, "dense_tensorcore", 2), _dims(weight, "dense_tensorcore", 2)
     _check_inputs("dense_tensorcore", data, weight, out_dtype)
@@ -144,7 +147,13 @@ def dense_tensorcore(data, weight, out_dtype=None):
     out = te.compute((batch, outd), lambda i, j: te.sum(data[i, k].astype(out_dtype) *
                                                          weight[j, k].astype(out_dtype), axis=k),
                      name="T_dense", tag="dense_tensorcore")
-    return out
+    if bias is None:
+        return out
+    if not isinstance(bias, Tensor) or len(bias.shape) != 1 or _dims(bias, "dense_tensorcore", 1) != [outd]:
+        raise ScheduleError(f"topi.cuda.dense_tensorcore: bias must be a tensor of shape ({outd},), got "
+                            f"{getattr(bias, 'shape', type(bias).__name__)}")
+    return te.compute((batch, outd), lambda i, j: out[i, j] + bias[j].astype(out_dtype), name="T_bias_add",
+                      tag="broadcast")
 
 
 def batch_matmul_tensorcore(x, y, out_shape=None, out_dtype=None):
