@@ -71,9 +71,10 @@ def _build(model, shape, **config):
     return graph_executor.GraphModule(lib["default"](tvm.cpu(0))), names
 
 
-def test_relay_build_uses_winograd_for_wide_3x3_convs(rng):
+@pytest.mark.parametrize("size", [12, 16])     # F(2x2, 3x3) at 12 x 12, F(4x4, 3x3) at 16 x 16
+def test_relay_build_uses_winograd_for_wide_3x3_convs(rng, size):
     ort = pytest.importorskip("onnxruntime")
-    model, shape = _residual(64, 12)
+    model, shape = _residual(64, size)
     x = rng.standard_normal(shape).astype("float32")
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     want = sess.run(None, {"data": x})[0]
@@ -94,3 +95,14 @@ def test_narrow_or_small_convs_stay_direct():
     model, shape = _residual(64, 6)            # 4 output tiles
     _, names = _build(model, shape)
     assert not any("winograd" in n for n in names), names
+
+
+def test_small_outputs_take_the_smaller_winograd_tile():
+    from tvmlab import relay
+    from tvmlab.relay.transform.alter_op_layout import winograd_tile
+    w = relay.const(np.ones((64, 64, 3, 3), "float32"))
+    for size, m in ((7, 2), (14, 2), (15, 4), (28, 4), (56, 4)):
+        x = relay.var("x", shape=(1, 64, size, size))
+        mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], relay.nn.conv2d(
+            x, w, padding=(1, 1)))))
+        assert winograd_tile(mod["main"].body) == m, size
