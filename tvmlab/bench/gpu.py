@@ -368,13 +368,27 @@ def time_model(torch, batch, out, repeat=20):
         print(f"{label:<34}{ms:>11.3f}{ref:>10.3f}{ref / ms:>7.2f}x  torch eager (torchvision)", file=out, flush=True)
 
 
-def simulate_case(c):
-    """Run case ``c`` on the thread-level simulator and check it against numpy."""
+def simulate_case(c, traffic=False):
+    """Run case ``c`` on the thread-level simulator and check it against numpy; returns the SimReport."""
     import tvmlab as tvm
     arrays = [a.copy() for a in c.arrays]
     arrays[-1][...] = np.nan
-    tvm.testing.simulate(c.f, *arrays)
+    report = tvm.testing.simulate(c.f, *arrays, traffic=traffic)
     np.testing.assert_allclose(arrays[-1], c.expected(*arrays[:-1]), rtol=c.rtol, atol=c.rtol)
+    return report
+
+
+def traffic_line(report):
+    """One line of a simulated case's memory traffic: global coalescing, shared bank conflicts, and the
+    least efficient access."""
+    from tvmlab.analysis.gpusim.traffic import totals
+    rows = report.traffic()
+    eff, conflict = totals(rows)
+    worst = min(rows, key=lambda r: (r.efficiency, -r.bytes), default=None)
+    tail = ""
+    if worst is not None and worst.efficiency < 0.995:
+        tail = f"; least efficient: {worst.scope} {worst.op} of {worst.buffer} ({100 * worst.efficiency:.0f}%)"
+    return f"global {100 * eff:.0f}% of bytes moved used, shared {conflict:.2f}-way{tail}"
 
 
 def main(argv=None, out=sys.stdout):
@@ -383,14 +397,18 @@ def main(argv=None, out=sys.stdout):
                    help=f"comma-separated, from {', '.join(ROWS)}, resnet50 (batch 1 and 16)")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
     p.add_argument("--simulate", action="store_true", help="no GPU needed: small sizes on the simulator")
+    p.add_argument("--traffic", action="store_true", help="with --simulate: each kernel's memory traffic "
+                   "(global coalescing, shared-memory bank conflicts)")
     args = p.parse_args(argv)
     names = [name.strip() for name in args.rows.split(",")]
     rows = [make for name in names for make in ROWS.get(name, [])]
     if args.simulate:
         for make in rows:
             c = make("small")
-            simulate_case(c)
-            print(f"{c.label:<34} simulated: matches numpy, no race or divergent barrier", file=out, flush=True)
+            report = simulate_case(c, args.traffic)
+            extra = f"; {traffic_line(report)}" if args.traffic else ""
+            print(f"{c.label:<34} simulated: matches numpy, no race or divergent barrier{extra}", file=out,
+                  flush=True)
         return 0
     import tvmlab as tvm
     if not tvm.cuda(0).exist:

@@ -46,6 +46,18 @@ def vector_type(dtype):
     return VECTOR_TYPES.get((dt.element_of(dtype), dt.lanes(dtype)))
 
 
+# a vector copied unchanged moves as raw bits: 4, 8 or 16 bytes (8 halves as one uint4)
+COPY_TYPES = {4: "unsigned int", 8: "uint2", 16: "uint4"}
+
+
+def copy_type(store):
+    """The raw type a vector Store that only copies a Load of its own dtype moves as, else None."""
+    v = store.value
+    if not (isinstance(v, E.Load) and _unit_ramp(v.index) and v.predicate is None):
+        return None
+    return COPY_TYPES.get(vector_bytes(v.dtype)) if vector_type(v.dtype) is None else None
+
+
 def vector_bytes(dtype):
     return dt.itemsize(dt.element_of(dtype)) * dt.lanes(dtype)
 
@@ -79,6 +91,8 @@ class _Check(IRVisitor):
             self._fail(f"{what}: the lanes are not consecutive elements (index {index})")
 
     def visit_Store(self, s):
+        if copy_type(s) is not None and s.predicate is None and _unit_ramp(s.index):
+            return None         # a copy: raw words, or lane by lane
         self._access(f"store to {s.buffer_var.name}", s.value.dtype, s.index, s.predicate)
         self.generic_visit(s)
 
@@ -293,6 +307,10 @@ class VectorCode:
                              f"store to {s.buffer_var.name} at {s.index}"
                              f"{' with a predicate' if s.predicate is not None else ''}")
         dtype = s.value.dtype
+        raw = copy_type(s)
+        if raw is not None:
+            self._copy(s, raw)
+            return
         self.ctype(dtype)
         if self.wide(s.buffer_var, dtype, s.index):
             self.emit(f"{self._pointer(s.buffer_var, dtype, s.index)} = {self.whole(s.value, True)};")
@@ -301,6 +319,26 @@ class VectorCode:
         for k, x in enumerate(self._lanes_n(s.value, dt.lanes(dtype), True)):
             idx = _op.add(s.index.base, k)
             self.emit(f"{name}[{_strip(self.expr(idx))}] = {_strip(self.expr(x))};")
+
+    def _copy(self, s, raw):
+        """A vector copied unchanged: one access of ``raw`` words where both ends are aligned to its
+        width, else element by element."""
+        src, lanes = s.value, dt.lanes(s.value.dtype)
+        elem = dt.element_of(s.value.dtype)
+
+        def aligned(var, index):
+            if self.buf_types.get(var) != self.ctype(elem):
+                return False
+            rem = self.ana.simplify(_op.floormod(index.base, lanes))
+            return isinstance(rem, E.IntImm) and rem.value == 0
+        if aligned(s.buffer_var, s.index) and aligned(src.buffer_var, src.index):
+            self.emit(f"*({raw}*)({self._name(s.buffer_var)} + {_strip(self.expr(s.index.base))}) = "
+                      f"*({raw}*)({self._name(src.buffer_var)} + {_strip(self.expr(src.index.base))});")
+            return
+        name, sname = self._name(s.buffer_var), self._name(src.buffer_var)
+        for k in range(lanes):
+            self.emit(f"{name}[{_strip(self.expr(_op.add(s.index.base, k)))}] = "
+                      f"{sname}[{_strip(self.expr(_op.add(src.index.base, k)))}];")
 
     def vector_let(self, s):
         self.vec_cache = {}

@@ -7,7 +7,9 @@ thread by thread in lockstep, and report the bugs a GPU would hide or hang on.
 It finds divergent barriers (a ``__syncthreads()`` some threads of a block skip: a deadlock), races
 (two threads on one shared or global element, one writing, with no barrier between), accesses outside
 a buffer, reads of shared or local memory never written, and warp shuffles some lanes of their segment
-do not join, and tensor-core (wmma) calls some lanes of a warp skip.  ``run_kernel`` runs one kernel
+do not join, and tensor-core (wmma) calls some lanes of a warp skip.  With ``traffic=True`` it also counts
+how each access would move through the memory system (``traffic``): global sectors per warp request
+(coalescing) and shared-memory wavefronts (bank conflicts).  ``run_kernel`` runs one kernel
 PrimFunc on a given grid, for kernels written by hand.
 
 Every value is an array over the simulated threads (numpy, vectorised); blocks run in chunks of at most
@@ -91,13 +93,15 @@ def device_program(f):
     return split.host, split.launches, kernels
 
 
-def simulate(f, *args, check=True, max_threads=MAX_THREADS):
+def simulate(f, *args, check=True, max_threads=MAX_THREADS, traffic=False):
     """Run GPU build ``f`` on ``args`` (numpy arrays or CPU NDArrays, written in place as calling ``f``
     writes them; scalars where ``f`` takes them) thread by thread; returns a SimReport.
 
     ``f``: ``tvm.build(..., "cuda")``, ``tvm.lower(..., target="cuda")`` or an ``"opengl -compute"``
     build.  Arguments are checked as the CUDA module checks them (dtype, shape, symbolic dims).  With
-    ``check`` a report with findings raises SimulationError (its ``report`` holds them).
+    ``check`` a report with findings raises SimulationError (its ``report`` holds them).  With ``traffic``
+    each launch also counts its memory traffic: ``report.traffic()`` / ``report.traffic_table()`` give
+    the coalescing of every global access and the bank conflicts of every shared one.
     """
     host, launches, kernels = device_program(f)
     SimHost, NDArray, cpu = _host_class()
@@ -112,7 +116,7 @@ def simulate(f, *args, check=True, max_threads=MAX_THREADS):
         sim = sims.get(ln.name)
         if sim is None:
             sim = sims[ln.name] = KernelSim(kernels[ln.name])
-        if not sim.launch(grid, block, kargs, report, max_threads):
+        if not sim.launch(grid, block, kargs, report, max_threads, traffic):
             raise _Stop()
     try:
         runner.run_host(env, values, launch)
@@ -121,7 +125,7 @@ def simulate(f, *args, check=True, max_threads=MAX_THREADS):
     return report.raise_if_findings() if check else report
 
 
-def run_kernel(kernel, grid, block, *args, check=True, max_threads=MAX_THREADS):
+def run_kernel(kernel, grid, block, *args, check=True, max_threads=MAX_THREADS, traffic=False):
     """Simulate one kernel PrimFunc on ``grid`` x ``block`` (ints or (x, y, z) tuples).
 
     ``args`` follow ``kernel.params``: arrays (numpy or CPU NDArray, written in place) for buffer
@@ -148,7 +152,7 @@ def run_kernel(kernel, grid, block, *args, check=True, max_threads=MAX_THREADS):
                 raise RuntimeArgError(f"{where}: expected a number ({p.dtype}), got {type(a).__name__}")
             flat.append(float(a) if p.dtype.startswith("float") else int(a))
     report = SimReport(kernel.name)
-    KernelSim(kernel).launch(grid, block, flat, report, max_threads)
+    KernelSim(kernel).launch(grid, block, flat, report, max_threads, traffic)
     return report.raise_if_findings() if check else report
 
 

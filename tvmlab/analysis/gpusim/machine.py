@@ -266,10 +266,10 @@ class KernelSim:
         return alloc
 
     # ---------------------------------------------------------------- launch
-    def launch(self, grid, block, args, report, max_threads=MAX_THREADS):
+    def launch(self, grid, block, args, report, max_threads=MAX_THREADS, traffic=False):
         """Run on ``grid`` x ``block`` threads; ``args`` align with the kernel's params (flat numpy arrays
         for buffers, numbers for scalars).  Findings go to ``report``; returns False after a divergent
-        barrier."""
+        barrier.  With ``traffic`` the launch record counts its memory traffic (``traffic.Traffic``)."""
         grid, block = _dims(grid, "grid"), _dims(block, "block")
         rec = Launch(self.name, grid, block)
         report.launches.append(rec)
@@ -286,6 +286,9 @@ class KernelSim:
         nblocks = grid[0] * grid[1] * grid[2]
         per = max(1, min(nblocks, max_threads // t))
         run = _Run(self, grid, block, report, rec)
+        if traffic:
+            from .traffic import Traffic
+            run.traffic = rec.traffic = Traffic(self.name)
         with np.errstate(all="ignore"):
             for start in range(0, nblocks, per):
                 ch = Chunk(run, start, min(per, nblocks - start), env, mem)
@@ -309,6 +312,7 @@ class _Run:
     def __init__(self, sim, grid, block, report, rec):
         self.sim, self.grid, self.block, self.report, self.rec = sim, grid, block, report, rec
         self.seen = set()
+        self.traffic = None
 
 
 class Chunk:

@@ -120,7 +120,7 @@ class Memory:
         i = int(idx)
         return i if 0 <= i < self.size else None
 
-    def load(self, ch, idx, m, pred, lanes, site):
+    def load(self, ch, idx, m, pred, lanes, site, count=True):
         n = ch.N
         i = self._row(ch, idx, m, pred, lanes)
         if i is not None:
@@ -133,6 +133,8 @@ class Memory:
         if w is None:
             return np.zeros(n if lanes == 1 else (n, lanes), self.out_dtype)
         ln, a, pa, pos = w
+        if count and ch.run.traffic is not None:
+            ch.run.traffic.record(ch, site, self, "load", ln, a, lanes)
         vals = self.data[pa]
         if self.written is not None and len(pa):
             unset = ~self.written[pa]
@@ -152,7 +154,7 @@ class Memory:
                 f"{'no thread of its block has' if self.scope == 'shared' else 'it has not'} written in this launch",
                 self.name, int(a[0]), threads=(ch.gtid[ln[0]],))
 
-    def store(self, ch, idx, val, m, pred, lanes, site):
+    def store(self, ch, idx, val, m, pred, lanes, site, count=True):
         n = ch.N
         i = self._row(ch, idx, m, pred, lanes)
         if i is not None:
@@ -168,6 +170,8 @@ class Memory:
         if w is None:
             return
         ln, a, pa, pos = w
+        if count and ch.run.traffic is not None:
+            ch.run.traffic.record(ch, site, self, "store", ln, a, lanes)
         if lanes > 1:
             val = np.broadcast_to(val, (ch.N, lanes)).reshape(-1)[pos]
         elif isinstance(val, np.ndarray) and val.ndim:

@@ -44,11 +44,12 @@ class Finding:
 @dataclass
 class Launch:
     """One kernel launch the simulation made: ``grid`` and ``block`` (x, y, z), ``barriers`` (block
-    barriers executed, summed over blocks)."""
+    barriers executed, summed over blocks), ``traffic`` (its memory traffic when counted, else None)."""
     kernel: str
     grid: tuple
     block: tuple
     barriers: int = 0
+    traffic: object = None
 
 
 @dataclass
@@ -68,6 +69,30 @@ class SimReport:
     @property
     def barriers(self):
         return sum(ln.barriers for ln in self.launches)
+
+    def traffic(self):
+        """The memory traffic of every counted launch (``simulate(..., traffic=True)``): one
+        ``traffic.Access`` per kernel statement and buffer, summed over launches."""
+        from .traffic import Access
+        rows = {}
+        for ln in self.launches:
+            if ln.traffic is None:
+                continue
+            for (site, buf, op), r in ln.traffic.rows.items():
+                key = (ln.kernel, site, buf, op)
+                acc = rows.get(key)
+                if acc is None:
+                    acc = rows[key] = Access(r.kernel, r.stmt, r.buffer, r.scope, r.op)
+                acc.merge(r)
+        return list(rows.values())
+
+    def traffic_table(self, top=None):
+        """The traffic as text, the least efficient accesses first (see ``traffic.table``)."""
+        from .traffic import table
+        rows = self.traffic()
+        if not rows:
+            return "no memory traffic counted: simulate with traffic=True"
+        return table(rows, top)
 
     def of_kind(self, kind):
         return [f for f in self.findings if f.kind == kind]

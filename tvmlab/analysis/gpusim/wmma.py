@@ -189,6 +189,9 @@ def compile_call(sim, s, site):
         mask = np.zeros(ch.N, bool)
         mask[ln] = True
         target = ch.memory(pvar)
+        if ch.run.traffic is not None:
+            ch.run.traffic.record_tile(ch, site, target, "store" if store else "load", off, st, frag.rows_cols,
+                                       layout, max(1, dt.bits(pdtype) // 8))
         if store:
             if not mem.written[ws, x].all():
                 k = int(np.flatnonzero(~mem.written[ws, x])[0])
@@ -197,9 +200,9 @@ def compile_call(sim, s, site):
             tile = mem.data[ws, x]                   # (warps, rc)
             val = np.zeros((ch.N, per), tile.dtype)
             val[ln] = tile[pos[:, None], mine[lane]]
-            target.store(ch, idx, val.astype(np.float64), mask, None, per, site)
+            target.store(ch, idx, val.astype(np.float64), mask, None, per, site, count=False)
         else:
-            vals = target.load(ch, idx, mask, None, per, site)
+            vals = target.load(ch, idx, mask, None, per, site, count=False)
             tile = np.empty((len(ws), rc), np.float64)
             tile[pos[:, None], mine[lane]] = vals[ln]
             mem.data[ws, x] = tile.astype(mem.data.dtype)

@@ -181,9 +181,22 @@ def _pick(total, options):
     return 1
 
 
-def _stage_shared(s, t, by, bz, warps):
-    """Spread the copy of a shared tile over the block's threads (lanes, then warps)."""
-    fused = s[t].fuse(*s[t].op.axis)
+# float16 elements a shared tile row is padded by: rows of a multiple of 128 bytes would put the 8 rows
+# each phase of a fragment load reads in the same banks (8-way conflicts); 16 bytes more spreads them
+PAD = 8
+VEC = 8         # float16 elements each thread copies at once (16 bytes)
+
+
+def _stage_shared(s, t, by, bz, warps, rows, row):
+    """Spread the copy of a shared tile (``rows`` x ``row`` elements) over the block's threads (lanes, then
+    warps), 16 bytes per thread where every thread gets whole vectors, into rows padded against bank
+    conflicts."""
+    axes = s[t].op.axis
+    s[t].storage_align(axes[-2], row, PAD)
+    fused = s[t].fuse(*axes)
+    if row % VEC == 0 and (rows * row // VEC) % (WARP * warps[0] * warps[1]) == 0:
+        fused, vec = s[t].split(fused, factor=VEC)
+        s[t].vectorize(vec)
     fo, tx = s[t].split(fused, factor=WARP)
     fo, tz = s[t].split(fo, factor=warps[1])
     _, ty = s[t].split(fo, factor=warps[0])
@@ -247,8 +260,8 @@ def _schedule_product(s, C, batched):
     s[BF].compute_at(s[CF], ki)
     s[AS].compute_at(s[CF], ko)
     s[BS].compute_at(s[CF], ko)
-    _stage_shared(s, AS, ty, tz, (brw, bcw))
-    _stage_shared(s, BS, ty, tz, (brw, bcw))
+    _stage_shared(s, AS, ty, tz, (brw, bcw), brw * wrt * fm, chunk * fk)
+    _stage_shared(s, BS, ty, tz, (brw, bcw), bcw * wct * fn, chunk * fk)
 
     ai, ak = s[AF].op.axis[-2], s[AF].op.axis[-1]
     aio, aif = s[AF].split(ai, factor=fm)
