@@ -204,7 +204,8 @@ def totals(rows):
 def table(rows, top=None):
     """Text table of Access rows, the least efficient first."""
     rows = sorted(rows, key=lambda r: (r.efficiency, -r.bytes))
-    head = f"{'scope':<7}{'op':<6}{'buffer':<18}{'requests':>9}{'bytes':>11}{'efficiency':>11}{'conflict':>9}  statement"
+    head = (f"{'scope':<7}{'op':<6}{'buffer':<18}{'requests':>9}{'bytes':>11}{'efficiency':>11}{'conflict':>9}"
+            "  statement")
     out = [head, "-" * len(head)]
     for r in rows[:top]:
         conflict = f"{r.conflict:.2f}" if r.scope == "shared" else "-"
