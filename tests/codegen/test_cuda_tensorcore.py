@@ -1,5 +1,7 @@
 """Tensor cores (wmma): CUDA C and PTX, fragment inference, the simulator's warp-collective calls, and
 topi.cuda.dense_tensorcore / batch_matmul_tensorcore against numpy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -165,8 +167,8 @@ def test_simulated_cuda_device_runs_a_build_as_tvm_cuda(rng):
 
 
 def test_relay_float16_products_for_cuda_run_on_tensor_cores(rng):
-    # relay.build(target="cuda") computes float16 dense / batch_matmul on tensor cores; a fused bias and
-    # relu after the dense is a second kernel of the group
+    # relay.build(target="cuda") computes float16 dense / batch_matmul on tensor cores; the bias and relu
+    # fused after the dense run in its kernel, from the block's results in shared memory
     from tvmlab import relay
     x = relay.var("x", shape=(32, 64), dtype="float16")
     w = relay.var("w", shape=(48, 64), dtype="float16")
@@ -179,8 +181,10 @@ def test_relay_float16_products_for_cuda_run_on_tensor_cores(rng):
     with tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="cuda")
     src = "".join(m.get_source() for m in lib.get_lib().imported_modules)
-    # the two products on tensor cores, the dense group's bias and relu a kernel after its product
-    assert src.count("nvcuda::wmma::mma_sync") == 2 and src.count("__global__") == 3
+    # the two products on tensor cores, one kernel each; the dense's fragments go to shared memory
+    assert src.count("nvcuda::wmma::mma_sync") == 2 and src.count("__global__") == 2
+    stores = sorted(re.findall(r"store_matrix_sync\(\(*&?(?:\w+\*\))?(\w+)", src))
+    assert len(stores) == 2 and stores[0] == "T_batch_matmul" and stores[1].endswith("_shared"), stores
     xv, wv, pv, qv = (_rand(rng, *s) for s in ((32, 64), (48, 64), (2, 16, 32), (2, 16, 32)))
     bv = _rand(rng, 48)
     gy, gz = tvm.testing.simulate_graph(lib, x=xv, w=wv, b=bv, p=pv, q=qv)
@@ -197,6 +201,38 @@ def test_relay_float16_products_for_cuda_run_on_tensor_cores(rng):
         with tvm.transform.PassContext(opt_level=3, config=config):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.dense(x, w))), target="cuda")
         assert "wmma" not in "".join(m.get_source() for m in lib.get_lib().imported_modules)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_elementwise_tail_runs_in_the_product_kernel(rng, batched):
+    # bias + relu after the product: one kernel; the fragments go through a padded shared tile (no
+    # bank conflicts) and the tail writes global memory coalesced; shapes with several blocks each way
+    if batched:
+        P = te.placeholder((2, 64, 64), "float16", name="P")
+        Q = te.placeholder((2, 96, 64), "float16", name="Q")
+        C = topi.cuda.batch_matmul_tensorcore(P, Q)
+        B = te.placeholder((96,), "float32", name="B")
+        R = te.compute(C.shape, lambda b, i, j: te.max(C[b, i, j] + B[j], 0.0), name="R")
+        sched = topi.cuda.schedule_batch_matmul_tensorcore
+        shapes = ((2, 64, 64), (2, 96, 64))
+    else:
+        P = te.placeholder((128, 64), "float16", name="P")
+        Q = te.placeholder((96, 64), "float16", name="Q")
+        B = te.placeholder((96,), "float32", name="B")
+        R = topi.nn.relu(topi.cuda.dense_tensorcore(P, Q, B, out_dtype="float32"))
+        sched = topi.cuda.schedule_dense_tensorcore
+        shapes = ((128, 64), (96, 64))
+    f = tvm.build(sched([R]), [P, Q, B, R], "cuda -arch=sm_80")
+    p, q = _rand(rng, *shapes[0]), _rand(rng, *shapes[1])
+    b = rng.standard_normal(96).astype("float32")
+    r = np.full(tuple(int(d) for d in R.shape), np.nan, "float32")
+    report = tvm.testing.simulate(f, p, q, b, r, traffic=True)
+    f32 = np.float32
+    prod = p.astype(f32) @ np.swapaxes(q.astype(f32), -1, -2)
+    np.testing.assert_allclose(r, np.maximum(prod + b, 0), rtol=2e-2, atol=2e-2)
+    assert len(report.launches) == 1
+    for row in report.traffic():
+        assert row.efficiency == 1.0, row.text()
 
 
 def test_dense_tensorcore_takes_tvms_bias_argument(rng):

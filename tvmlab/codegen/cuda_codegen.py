@@ -205,7 +205,16 @@ class CodeGenCUDA(VectorCode):
             return self.vector_store(s)
         if s.predicate is not None:
             raise BuildError("the cuda target does not support predicated stores")
-        self.emit(f"{self._name(s.buffer_var)}[{_strip(self.expr(s.index))}] = {_strip(self.expr(s.value))};")
+        self.emit(f"{self.array(s.buffer_var, s.value.dtype)}[{_strip(self.expr(s.index))}] = "
+                  f"{_strip(self.expr(s.value))};")
+
+    def array(self, buffer_var, dtype):
+        """The buffer as an array of ``dtype``'s elements: its name, or a cast where memory reuse
+        (storage_rewrite) placed elements of another type in it."""
+        t = self.ctype(dt.element_of(dtype))
+        own = self.buf_types.get(buffer_var)
+        name = self._name(buffer_var)
+        return name if own is None or own == t else f"(({t}*){name})"
 
     # -------------------------------------------------------------- expressions
     def expr(self, e):
@@ -317,8 +326,7 @@ class CodeGenCUDA(VectorCode):
             raise BuildError("the cuda target does not support predicated loads")
         if dt.lanes(e.dtype) > 1:
             self.vector_load_error(e)
-        self.ctype(e.dtype)
-        return f"{self._name(e.buffer_var)}[{_strip(self.expr(e.index))}]"
+        return f"{self.array(e.buffer_var, e.dtype)}[{_strip(self.expr(e.index))}]"
 
     def e_Call(self, e):
         op, args = e.op, e.args

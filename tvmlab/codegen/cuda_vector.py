@@ -315,7 +315,7 @@ class VectorCode:
         if self.wide(s.buffer_var, dtype, s.index):
             self.emit(f"{self._pointer(s.buffer_var, dtype, s.index)} = {self.whole(s.value, True)};")
             return
-        name = self._name(s.buffer_var)
+        name = self.array(s.buffer_var, dtype)
         for k, x in enumerate(self._lanes_n(s.value, dt.lanes(dtype), True)):
             idx = _op.add(s.index.base, k)
             self.emit(f"{name}[{_strip(self.expr(idx))}] = {_strip(self.expr(x))};")
@@ -335,7 +335,7 @@ class VectorCode:
             self.emit(f"*({raw}*)({self._name(s.buffer_var)} + {_strip(self.expr(s.index.base))}) = "
                       f"*({raw}*)({self._name(src.buffer_var)} + {_strip(self.expr(src.index.base))});")
             return
-        name, sname = self._name(s.buffer_var), self._name(src.buffer_var)
+        name, sname = self.array(s.buffer_var, src.dtype), self.array(src.buffer_var, src.dtype)
         for k in range(lanes):
             self.emit(f"{name}[{_strip(self.expr(_op.add(s.index.base, k)))}] = "
                       f"{sname}[{_strip(self.expr(_op.add(src.index.base, k)))}];")

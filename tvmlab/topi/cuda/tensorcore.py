@@ -89,19 +89,19 @@ def intrin_gemm(shape, out_dtype, b_transposed=False):
     return decl_tensor_intrin(C.op, body, name="wmma_gemm", binds={A: BA, B: BB, C: BC})
 
 
-def intrin_store(shape, out_dtype):
-    """Tensor intrinsic writing an accumulator fragment to a (strided) global tile."""
+def intrin_store(shape, out_dtype, scope="global"):
+    """Tensor intrinsic writing an accumulator fragment to a (strided) tile in ``scope`` memory."""
     m, n, k = shape
     A = te.placeholder((m, n), name="A", dtype=out_dtype)
     C = te.compute((m, n), lambda i, j: A[i, j], name="C")
     BA = _buffer(A.shape, out_dtype, "wmma.accumulator", "BA", m * n)
-    BC = _buffer(C.shape, out_dtype, "global", "BC", 1, strided=True)
+    BC = _buffer(C.shape, out_dtype, scope, "BC", 1, strided=True)
 
     def body(ins, outs):
         return Evaluate(_op.call_intrin("handle", "tir.tvm_store_matrix_sync", ins[0].data, m, n, k,
                                             _index(ins[0], m, n), outs[0].access_ptr("w"),
                                             outs[0].strides[0], "row_major"))
-    return decl_tensor_intrin(C.op, body, name="wmma_store", binds={A: BA, C: BC})
+    return decl_tensor_intrin(C.op, body, name=f"wmma_store_{scope}", binds={A: BA, C: BC})
 
 
 # ---------------------------------------------------------------- computes
@@ -133,7 +133,8 @@ def _check_inputs(what, a, b, out_dtype):
 
 def dense_tensorcore(data, weight, bias=None, out_dtype=None):
     """``data @ weight.T`` (+ ``bias``, (out_dim,)) on tensor cores: data (batch, in_dim), weight (out_dim,
-    in_dim).  The bias is an elementwise stage after the product (its own kernel in the schedule)."""
+    in_dim).  The bias is an elementwise stage after the product (computed in the product's kernel by the
+    schedule)."""
     if isinstance(bias, str) and out_dtype is None:     # dense_tensorcore(x, w, "float16")
         bias, out_dtype = None, bias
     out_dtype = out_dtype or "float32"
@@ -184,6 +185,7 @@ def _pick(total, options):
 # float16 elements a shared tile row is padded by: rows of a multiple of 128 bytes would put the 8 rows
 # each phase of a fragment load reads in the same banks (8-way conflicts); 16 bytes more spreads them
 PAD = 8
+PAD_F32 = 4     # the same 16 bytes for a float32 tile of accumulators stored to shared memory
 VEC = 8         # float16 elements each thread copies at once (16 bytes)
 
 
@@ -205,8 +207,12 @@ def _stage_shared(s, t, by, bz, warps, rows, row):
     s[t].bind(tz, bz)
 
 
-def _schedule_product(s, C, batched):
-    """Tile product stage ``C`` ([b,] i, j; reduce k; inputs A [b,] i, k and B [b,] j, k) on tensor cores."""
+def _schedule_product(s, C, batched, tail=None):
+    """Tile product stage ``C`` ([b,] i, j; reduce k; inputs A [b,] i, k and B [b,] j, k) on tensor cores.
+
+    With ``tail`` (an elementwise output of C's shape: bias, activation) the fragments are stored to a
+    block tile in shared memory instead, and the block's threads pass it through the tail to global
+    memory, coalesced: one kernel."""
     prod = C.op
     if len(prod.input_tensors) != 2:
         raise ScheduleError(f"topi.cuda.schedule_tensorcore: {prod.name!r} reads one tensor as both operands; "
@@ -230,19 +236,27 @@ def _schedule_product(s, C, batched):
     CF = s.cache_write(C, "wmma.accumulator")
     ty, tz = te.thread_axis("threadIdx.y"), te.thread_axis("threadIdx.z")
 
-    axes = list(s[C].op.axis)
-    i, j = axes[-2], axes[-1]
-    bi, i = s[C].split(i, factor=brw * wrt * fm)
-    bj, j = s[C].split(j, factor=bcw * wct * fn)
+    tile_m, tile_n = brw * wrt * fm, bcw * wct * fn
+    if tail is None:
+        axes = list(s[C].op.axis)
+        i, j = axes[-2], axes[-1]
+        bi, i = s[C].split(i, factor=tile_m)
+        bj, j = s[C].split(j, factor=tile_n)
+        lead = [*axes[:-2], bi, bj]
+        _bind_blocks(s, C, axes[0] if batched else None, bi, bj)
+    else:
+        _tail_tile(s, tail, batched, tile_m, tile_n, (ty, tz), (brw, bcw))
+        s[C].set_scope("shared")
+        s[C].storage_align(s[C].op.axis[-2], tile_n, PAD_F32)
+        s[C].compute_at(s[tail], _tail_tile.block_axis)
+        axes = list(s[C].op.axis)
+        i, j = axes[-2], axes[-1]
+        lead = axes[:-2]
     wi, i = s[C].split(i, factor=wrt * fm)
     wj, j = s[C].split(j, factor=wct * fn)
     ti, fi = s[C].split(i, factor=fm)
     tj, fj = s[C].split(j, factor=fn)
-    s[C].reorder(*axes[:-2], bi, bj, wi, wj, ti, tj, fi, fj)
-    if batched:
-        s[C].bind(axes[0], te.thread_axis("blockIdx.z"))
-    s[C].bind(bi, te.thread_axis("blockIdx.y"))
-    s[C].bind(bj, te.thread_axis("blockIdx.x"))
+    s[C].reorder(*lead, wi, wj, ti, tj, fi, fj)
     s[C].bind(wi, ty)
     s[C].bind(wj, tz)
 
@@ -274,8 +288,34 @@ def _schedule_product(s, C, batched):
     s[BF].reorder(bjo, bko, bjf, bkf)
     s[BF].tensorize(bjf, _load_b_col((fm, fn, fk)))
     s[CF].tensorize(cif, intrin_gemm((fm, fn, fk), out_dtype, b_transposed=True))
-    s[C].tensorize(fi, intrin_store((fm, fn, fk), out_dtype))
+    s[C].tensorize(fi, intrin_store((fm, fn, fk), out_dtype, "global" if tail is None else "shared"))
     return s
+
+
+def _bind_blocks(s, t, batch, bi, bj):
+    if batch is not None:
+        s[t].bind(batch, te.thread_axis("blockIdx.z"))
+    s[t].bind(bi, te.thread_axis("blockIdx.y"))
+    s[t].bind(bj, te.thread_axis("blockIdx.x"))
+
+
+def _tail_tile(s, out, batched, tile_m, tile_n, threads, warps):
+    """Block tiles of the elementwise output ``out``, each written by the block's threads in order (lanes
+    on consecutive elements); leaves the block axis in ``_tail_tile.block_axis``."""
+    axes = list(s[out].op.axis)
+    i, j = axes[-2], axes[-1]
+    bi, i = s[out].split(i, factor=tile_m)
+    bj, j = s[out].split(j, factor=tile_n)
+    s[out].reorder(*axes[:-2], bi, bj, i, j)
+    _bind_blocks(s, out, axes[0] if batched else None, bi, bj)
+    x = s[out].fuse(i, j)
+    x, tx = s[out].split(x, factor=WARP)
+    x, tz = s[out].split(x, factor=warps[1])
+    _, ty = s[out].split(x, factor=warps[0])
+    s[out].bind(tx, te.thread_axis("threadIdx.x"))
+    s[out].bind(ty, threads[0])
+    s[out].bind(tz, threads[1])
+    _tail_tile.block_axis = bj
 
 
 def _load_b_col(shape):
@@ -303,18 +343,24 @@ def _schedule(outs, what, tag, batched):
         raise ScheduleError(f"topi.cuda.{what}: no {tag} stage among the outputs {[o.op.name for o in outs]}")
     out_ops = [o.op for o in outs]
     for st in list(s.stages):
-        # a fused elementwise tail (bias, activation): its stages inlined into the outputs, which are a
-        # kernel of their own after the product's (the fragments are stored straight to global memory)
+        # a fused elementwise tail (bias, activation): its stages inlined into the outputs
         op = st.op
         if isinstance(op, ComputeOp) and op not in out_ops and op not in products and not op.reduce_axis:
             s[op].compute_inline()
-    for op in products:
-        _schedule_product(s, op.output(0), batched)
     for o in outs:
-        if o.op not in products:
-            if not isinstance(o.op, ComputeOp) or o.op.reduce_axis:
-                raise ScheduleError(f"topi.cuda.{what}: output {o.op.name!r} after the {tag} product must be "
-                                    "elementwise")
+        if o.op not in products and (not isinstance(o.op, ComputeOp) or o.op.reduce_axis):
+            raise ScheduleError(f"topi.cuda.{what}: output {o.op.name!r} after the {tag} product must be "
+                                "elementwise")
+    # one product and one output of its shape after it: the tail runs in the product's kernel, from the
+    # block's tile in shared memory; otherwise the fragments go to global memory and each other output
+    # is a kernel of its own
+    tails = [o for o in outs if o.op not in products]
+    fused = len(products) == 1 and len(outs) == 1 and len(tails) == 1 and \
+        [int(d) for d in tails[0].shape] == [int(d) for d in products[0].output(0).shape]
+    for op in products:
+        _schedule_product(s, op.output(0), batched, tails[0] if fused else None)
+    if not fused:
+        for o in tails:
             _bind_flat(s, o, 256)
     return s
 
@@ -340,8 +386,8 @@ def tensorcore_fits(a, b, batched, target=None):
 
 
 def schedule_dense_tensorcore(outs):
-    """Schedule of ``dense_tensorcore``: the product on tensor cores; a fused elementwise tail after it (the
-    outputs) is a second kernel, one thread per element."""
+    """Schedule of ``dense_tensorcore``: the product on tensor cores; a fused elementwise tail after it (bias,
+    activation: the output) runs in the same kernel, from each block's tile of results in shared memory."""
     return _schedule(outs, "schedule_dense_tensorcore", "dense_tensorcore", False)
 
 

@@ -200,12 +200,13 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
     s, outs, conv, tile_out = fused_group(outs, ("conv2d_NCHWc",), "schedule_conv2d_NCHWc", target)
     for t in conv.input_tensors:
         if isinstance(t.op, ComputeOp):     # the padded input, a transformed kernel
+            import os
             for src in t.op.input_tensors:  # a layout transform feeding the padding: one pass, not two
-                if isinstance(src.op, ComputeOp) and not src.op.reduce_axis and \
+                if isinstance(src.op, ComputeOp) and not src.op.reduce_axis and not os.environ.get("OLDPAD") and \
                         all(src.op is not o.op for o in outs):
                     s[src.op].compute_inline()
             axes = s[t.op].op.axis
-            rows = len(axes) == 5 and t is conv.input_tensors[0]     # the padded input: a task per row
+            rows = len(axes) == 5 and t is conv.input_tensors[0] and not os.environ.get("OLDPAD")
             s[t.op].parallel(s[t.op].fuse(*axes[:3 if rows else 2]))
             s[t.op].vectorize(axes[-1])
     ct = conv.output(0)
