@@ -193,6 +193,17 @@ def nchwc_blocks(in_channels, out_channels, dtype="float32", target=None):
     return _largest_divisor(int(in_channels), vb), _largest_divisor(int(out_channels), vb)
 
 
+PARALLEL_PAD_BYTES = 256 * 1024
+
+
+def _bytes(t):
+    from ...ir import dtype as dt
+    n = dt.itemsize(t.dtype)
+    for d in t.shape:
+        n *= const_or_none(d) or 1
+    return n
+
+
 @with_cpu_target
 def schedule_conv2d_NCHWc(outs, target=None, width=None):
     """Schedule a fused group whose anchor is ``conv2d_NCHWc``: a (``width`` x ``oc``) register tile
@@ -200,14 +211,16 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
     s, outs, conv, tile_out = fused_group(outs, ("conv2d_NCHWc",), "schedule_conv2d_NCHWc", target)
     for t in conv.input_tensors:
         if isinstance(t.op, ComputeOp):     # the padded input, a transformed kernel
-            import os
-            for src in t.op.input_tensors:  # a layout transform feeding the padding: one pass, not two
-                if isinstance(src.op, ComputeOp) and not src.op.reduce_axis and not os.environ.get("OLDPAD") and \
-                        all(src.op is not o.op for o in outs):
-                    s[src.op].compute_inline()
             axes = s[t.op].op.axis
-            rows = len(axes) == 5 and t is conv.input_tensors[0] and not os.environ.get("OLDPAD")
-            s[t.op].parallel(s[t.op].fuse(*axes[:3 if rows else 2]))
+            # a large padded input (a stem's image) and the layout transform feeding it are split by rows
+            # over the threads; a small one is not worth a parallel region of its own
+            big = len(axes) == 5 and t is conv.input_tensors[0] and _bytes(t) >= PARALLEL_PAD_BYTES
+            if big:
+                for src in t.op.input_tensors:
+                    if isinstance(src.op, ComputeOp) and not src.op.reduce_axis and len(src.shape) == 5 and \
+                            all(src.op is not o.op for o in outs):
+                        s[src.op].parallel(s[src.op].fuse(*s[src.op].op.axis[:3]))
+            s[t.op].parallel(s[t.op].fuse(*axes[:3 if big else 2]))
             s[t.op].vectorize(axes[-1])
     ct = conv.output(0)
     unroll_kw = False
