@@ -83,6 +83,14 @@ def test_iteration_space_shows_the_gpu_check():
     ex.apply("bind", stage="B", axis="i.inner", thread="threadIdx.x")
     r = ex.iteration_space()
     assert r["gpu"].report.ok and "no race, no divergent barrier" in ex.iter_view.value
+    assert "Memory traffic" in ex.iter_view.value and "every global access coalesced" in ex.iter_view.value
+    # neighbouring threads 8 elements apart: each uses one word of its sector, and the view says so
+    ex2 = tvmlab.explore(te.create_schedule(B.op), [A, B], targets=[], benchmark=False)
+    ex2.apply("split", stage="B", axis="i", factor=8)
+    ex2.apply("bind", stage="B", axis="i.inner", thread="blockIdx.x")
+    ex2.apply("bind", stage="B", axis="i.outer", thread="threadIdx.x")
+    assert ex2.iteration_space()["gpu"].report.ok
+    assert "12% of each sector used" in ex2.iter_view.value
 
     from tvmlab.analysis.gpusim import Finding, ScheduleCheck, SimReport
     from tvmlab.widgets.gpu_check_view import block_map, element_map, gpu_check_html

@@ -27,9 +27,10 @@ class ScheduleCheck:
     arrays: dict
 
 
-def check_schedule(sch, args, sizes=None, target="cuda", seed=0):
+def check_schedule(sch, args, sizes=None, target="cuda", seed=0, traffic=True):
     """Lower ``sch`` for ``target`` and simulate it on random inputs at ``sizes`` (shape variables;
-    default: the explorer's suggested size).  Never raises on findings: they are in ``report``."""
+    default: the explorer's suggested size).  Never raises on findings: they are in ``report``, with the
+    memory traffic of every access (``report.traffic()``) unless ``traffic`` is False."""
     import tvmlab
     from . import simulate
     mod = tvmlab.lower(sch, list(args), target=target)
@@ -57,7 +58,7 @@ def check_schedule(sch, args, sizes=None, target="cuda", seed=0):
             arr = rng.integers(1, 7, size=dims).astype(dt.to_numpy(a.dtype))
         arrays[a.name] = arr
         call.append(arr)
-    report = simulate(mod, *call, check=False)
+    report = simulate(mod, *call, check=False, traffic=traffic)
     return ScheduleCheck(report, dict(sizes), arrays)
 
 
