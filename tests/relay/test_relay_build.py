@@ -597,13 +597,19 @@ def test_native_runner_calls_every_kernel_in_order_and_stops_at_a_failure(rng):
     assert gomp is None or gomp.omp_get_max_threads() == before
     assert seen == [pytest.approx(float(a.numpy()[0]) * 2 + 1)]        # the first kernel ran before it
     assert np.isnan(d.numpy()).all()                                    # the one after it did not
-    # a graph built for the CPU runs through one native call; a one-kernel graph calls its kernel directly
+    # a graph built for the CPU runs through one native call, a one-kernel graph too (so each run picks
+    # its thread count as the others do)
     x = relay.var("x", shape=(3, 5))
-    for expr, native in ((relay.exp(relay.sum(x, axis=1)), False), (relay.cumsum(relay.exp(x), axis=1), True)):
+    for expr, kernels in ((relay.exp(relay.sum(x, axis=1)), 1), (relay.cumsum(relay.exp(x), axis=1), 2)):
         with tvm.transform.PassContext(opt_level=3):
             lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], expr)), target="llvm")
         m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
-        assert (m.module.runner is not None) == native
+        assert m.module.runner is not None and len(m.module.calls) == kernels
+        xv = np.random.default_rng(0).standard_normal((3, 5)).astype("float32")
+        m.set_input("x", xv)
+        m.run()
+        want = np.exp(xv.sum(axis=1)) if kernels == 1 else np.cumsum(np.exp(xv), axis=1)
+        np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-5)
 
 
 @pytest.mark.parametrize("env, want", [({}, {"GOMP_SPINCOUNT": "1000"}), ({"GOMP_SPINCOUNT": "50"}, {}),

@@ -200,7 +200,7 @@ class GraphExecutor:
             arg_lists.append(args)
         # on the CPU one native call runs every kernel (native_runner); else, or if one cannot, a Python loop
         self.runner = None
-        if dev.device_type == "cpu" and len(self.calls) > 1:
+        if dev.device_type == "cpu" and self.calls:
             from .native_runner import make_runner
             self.runner = make_runner(funcs, arg_lists)
         self.bound_params = [name for name in (params or {}) if name in self.input_index]
