@@ -92,9 +92,12 @@ def test_narrow_or_small_convs_stay_direct():
     model, shape = _residual(16, 12)           # 16 channels: the transforms would cost what they save
     _, names = _build(model, shape)
     assert not any("winograd" in n for n in names), names
-    model, shape = _residual(64, 6)            # 4 output tiles
+    model, shape = _residual(64, 4)            # F(2x2, 3x3): 4 output tiles
     _, names = _build(model, shape)
     assert not any("winograd" in n for n in names), names
+    model, shape = _residual(64, 7)            # 16 tiles of F(2x2) (4 of F(4x4)): Winograd
+    _, names = _build(model, shape)
+    assert any("winograd" in n for n in names), names
 
 
 def test_small_outputs_take_the_smaller_winograd_tile():
