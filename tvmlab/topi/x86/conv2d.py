@@ -218,7 +218,7 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
             if big:
                 for src in t.op.input_tensors:
                     if isinstance(src.op, ComputeOp) and not src.op.reduce_axis and len(src.shape) == 5 and \
-                            all(src.op is not o.op for o in outs):
+                            s[src.op].attach_type != "inline" and all(src.op is not o.op for o in outs):
                         s[src.op].parallel(s[src.op].fuse(*s[src.op].op.axis[:3]))
             s[t.op].parallel(s[t.op].fuse(*axes[:3 if big else 2]))
             s[t.op].vectorize(axes[-1])
