@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SECTOR = 32
-BANKS = 32
+SECTOR = 32      # bytes a global memory transaction moves
+BANKS = 32       # shared-memory banks, WORD bytes wide
 WORD = 4
-PHASE = 128
+PHASE = 128      # bytes of a shared request served per phase
 WARP = 32
 
 
@@ -31,9 +31,9 @@ WARP = 32
 class Access:
     """One statement's accesses of one buffer, summed over every warp request a simulation made.
 
-    ``requests``: warp-level requests; ``bytes``: bytes the active lanes asked for (a byte several lanes of
-    one request read counts once).  Global: ``sectors``
-    moved.  Shared: ``wavefronts`` served and ``ideal`` (the fewest the same bytes could take)."""
+    ``requests``: warp-level requests; ``bytes``: bytes the active lanes asked for (a byte several lanes
+    of one request read counts once).  Global: ``sectors`` moved.  Shared: ``wavefronts`` served and
+    ``ideal`` (the fewest the same bytes could take)."""
     kernel: str
     stmt: str
     buffer: str
