@@ -101,15 +101,15 @@ def test_old_architecture_is_refused():
 
 
 # ---------------------------------------------------------------- fragment inference and the simulator
-def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None, value=2.0, fill=True):
+def _acc_kernel(cond=None, shape=(16, 16, 16), store_shape=None, value=2.0, fill=True, ldm=16, at=0):
     """A kernel filling one 16x16 accumulator with ``value`` (under ``cond``; not at all without ``fill``)
-    and storing it to C."""
-    C = Buffer("C", (16, 16), "float32")
+    and storing it to C (rows ``ldm`` apart, from element ``at``)."""
+    C = Buffer("C", (16 + at // ldm + 1, ldm), "float32")
     ib = ir_builder.create()
     frag = ib.allocate("float32", 256, name="acc", scope="wmma.accumulator")
     filler = call_intrin("handle", "tir.tvm_fill_fragment", frag.asobject(), *shape, 0, value)
     store = call_intrin("handle", "tir.tvm_store_matrix_sync", frag.asobject(), *(store_shape or shape), 0,
-                        C.access_ptr("w"), 16, "row_major")
+                        C.access_ptr("w", offset=at), ldm, "row_major")
     if fill and cond is None:
         ib.emit(filler)
     elif fill:
@@ -123,6 +123,18 @@ def test_simulator_runs_a_warp_collective_fill_and_store():
     c = np.full((16, 16), np.nan, "float32")
     gpusim.run_kernel(_acc_kernel(), 1, 32, c)
     assert (c == 2).all()
+
+
+def test_simulator_holds_tile_pointers_to_the_tensor_cores_alignment():
+    # the pointer 32-byte aligned, the row stride (ldm) whole 16 bytes: else undefined on a GPU
+    for ldm, at, ok in ((16, 8, True), (20, 0, True), (18, 0, False), (16, 4, False)):
+        c = np.full((17 + at // ldm, ldm), np.nan, "float32")
+        if ok:
+            gpusim.run_kernel(_acc_kernel(ldm=ldm, at=at), 1, 32, c)
+            assert (c.reshape(-1)[at:at + 16 * ldm].reshape(16, ldm)[:, :16] == 2).all()
+        else:
+            with pytest.raises(SimulationError, match="not a multiple of 16 bytes|not 32-byte aligned"):
+                gpusim.run_kernel(_acc_kernel(ldm=ldm, at=at), 1, 32, c)
 
 
 def test_simulator_reports_a_call_part_of_a_warp_skips():

@@ -145,6 +145,15 @@ class _Widths(IRVisitor):
         self._see(s.buffer_var, s.value.dtype)
         self.generic_visit(s)
 
+    def visit_Call(self, e):
+        # a tensor-core tile load or store needs its pointer 256-bit aligned (tile offsets are)
+        if e.op in ("tvm_load_matrix_sync", "tvm_store_matrix_sync"):
+            ptr = e.args[5]
+            if isinstance(ptr, E.Call) and ptr.op == "tvm_access_ptr":
+                var = ptr.args[1]
+                self.widths[var] = max(self.widths.get(var, 0), 32)
+        self.generic_visit(e)
+
 
 def _simple(e):
     return isinstance(e, (E.Var, E.IntImm, E.FloatImm))

@@ -104,6 +104,19 @@ def _warp_call(ch, m, site, op, fvar, fidx):
     return None if x is None else (ln, w, leaders, ws, mem, x)
 
 
+def _check_alignment(ch, op, site, off, st, esize):
+    """wmma's rules, undefined behaviour on hardware when broken: the pointer 256-bit aligned, the
+    stride (ldm) a multiple of 16 bytes."""
+    bad_ptr = (off * esize) % 32 != 0
+    bad_ldm = (st * esize) % 16 != 0
+    if bad_ptr.any() or bad_ldm.any():
+        k = int(np.flatnonzero(bad_ptr | bad_ldm)[0])
+        what = (f"pointer at element {int(off[k])} ({int(off[k]) * esize} bytes) is not 32-byte aligned"
+                if bad_ptr[k] else f"stride {int(st[k])} ({int(st[k]) * esize} bytes) is not a multiple of 16 bytes")
+        raise SimulationError(f"{ch.run.sim.name}: `{ch.run.sim.site_text(site)}`: {op}'s {what}, as the "
+                              "tensor cores require")
+
+
 def compile_call(sim, s, site):
     """A closure ``g(ch, m)`` running wmma call ``s.value`` (in Evaluate ``s``)."""
     e = s.value
@@ -169,6 +182,7 @@ def compile_call(sim, s, site):
     if lanes != 1:
         raise SimulationError(f"{sim.name}: {op}: pointer of vector type {pdtype}")
     store = op == "tvm_store_matrix_sync"
+    esize = max(1, dt.bits(pdtype) // 8)
 
     def move(ch, m):
         call = _warp_call(ch, m, site, op, fvar, fidx)
@@ -177,6 +191,7 @@ def compile_call(sim, s, site):
         ln, w, leaders, ws, mem, x = call
         off = _uniform(ch, foff(ch, m), ln, w, leaders, ws, "pointer", op, site).astype(np.int64)
         st = _uniform(ch, fstride(ch, m), ln, w, leaders, ws, "stride", op, site).astype(np.int64)
+        _check_alignment(ch, op, site, off, st, esize)
         pos = np.searchsorted(ws, w)                 # each active lane's warp row
         lane = ch.tid[ln] % WARP
         i, j = np.divmod(mine[lane], frag.rows_cols[1])     # tile coordinates of each lane's elements

@@ -185,7 +185,7 @@ def _pick(total, options):
 # float16 elements a shared tile row is padded by: rows of a multiple of 128 bytes would put the 8 rows
 # each phase of a fragment load reads in the same banks (8-way conflicts); 16 bytes more spreads them
 PAD = 8
-PAD_F32 = 4     # the same 16 bytes for a float32 tile of accumulators stored to shared memory
+PAD_BYTES = 16  # the same for the tile of results stored to shared memory (wmma's ldm: whole 16 bytes)
 VEC = 8         # float16 elements each thread copies at once (16 bytes)
 
 
@@ -245,10 +245,10 @@ def _schedule_product(s, C, batched, tail=None):
         lead = [*axes[:-2], bi, bj]
         _bind_blocks(s, C, axes[0] if batched else None, bi, bj)
     else:
-        _tail_tile(s, tail, batched, tile_m, tile_n, (ty, tz), (brw, bcw))
+        block = _tail_tile(s, tail, batched, tile_m, tile_n, (ty, tz), (brw, bcw))
         s[C].set_scope("shared")
-        s[C].storage_align(s[C].op.axis[-2], tile_n, PAD_F32)
-        s[C].compute_at(s[tail], _tail_tile.block_axis)
+        s[C].storage_align(s[C].op.axis[-2], tile_n, PAD_BYTES // (2 if out_dtype == "float16" else 4))
+        s[C].compute_at(s[tail], block)
         axes = list(s[C].op.axis)
         i, j = axes[-2], axes[-1]
         lead = axes[:-2]
@@ -301,7 +301,7 @@ def _bind_blocks(s, t, batch, bi, bj):
 
 def _tail_tile(s, out, batched, tile_m, tile_n, threads, warps):
     """Block tiles of the elementwise output ``out``, each written by the block's threads in order (lanes
-    on consecutive elements); leaves the block axis in ``_tail_tile.block_axis``."""
+    on consecutive elements); returns the block axis."""
     axes = list(s[out].op.axis)
     i, j = axes[-2], axes[-1]
     bi, i = s[out].split(i, factor=tile_m)
@@ -315,7 +315,7 @@ def _tail_tile(s, out, batched, tile_m, tile_n, threads, warps):
     s[out].bind(tx, te.thread_axis("threadIdx.x"))
     s[out].bind(ty, threads[0])
     s[out].bind(tz, threads[1])
-    _tail_tile.block_axis = bj
+    return bj
 
 
 def _load_b_col(shape):
