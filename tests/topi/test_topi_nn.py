@@ -332,6 +332,38 @@ def test_conv2d_NCHWc(check_build):
     check_build(x86.schedule_conv2d_NCHWc([conv]), [X, W, conv], conv_ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("size, stride, where", [(9, 1, "task"), (98, 2, "rows")])
+def test_conv2d_NCHWc_padded_input_per_task_or_by_rows(size, stride, where, check_build):
+    # a small padded input is made inside each (channel block, row) task; a large one (>= 256 KB) and the
+    # layout transform feeding it are passes of their own, split by rows over the threads
+    from tvmlab.topi.x86 import conv2d as x86conv
+    C = 16 if where == "task" else 8
+    X, W, b = ph((1, C, size, size), "X"), ph((2, 1, 3, 3, C, 16), "W"), ph((1, 2, 1, 1, 16), "b")
+    xc = topi.layout_transform(X, "NCHW", f"NCHW{C}c") if where == "rows" else None
+    data = xc if xc is not None else ph((1, 1, size, size, C), "X")
+    conv = topi.nn.conv2d_NCHWc(data, W, stride, 1, 1, f"NCHW{C}c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    pad = conv.op.input_tensors[0]
+    assert (x86conv._bytes(pad) >= x86conv.PARALLEL_PAD_BYTES) == (where == "rows")
+    s = x86.schedule_conv2d_NCHWc([out])
+    args = [X if xc is not None else data, W, b, out]
+    from tvmlab import lower
+    text = str(lower(s, args, simple_mode=True))
+    loops = [ln.strip() for ln in text.splitlines() if "T.parallel" in ln]
+    if where == "task":                     # one parallel loop: the padding is made inside it
+        assert len(loops) == 1, loops
+    else:                                   # transform and padding by rows (those the tasks read), then tasks
+        rows = ((size - 1) // stride) * stride + 3
+        assert len(loops) == 3 and f"T.parallel({size})" in loops[0] and f"T.parallel({rows})" in loops[1], loops
+
+    def reference(x, k, bb):
+        xn = x if xc is not None else ref.layout_transform_python(x, f"NCHW{C}c", "NCHW")
+        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(32, C, 3, 3)
+        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, 1), "NCHW", "NCHW16c")
+        return np.maximum(y + bb, 0)
+    check_build(s, args, reference, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("stride,padding,opad", [(2, 1, 1), (1, 0, 0), ((3, 2), (1, 0, 2, 1), (2, 0))])
 def test_conv2d_transpose(stride, padding, opad, check_build):
     X, W = ph((1, 3, 5, 4), "X"), ph((3, 7, 3, 3), "W")
