@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...ir import dtype as dt
+
 SECTOR = 32      # bytes a global memory transaction moves
 BANKS = 32       # shared-memory banks, WORD bytes wide
 WORD = 4
@@ -129,7 +131,6 @@ class Traffic:
         """Count the accesses of lanes ``ln`` to elements ``a`` of Memory ``mem`` (``lanes`` per thread)."""
         if mem.scope not in ("global", "shared") or not len(ln):
             return
-        from ...ir import dtype as dt
         esize = max(1, dt.bits(mem.dtype) // 8)
         byte = a.astype(np.int64) * esize
         wpb = -(-ch.T // WARP)
