@@ -364,6 +364,34 @@ def test_conv2d_NCHWc_padded_input_per_task_or_by_rows(size, stride, where, chec
     check_build(s, args, reference, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("size,stride", [(14, 2), (9, 1)])
+def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
+    # a kernel slice per output block of STREAM_KERNEL_BYTES or more: tasks of STREAM_ROWS rows (7 and 9 rows
+    # leave a short last task), the input-channel blocks outermost, partial sums in a buffer per task
+    from tvmlab.topi.x86 import conv2d as x86conv
+    X, W, b = ph((1, 3, size, size, 8), "X"), ph((2, 3, 3, 3, 8, 16), "W"), ph((1, 2, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, stride, 1, 1, "NCHW8c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    slice_bytes = 3 * 3 * 3 * 8 * 16 * 4
+    assert x86conv._kernel_slice_bytes(conv.op) == slice_bytes
+    from tvmlab import lower
+    plain = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
+    monkeypatch.setattr(x86conv, "STREAM_KERNEL_BYTES", slice_bytes)
+    s = x86.schedule_conv2d_NCHWc([out])
+    text = str(lower(s, [X, W, b, out], simple_mode=True))
+    oh = (size - 1) // stride + 1
+    tasks = 2 * -(-oh // x86conv.STREAM_ROWS)
+    assert f"T.parallel({tasks})" in text and f"T.parallel({tasks})" not in plain, text
+    assert text.index("for rco") < text.index("for ry"), text      # channel blocks outside the rows
+
+    def reference(x, k, bb):
+        xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")
+        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(32, 24, 3, 3)
+        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, 1), "NCHW", "NCHW16c")
+        return np.maximum(y + bb, 0)
+    check_build(s, [X, W, b, out], reference, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("stride,padding,opad", [(2, 1, 1), (1, 0, 0), ((3, 2), (1, 0, 2, 1), (2, 0))])
 def test_conv2d_transpose(stride, padding, opad, check_build):
     X, W = ph((1, 3, 5, 4), "X"), ph((3, 7, 3, 3), "W")
