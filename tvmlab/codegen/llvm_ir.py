@@ -288,6 +288,7 @@ class Module:
         self._decls = {}
         self._metadata = []
         self._named_md = {}
+        self._helpers = {}
 
     def add_function(self, fn):
         self.functions.append(fn)
@@ -304,6 +305,10 @@ class Module:
         tail = f" {attrs}" if attrs else ""
         self._decls[name] = (sig, f'declare {ret} @"{name}"({", ".join(argtys)}){tail}')
         return name
+
+    def helper(self, key, text):
+        """Module-level IR (globals, internal functions) added once under ``key``."""
+        self._helpers.setdefault(key, text)
 
     def metadata(self, body, distinct=False, self_ref=False):
         """Add metadata node ``!{body}``; ``self_ref`` puts the node itself first (loop IDs)."""
@@ -322,6 +327,7 @@ class Module:
     def text(self):
         out = [f'; ModuleID = "{self.name}"', f'target triple = "{self.triple}"',
                f'target datalayout = "{self.datalayout}"', ""]
+        out += list(self._helpers.values())
         for fn in self.functions:
             out += [fn.text(), ""]
         out += [d for _, d in self._decls.values()]

@@ -6,8 +6,9 @@ AssertStmt or a failed heap allocation).  Early returns free the heap
 allocations that are live at that point.
 
 Allocations: small constant-size buffers (<= STACK_LIMIT bytes) live on the
-stack (an alloca in the entry block, 64-byte aligned); others are heap
-allocated with aligned_alloc and freed when their body ends.
+stack (an alloca in the entry block, 64-byte aligned); others come from the
+module's workspace pool (llvm_workspace: blocks kept between calls) and go
+back to it when their body ends.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.printer import astext
 from . import llvm_ir as L
+from . import llvm_workspace as workspace
 from .llvm_expr import _is_one, access_elem
 from .llvm_types import memory_type
 
@@ -126,7 +128,7 @@ class StmtMixin:
     def emit_fail(self, code):
         """Free live heap buffers and return ``code`` (an i32 Value) from the current function."""
         for p in reversed(self.st.heap):
-            self.b.call("void", "free", [p])
+            self.b.call("void", workspace.FREE, [p])
         self.b.ret(code)
 
     def branch_fail(self, ok, code):
@@ -339,10 +341,10 @@ class StmtMixin:
         with self.bind(var, ptr):
             self.stmt(s.body)
         self.st.heap.pop()
-        self.b.call("void", "free", [ptr])
+        self.b.call("void", workspace.FREE, [ptr])
 
     def _heap_alloc(self, s, elem, per):
-        """aligned_alloc(64, bytes rounded up to 64); a NULL result fails the call."""
+        """A workspace block of the bytes rounded up to 64 (64-byte aligned); a NULL result fails the call."""
         bl = self.b
         nbytes = L.const("i64", dt.itemsize(elem) * per)
         for x in s.extents:
@@ -354,7 +356,8 @@ class StmtMixin:
                            hint="bytes")
         self.module.declare("aligned_alloc", "ptr", ["i64", "i64"], "nounwind")
         self.module.declare("free", "void", ["ptr"], "nounwind")
-        ptr = bl.call("ptr", "aligned_alloc", [L.const("i64", ALIGN), rounded], hint=s.buffer_var.name)
+        self.module.helper("workspace", workspace.ir())
+        ptr = bl.call("ptr", workspace.ALLOC, [rounded], hint=s.buffer_var.name)
         shown = " * ".join([str(dt.itemsize(elem) * per)] + [astext(x) for x in s.extents])
         code = self.error_code("oom", f"out of memory allocating {shown} bytes for buffer "
                                       f"'{s.buffer_var.name}'")

@@ -234,6 +234,18 @@ class JitEngine:
                              "process does not provide (a compiler runtime helper LLVM emitted for an operation "
                              "this CPU lacks)")
 
+    def __del__(self):
+        # the blocks the module's workspace pool keeps (codegen.llvm_workspace) go back to libc with it
+        engine = getattr(self, "_engine", None)
+        if engine is None:
+            return
+        try:
+            addr = engine.get_function_address("__tvmlab_ws_release")
+            if addr:
+                ctypes.CFUNCTYPE(None)(addr)()
+        except Exception:       # interpreter shutdown: ctypes or llvmlite already gone
+            pass
+
     def address(self, name):
         """Native address of function ``name`` (0 when absent)."""
         return self._engine.get_function_address(name)
