@@ -118,3 +118,34 @@ def test_small_outputs_take_the_smaller_winograd_tile():
         mod = relay.transform.InferType()(tvm.IRModule.from_expr(relay.Function([x], relay.nn.conv2d(
             x, w, padding=(1, 1)))))
         assert winograd_tile(mod["main"].body) == m, size
+
+
+def test_product_prefetches_the_kernel_slices_of_later_tasks(monkeypatch):
+    # each task of the product reads its own slice of U (C x ob) once from memory: the product prefetches the
+    # slice PREFETCH tasks ahead, a few lines at each reduction step, and the result is unchanged
+    from tvmlab.topi.x86 import conv2d_winograd as xw
+    from tvmlab.topi.x86.dense import K_UNROLL
+    c, o, ob = 64, 32, 16
+    X = te.placeholder((1, c // 16, 8, 8, 16), name="X")
+    U = te.placeholder((16, o // ob, c, ob), name="U")
+    out = topi.nn.relu(topi.nn.conv2d_winograd_NCHWc(X, U, 1, tile_size=2))
+    args = [X, U, out]
+    rng = np.random.default_rng(1)
+    x = tvm.nd.array(rng.standard_normal([int(d) for d in X.shape]).astype("float32"))
+    u = tvm.nd.array(rng.standard_normal([int(d) for d in U.shape]).astype("float32"))
+    got = {}
+    for ahead in (0, xw.PREFETCH):
+        monkeypatch.setattr(xw, "PREFETCH", ahead)
+        s = xw.schedule_conv2d_winograd_NCHWc([out], target=TARGET)
+        text = str(tvm.lower(s, args, simple_mode=True))
+        assert ("T.prefetch" in text) == (ahead > 0), text
+        if ahead:
+            # U's offset of the prefetched slice: PREFETCH slices of c x ob ahead
+            pf = next(ln for ln in text.splitlines() if "T.prefetch" in ln)
+            assert "address_of(U[" in pf and f"+ {ahead * c * ob}]" in pf, pf
+            assert f"range({c // K_UNROLL})" in text, text
+        y = tvm.nd.array(np.full([int(d) for d in out.shape], np.nan, "float32"))
+        tvm.build(s, args, TARGET)(x, u, y)
+        got[ahead] = y.numpy()
+    assert not np.isnan(got[0]).any()
+    np.testing.assert_array_equal(got[0], got[xw.PREFETCH])

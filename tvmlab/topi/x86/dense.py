@@ -50,7 +50,8 @@ def tile_rows(block, dtype, target="llvm"):
 def accumulate_in_registers(acc):
     """Schedule a register tile's update stage ``acc`` (rows x vector columns, one reduction):
     the reduction outermost in steps of K_UNROLL, each step unrolled over k and rows, the
-    columns one vector, so the tile stays in registers for the whole reduction."""
+    columns one vector, so the tile stays in registers for the whole reduction.  Returns the loop of
+    the steps."""
     *_, ci, cj = acc.op.axis
     (ck,) = acc.op.reduce_axis
     ko, ki = acc.split(ck, factor=K_UNROLL)
@@ -58,6 +59,7 @@ def accumulate_in_registers(acc):
     acc.unroll(ki)
     acc.unroll(ci)
     acc.vectorize(cj)
+    return ko
 
 
 def register_tiles_in_blocks(s, acc, out, rows, row_block, block, panels=None, parallel=True):
