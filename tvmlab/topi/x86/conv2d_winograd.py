@@ -6,11 +6,11 @@
 
 The input transform runs one task per (tile, channel block): its row pass into a small local array, then
 its column pass, each point unrolled over a vector of channels, so each sum holds only the transform's
-non-zero constants.  The product ``M`` is one matrix
-product per point, register-tiled as ``topi.x86.schedule_batch_matmul`` tiles: tiles x a block of
-output channels, summed over the input channels, prefetching the kernel slice of a later task as it goes.  The output is stored one m x m tile at a time (the
-row pass of the inverse transform into a local array first, the points unrolled), through the tail
-(bias, activation, residual add) on the way.
+non-zero constants.  The product ``M`` is one matrix product per point, register-tiled as
+``topi.x86.schedule_batch_matmul`` tiles: tiles x a block of output channels, summed over the input
+channels, prefetching the kernel slice of a later task as it goes.  The output is stored one m x m tile
+at a time (the row pass of the inverse transform into a local array first, the points unrolled), through
+the tail (bias, activation, residual add) on the way.
 """
 from __future__ import annotations
 
