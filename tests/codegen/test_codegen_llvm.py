@@ -266,6 +266,27 @@ def test_heap_buffers_are_kept_between_calls():
     assert faults < 200, f"{faults} page faults in 10 calls with 2 x 4 MB of heap buffers"
 
 
+def test_workspace_pool_more_buffers_than_slots_of_two_sizes():
+    # ten heap buffers alive at once (the pool keeps 8: the others go back to libc) of two sizes: every call
+    # must get a large enough block, whichever the slots hold
+    import tvmlab as tvm
+    from tvmlab import te
+    n = 40_000                                              # 160 KB and 320 KB: over the stack limit
+    A = te.placeholder((n,), name="A")
+    def stage(k):
+        return te.compute((n * (1 + k % 2),), lambda j: A[j % n] * float(k + 1) + float(k), name=f"B{k}")
+    Bs = [stage(k) for k in range(10)]
+    D = te.compute((n,), lambda j: sum(B[j + (n if k % 2 else 0)] for k, B in enumerate(Bs)), name="D")
+    f = tvm.build(te.create_schedule(D.op), [A, D], "llvm")
+    assert f.get_source("ll-unopt").count('call ptr @"__tvmlab_ws_alloc"') == 10
+    a = rand(n, "float32", -1, 1)
+    want = sum(a * (k + 1) + k for k in range(10))
+    for _ in range(4):
+        d = poisoned(n, "float32")
+        f(nd.array(a), d)
+        np.testing.assert_allclose(d.numpy(), want, rtol=1e-5, atol=1e-4)
+
+
 def test_workspace_pool_release_and_parallel_tasks():
     import ctypes
     n = 70_000                           # 280 KB a task: heap, taken and given back by tasks at once
