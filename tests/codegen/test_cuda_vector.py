@@ -74,7 +74,9 @@ def test_vector_types(cuda_run, rng, dtype, lanes, ctype, ptx_op):
     a = _data(rng, n, dtype)
     _, b = cuda_run(f, a, poison(np.empty(n, dtype)))
     want = (a * a + a).astype(dtype)
-    tol = {"float16": 1e-2, "float32": 1e-5}.get(dtype, 0)
+    # x * x + x is one fused multiply-add on a GPU (NVRTC contracts, as nvcc does): a rounding fewer than
+    # numpy's, so float64 differs in the last bit (H100: 9e-16)
+    tol = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-14}.get(dtype, 0)
     np.testing.assert_allclose(b.astype("float64"), want.astype("float64"), rtol=tol, atol=tol)
 
 
