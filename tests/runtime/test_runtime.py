@@ -1,4 +1,6 @@
 """The CPU runtime: devices, NDArrays, argument checks before native calls, timing, targets."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -310,6 +312,69 @@ def test_time_evaluator(vadd):
         vadd.time_evaluator("vadd", rt.cpu(0), number=0)
     with pytest.raises(RuntimeArgError, match="no function"):
         vadd.time_evaluator("other", rt.cpu(0))
+
+
+def test_time_evaluator_uses_the_devices_own_timer():
+    """A device that times itself (a GPU's events) is timed so: its clock, not the host's, gives each
+    repeat, and min_repeat_ms raises number by that clock."""
+    devmod = importlib.import_module("tvmlab.runtime.device")
+    from tvmlab.runtime.timer import make_time_evaluator
+    calls, timed = [], []
+
+    def timer(device_id, fn):
+        before = len(calls)
+        fn()
+        timed.append(len(calls) - before)
+        return 2e-3 * (len(calls) - before)        # this device takes 2 ms per call, whatever the host does
+
+    devmod.register_device_type("fake_timed", timer=timer, exist=lambda i: True)
+    try:
+        dev = rt.device("fake_timed")
+        ev = make_time_evaluator(lambda *a: (lambda: calls.append(a)), dev, number=3, repeat=2, min_repeat_ms=10)
+        res = ev(1, 2)
+        assert res.results == pytest.approx([2e-3, 2e-3])
+        assert timed[0] == 3 and all(n * 2 >= 10 for n in timed[1:])   # grown until a repeat lasts 10 ms
+        assert calls[0] == (1, 2) and len(calls) == 1 + sum(timed)       # one warm-up call, untimed
+        assert dev.time(lambda: calls.append(0)) == pytest.approx(2e-3)
+        # a device without a timer: the host's clock around the calls and sync
+        t = rt.cpu(0).time(lambda: __import__("time").sleep(0.002))
+        assert 0.002 <= t < 1.0
+    finally:
+        devmod._TYPES.pop("fake_timed")
+        devmod._ALIASES.pop("fake_timed")
+
+
+def test_cuda_events_bracket_the_launches():
+    """The cuda-python backend records one event before the launches and one after, waits for the
+    second, and returns their distance in seconds."""
+    from tvmlab.runtime.cuda_driver import _CudaPython
+    log = []
+
+    class Driver:
+        class CUevent_flags:
+            CU_EVENT_DEFAULT = 0
+
+        def cuEventCreate(self, flags):
+            log.append("create")
+            return 0, f"ev{log.count('create')}"
+
+        def cuEventRecord(self, ev, stream):
+            log.append(("record", ev, stream))
+            return (0,)
+
+        def cuEventSynchronize(self, ev):
+            log.append(("sync", ev))
+            return (0,)
+
+        def cuEventElapsedTime(self, a, b):
+            return 0, 1.5
+
+    b = object.__new__(_CudaPython)
+    b.d, b._events = Driver(), {}
+    assert b.elapsed(lambda: log.append("launch")) == pytest.approx(1.5e-3)
+    assert log == ["create", "create", ("record", "ev1", 0), "launch", ("record", "ev2", 0), ("sync", "ev2")]
+    b.elapsed(lambda: None)
+    assert log.count("create") == 2                # the events are made once per device
 
 
 def test_device_ndarray_base_moves_data_only_through_read_and_write():

@@ -10,8 +10,9 @@ ResNet-50 at batch 1 and 16 built by
 eager; the ``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer
 norm (8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
 Float32, TF32 off on the torch side; every tvmlab result is checked against numpy before it is timed.
-Each pair is timed in the same run with CUDA events (torch) and ``time_evaluator`` (tvmlab), best of several
-repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
+Each pair is timed in the same run between CUDA events, both sides alike: kernels as back-to-back
+calls filling about 1 ms (so neither side is charged its launch cost), whole models one run at a
+time; best of several repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
 then builds every row at a small size and checks it on the thread-level simulator instead.
 
     python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,winograd,tensorcore,
@@ -21,6 +22,7 @@ then builds every row at a small size and checks it on the thread-level simulato
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -278,32 +280,47 @@ def _torch_cuda():
     return torch
 
 
-def torch_ms(torch, fn, repeat=20):
-    """Best milliseconds of ``fn`` over ``repeat`` calls, timed with CUDA events."""
+def torch_ms(torch, fn, repeat=20, number=1):
+    """Best milliseconds per call of ``fn`` over ``repeat`` runs of ``number`` calls each, timed with CUDA events."""
     fn()
     torch.cuda.synchronize()
     best = float("inf")
     for _ in range(repeat):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(number):
+            fn()
         b.record()
         torch.cuda.synchronize()
-        best = min(best, a.elapsed_time(b))
+        best = min(best, a.elapsed_time(b) / number)
     return best
 
 
+REPEAT_MS = 1.0     # each timed run lasts about this long: back-to-back launches keep the GPU busy
+
+
+def calls_per_run(ms):
+    """How many back-to-back calls of a ``ms``-long kernel make one timed run of REPEAT_MS (1 to 1000):
+    a short kernel's launch cost then overlaps the calls before it, for tvmlab and torch alike."""
+    return max(1, min(1000, math.ceil(REPEAT_MS / max(ms, 1e-6))))
+
+
 def time_case(c, torch, repeat=20):
-    """(tvmlab ms, torch ms) of case ``c`` on the GPU, after checking tvmlab's output against numpy."""
+    """(tvmlab ms, torch ms) of case ``c`` on the GPU, after checking tvmlab's output against numpy.
+
+    Both sides run the same number of back-to-back calls between two CUDA events (``calls_per_run``
+    of tvmlab's single-call time)."""
     import tvmlab as tvm
     dev = tvm.cuda(0)
     nds = [tvm.nd.array(a, dev) for a in c.arrays]
     c.f(*nds)
     np.testing.assert_allclose(nds[-1].numpy(), c.expected(*c.arrays[:-1]), rtol=c.rtol, atol=c.rtol)
-    ev = c.f.time_evaluator(c.f.entry_name, dev, number=1, repeat=repeat)
+    one = min(c.f.time_evaluator(c.f.entry_name, dev, number=1, repeat=3)(*nds).results) * 1e3
+    number = calls_per_run(one)
+    ev = c.f.time_evaluator(c.f.entry_name, dev, number=number, repeat=repeat)
     mine = min(ev(*nds).results) * 1e3
     ins = [torch.from_numpy(a).cuda() for a in c.arrays[:-1]]
-    return mine, torch_ms(torch, c.torch_call(torch, *ins), repeat)
+    return mine, torch_ms(torch, c.torch_call(torch, *ins), repeat, number)
 
 
 def time_model(torch, batch, out, repeat=20):
@@ -341,16 +358,9 @@ def time_model(torch, batch, out, repeat=20):
     except ImportError:
         checked = "not checked (no onnxruntime)"
 
-    def best(fn):
+    def best(fn):          # one run between CUDA events, as torch_ms times torch's
         fn()
-        tvm.cuda(0).sync()
-        times = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            fn()
-            tvm.cuda(0).sync()
-            times.append(time.perf_counter() - t)
-        return min(times) * 1e3
+        return min(dev.time(fn) for _ in range(repeat)) * 1e3
     plain_ms, graph_ms = best(plain.run), best(graph.run)
     line = f"resnet50 batch {batch} ({len(graph.module.calls)} kernels, built in {build_s:.1f} s, {checked})"
     try:

@@ -83,6 +83,14 @@ class _PyCUDA:
     def compute_capability(self, dev_id):
         return self.drv.Device(dev_id).compute_capability()
 
+    def elapsed(self, fn, dev_id=0):
+        start, stop = self.drv.Event(), self.drv.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        return start.time_till(stop) / 1e3
+
     def capture(self, fn):
         raise DeviceError("CUDA graphs need the cuda-python binding (tvmlab.runtime.cuda_driver."
                           "use_binding('cuda-python')); pycuda is in use")
@@ -99,6 +107,7 @@ class _CudaPython:
         self._check(driver.cuInit(0), "cuInit")
         self.ctx = {}
         self.stream = 0         # launches go here: the default stream, or a stream being captured
+        self._events = {}       # dev_id -> (start, stop) of elapsed(), made in that device's context
 
     def _check(self, res, what):
         err = res[0] if isinstance(res, tuple) else res
@@ -168,6 +177,20 @@ class _CudaPython:
 
     def sync(self):
         self._check(self.d.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def elapsed(self, fn, dev_id=0):
+        """Seconds from an event recorded before ``fn()``'s launches to one recorded after them (device
+        ``dev_id``, whose context is current)."""
+        d = self.d
+        if dev_id not in self._events:
+            self._events[dev_id] = tuple(self._check(d.cuEventCreate(d.CUevent_flags.CU_EVENT_DEFAULT),
+                                                     "cuEventCreate") for _ in range(2))
+        start, stop = self._events[dev_id]
+        self._check(d.cuEventRecord(start, 0), "cuEventRecord")
+        fn()
+        self._check(d.cuEventRecord(stop, 0), "cuEventRecord")
+        self._check(d.cuEventSynchronize(stop), "cuEventSynchronize")
+        return self._check(d.cuEventElapsedTime(start, stop), "cuEventElapsedTime") / 1e3
 
     def compute_capability(self, dev_id):
         attr = self.d.CUdevice_attribute
@@ -305,6 +328,10 @@ def _sync(dev_id):
     require(Device("cuda", dev_id)).sync()
 
 
+def _time(dev_id, fn):
+    return require(Device("cuda", dev_id)).elapsed(fn, dev_id)
+
+
 class CUDANDArray(DeviceNDArray):
     """An array in CUDA device memory; ``numpy()`` copies it back to the host."""
     __slots__ = ("_mem",)
@@ -338,5 +365,5 @@ def _empty(shape, dtype, device):
 
 
 register_device_type("cuda", aliases=("gpu", "nvptx"), exist=exist, sync=_sync, override=True,
-                     why_not=no_device_reason)
+                     why_not=no_device_reason, timer=_time)
 register_allocator("cuda", _from_numpy, _empty, override=True)

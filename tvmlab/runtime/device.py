@@ -8,25 +8,31 @@ report ``exist == False`` until their backend registers a probe.
 """
 from __future__ import annotations
 
+import time
+
 from ..errors import DeviceError
 
-# canonical type -> {"exist": callable(device_id) -> bool, "sync": callable(device_id) | None}
+# canonical type -> {"exist": callable(device_id) -> bool, "sync": callable(device_id) | None,
+#                    "timer": callable(device_id, fn) -> seconds | None, "why_not": callable() -> str | None}
 _TYPES = {}
 # every accepted spelling (target kind or device name) -> canonical type
 _ALIASES = {}
 
 
-def register_device_type(name, *, aliases=(), exist=None, sync=None, override=False, why_not=None):
+def register_device_type(name, *, aliases=(), exist=None, sync=None, override=False, why_not=None, timer=None):
     """Add (or with ``override`` replace) a device type.
 
     ``exist(device_id) -> bool`` tells whether the device is present;
-    ``sync(device_id)`` waits for work queued on it.  ``aliases`` are other
+    ``sync(device_id)`` waits for work queued on it; ``timer(device_id, fn) -> seconds``
+    runs ``fn()`` (which queues work) and returns how long the device took for it, measured on
+    the device (a GPU's events), so ``time_evaluator`` does not count the host's wait for the
+    device.  Without ``timer`` the host's clock around ``fn()`` and ``sync`` is used.  ``aliases`` are other
     names ``tvmlab.device`` accepts for it (target kinds such as "llvm").
     ``why_not() -> str | None`` says why there is no such device, for messages.
     """
     if name in _TYPES and not override:
         raise DeviceError(f"device type {name!r} is already registered; pass override=True to replace it")
-    _TYPES[name] = {"exist": exist or (lambda device_id: False), "sync": sync, "why_not": why_not}
+    _TYPES[name] = {"exist": exist or (lambda device_id: False), "sync": sync, "why_not": why_not, "timer": timer}
     for a in (name, *aliases):
         _ALIASES[a] = name
 
@@ -68,6 +74,20 @@ class Device:
         fn = _TYPES[self.device_type]["sync"]
         if fn is not None:
             fn(self.device_id)
+
+    def time(self, fn):
+        """Seconds the work that ``fn()`` queues takes on this device, after it is done.
+
+        Measured by the device where its backend can (CUDA events: the host's launch and
+        wait costs after the first launch are not counted), else by the host's clock
+        around ``fn()`` and ``sync()``."""
+        timer = _TYPES[self.device_type]["timer"]
+        if timer is not None:
+            return timer(self.device_id, fn)
+        t0 = time.perf_counter()
+        fn()
+        self.sync()
+        return time.perf_counter() - t0
 
     def require(self):
         """Raise DeviceError unless the device exists."""
