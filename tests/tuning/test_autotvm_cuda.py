@@ -208,6 +208,53 @@ def test_a_tune_builds_with_nvrtc_and_records_every_config(tmp_path):
             assert r.error_no == autotvm.MeasureErrorNo.RUNTIME_DEVICE and "no CUDA device" in str(r.costs[0])
 
 
+def test_cuda_candidates_run_in_the_runner_worker_and_a_device_error_replaces_it(tmp_path, monkeypatch):
+    """A CUDA candidate is timed in the runner's worker itself (its GPU context lives for the whole tune,
+    no child is forked per candidate); a device error on a present GPU asks for a new worker, a missing
+    GPU does not (every candidate would start an interpreter for nothing)."""
+    from tvmlab.autotvm import measure
+    from tvmlab.tuning import executor, forked
+    from tvmlab.tuning.measure import build_candidate
+
+    task = _task(SMALL)
+    out = build_candidate(lambda: task.instantiate(topi_templates.fallback_config(task)), "cuda -arch=sm_80",
+                          str(tmp_path))
+    assert out["path"].endswith(".cuda.pkl")
+
+    def no_fork(*a, **k):
+        raise AssertionError("a CUDA candidate must not run in a forked child")
+    monkeypatch.setattr(forked, "call_forked", no_fork)
+    runner = autotvm.LocalRunner(timeout=7, number=1, repeat=1)
+    fn, job, timeout = runner.job_of(measure.BuildResult(out["path"], out["args"], None, 0.0))
+    assert timeout == 12 and job[2] is None               # the pool's timeout ends a hang; no kill_after
+    if tvm.cuda(0).exist:
+        res = fn(*job)
+        assert res[0] == "ok" and res[1][0] > 0
+        return
+    res = fn(*job)
+    assert res[0] == "error" and res[1] == autotvm.MeasureErrorNo.RUNTIME_DEVICE and res[-1] != measure.RESTART
+
+    # a GPU that is there but fails the launch: the result carries RESTART, and the runner drops its worker
+    monkeypatch.setattr(measure, "_cuda_present", lambda: True)
+    again = build_candidate(lambda: task.instantiate(topi_templates.fallback_config(task)), "cuda -arch=sm_80",
+                            str(tmp_path))
+    res = fn((again["path"],) + job[0][1:], job[1], job[2])
+    assert res[-1] == measure.RESTART
+
+    class Pool:
+        closed = 0
+
+        def close(self):
+            Pool.closed += 1
+    runner._exec = Pool()
+    r = runner.result_of(measure.BuildResult(None, out["args"], None, 0.0), executor.JobResult("ok", res, "", 0.1))
+    assert Pool.closed == 1 and r.error_no == autotvm.MeasureErrorNo.RUNTIME_DEVICE
+    runner.result_of(measure.BuildResult(None, out["args"], None, 0.0),
+                     executor.JobResult("ok", ("ok", [1e-3]), "", 0.1))
+    assert Pool.closed == 1                                # a good result keeps the worker
+    runner._exec = None
+
+
 def _model(rng):
     x = relay.var("x", shape=(2, 4, 9, 9))
     w1, w2 = relay.var("w1", shape=(8, 4, 3, 3)), relay.var("w2", shape=(20, 648))

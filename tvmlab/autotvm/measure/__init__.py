@@ -23,7 +23,8 @@ from multiprocessing.connection import wait
 
 from ...errors import TVMLabError
 from ...tuning.executor import DaskExecutor, LocalExecutor, WorkerPool
-from ...tuning.measure import MeasureError, MeasureErrorNo, build_candidate, run_candidate, target_for_build
+from ...tuning.measure import (CUDA_SUFFIX, MeasureError, MeasureErrorNo, build_candidate, run_candidate,
+                               target_for_build)
 
 MeasureInput = namedtuple("MeasureInput", ["target", "task", "config"])
 MeasureResult = namedtuple("MeasureResult", ["costs", "error_no", "all_cost", "timestamp"])
@@ -60,14 +61,26 @@ def _run_job(lib, info, number, repeat, min_repeat_ms, ref, remove, budget=None,
         return ("error", e.error_no, str(e))
 
 
+def _is_cuda(lib):
+    return isinstance(lib, str) and lib.endswith(CUDA_SUFFIX)
+
+
 def _run_forked(job, timeout, kill_after):
-    # in LocalRunner's worker interpreter, which never runs compiled code itself: each candidate runs in
-    # a child forked from it, so a crash, a hang or a first call past ``kill_after`` ends only that child
+    # in LocalRunner's worker interpreter, which never runs CPU code itself: each CPU candidate runs in
+    # a child forked from it, so a crash, a hang or a first call past ``kill_after`` ends only that child.
+    # A CUDA candidate runs here, in the GPU context the worker keeps for the whole tune (a child would
+    # have to make its own: a few hundred ms each); a hang is the pool's timeout, and after a device
+    # error (which may leave the context unusable) the result asks LocalRunner for a new worker.
     import signal
 
     from ...runtime import llvm_jit
     from ...tuning.forked import call_forked
     from ...tuning.measure import shared_inputs
+    if _is_cuda(job[0]):
+        res = _run_job(*job)
+        if res[0] == "error" and res[1] == MeasureErrorNo.RUNTIME_DEVICE and _cuda_present():
+            res = res + (RESTART,)
+        return res
     llvm_jit.initialize()
     shared_inputs(job[1])          # made here once per task; every child inherits them
     jr = call_forked(_run_job, tuple(job) + (kill_after,), timeout)
@@ -80,6 +93,14 @@ def _run_forked(job, timeout, kill_after):
     if jr.status == "crash":
         return ("error", MeasureErrorNo.RUNTIME_DEVICE, jr.message)
     return ("error", MeasureErrorNo.UNKNOWN_ERROR, jr.message)
+
+
+RESTART = "restart the worker"    # a CUDA result's last item after a device error
+
+
+def _cuda_present():
+    from ...runtime import cuda_driver
+    return cuda_driver.exist(0)
 
 
 class Builder:
@@ -308,7 +329,14 @@ class LocalRunner(Runner):
 
     def job_of(self, b):
         """``(fn, job, timeout)`` that times build ``b`` (built without error) on a runner worker."""
+        if _is_cuda(b.filename):      # timed in the worker itself: the pool's timeout is the candidate's
+            return _run_forked, (self._job(b), self.timeout, None), self.timeout + 5
         return _run_forked, (self._job(b), self.timeout, self._kill_after()), self.timeout + 60
+
+    def result_of(self, b, jr):
+        if jr is not None and jr.status == "ok" and jr.value[-1] == RESTART and self._exec is not None:
+            self._exec.close()        # the next candidate gets a fresh worker and GPU context
+        return super().result_of(b, jr)
 
     def measure_one(self, b):
         """The JobResult of timing the library of build ``b`` (which built without error)."""
@@ -540,5 +568,7 @@ def create_measure_batch(task, option):
             all(getattr(type(builder), m) is getattr(LocalBuilder, m) for m in ("build", "job_of", "result_of")) \
             and all(getattr(type(runner), m) is getattr(LocalRunner, m)
                     for m in ("run", "job_of", "result_of", "_run_jobs", "_executor")):
-        measure_batch.pipeline = MeasurePipeline(builder, runner)
+        # compiles on the CPU do not disturb a GPU's timings: the builders keep going while one is timed
+        gpu = getattr(getattr(task, "target", None), "kind", None) == "cuda"
+        measure_batch.pipeline = MeasurePipeline(builder, runner, quiet=not gpu)
     return measure_batch
