@@ -308,3 +308,19 @@ def test_tuned_configs_fetch_float4(cuda_run, rng):
     a, w = rng.standard_normal((72, 48)).astype("float32"), rng.standard_normal((40, 48)).astype("float32")
     *_, got = cuda_run(f, a, w, np.full((72, 40), np.nan, "float32"))
     np.testing.assert_allclose(got, a @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_bench_tune_cuda_reports_the_rate():
+    """``python -m tvmlab.bench.tune --cuda N``: trials per second on a GPU; without one, the build rate."""
+    import io
+
+    from tvmlab.bench import tune as bench_tune
+    out = io.StringIO()
+    rate = bench_tune.run_cuda(size=64, n_trial=6, seed=1, out=out)
+    text = out.getvalue()
+    if tvm.cuda(0).exist:
+        assert rate > 0 and "trials/s" in text and "hand-written" in text
+    else:
+        assert rate is None and "no CUDA device here" in text
+        built = int(re.search(r"(\d+) built,", text).group(1))
+        assert 0 < built <= 6 and re.search(r"[\d.]+ builds/s", text) and "CPU s per build" in text

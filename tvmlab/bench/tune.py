@@ -182,9 +182,55 @@ def run_tutorial(size=512, n_trial=200, seed=0, out=sys.stdout):
     return n / wall
 
 
+def run_cuda(size=1024, n_trial=200, seed=0, tuner="xgb", out=sys.stdout):
+    """Tune ``dense.cuda`` at ``size``-cubed on this machine's GPU as ``tophub tune`` does (its measure
+    options); prints measured trials per second, the builders' CPU seconds per build and the best config
+    against the hand-written one.  Without a GPU it says so and times only the builds (NVRTC, every core):
+    the rate the build side allows here."""
+    import os
+
+    import tvmlab
+    from ..autotvm.tophub.tune import _measure_option
+    from ..autotvm.topi_templates import fallback_config
+    task = autotvm.task.create("dense.cuda", args=(size, size, size, "float32"), target="cuda")
+    opt = _measure_option(task.target)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if not tvmlab.cuda(0).exist:
+        opt["runner"].close()
+        from ..autotvm.measure import MeasureInput
+        builder = opt["builder"]
+        builder.set_task(task)
+        picks = autotvm.tuner.RandomTuner(task, seed=seed).next_batch(n_trial)
+        cpu0 = _cpu_seconds()
+        t0 = time.perf_counter()
+        res = builder.build([MeasureInput(task.target, task, c) for c in picks])
+        wall = time.perf_counter() - t0
+        ok = sum(r.error is None for r in res)
+        print(f"dense.cuda {size}^3: no CUDA device here, so nothing is timed; {len(res)} random configs built "
+              f"(NVRTC, {cores} workers) in {wall:.1f} s: {len(res) / wall:.1f} builds/s, {ok} built, "
+              f"{(_cpu_seconds() - cpu0) / len(res):.3f} CPU s per build", file=out)
+        return None
+    fb = fallback_config(task)
+    first = autotvm.tuner.GridSearchTuner(task, range_idx=(fb.index, fb.index))
+    first.tune(n_trial=1, measure_option=opt)
+    tn = autotvm.tuner.XGBTuner(task, seed=seed) if tuner == "xgb" else autotvm.tuner.RandomTuner(task, seed=seed)
+    cpu0 = _cpu_seconds()
+    t0 = time.perf_counter()
+    tn.tune(n_trial=n_trial, measure_option=opt)
+    wall = time.perf_counter() - t0
+    opt["runner"].close()
+    n = len(tn.history)
+    errors = sum(1 for _, f in tn.history if f == 0)
+    print(f"dense.cuda {size}^3 on {tvmlab.cuda(0).compute_version and 'sm_' + tvmlab.cuda(0).compute_version}: "
+          f"{n} {type(tn).__name__} trials in {wall:.1f} s, {n / wall:.2f} trials/s ({cores} CPU cores, {errors} "
+          f"failed, {(_cpu_seconds() - cpu0) / n:.3f} CPU s per trial); best {tn.best_flops / 1e12:.2f} TFLOP/s, "
+          f"hand-written {first.best_flops / 1e12:.2f} TFLOP/s", file=out)
+    return n / wall
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--size", type=int, default=None, help="matmul size (512; 1024 with --cuda)")
     p.add_argument("--xgb", type=int, default=200, help="XGBTuner trials")
     p.add_argument("--random", type=int, default=800, help="RandomTuner trials")
     p.add_argument("--feature-type", default="itervar", choices=["itervar", "knob", "curve"])
@@ -200,13 +246,19 @@ def main(argv=None):
     p.add_argument("--tutorial", type=int, default=0, metavar="N",
                    help="instead: N trials configured as TVM's tutorials do (builder='local', "
                         "LocalRunner(number=3)); prints trials per second")
+    p.add_argument("--cuda", type=int, default=0, metavar="N",
+                   help="instead: N trials of dense.cuda (--size, 1024 by default) on the GPU, as tophub tune "
+                        "measures them; prints trials per second (without a GPU: the build rate only)")
+    p.add_argument("--tuner", default="xgb", choices=["xgb", "random"], help="for --cuda")
     a = p.parse_args(argv)
-    if a.tutorial:
-        run_tutorial(a.size, a.tutorial, a.seed)
+    if a.cuda:
+        run_cuda(a.size or 1024, a.cuda, a.seed, a.tuner)
+    elif a.tutorial:
+        run_tutorial(a.size or 512, a.tutorial, a.seed)
     elif a.topi:
-        run_topi(a.size, a.topi, a.seed)
+        run_topi(a.size or 512, a.topi, a.seed)
     else:
-        run(a.size, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout, a.build_timeout, a.slow_factor)
+        run(a.size or 512, a.xgb, a.random, a.feature_type, a.seed, a.runner_timeout, a.build_timeout, a.slow_factor)
 
 
 if __name__ == "__main__":
