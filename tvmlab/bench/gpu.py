@@ -9,11 +9,13 @@ ResNet-50 at batch 1 and 16 built by
 ``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch
 eager; the ``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer
 norm (8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
-Float32, TF32 off on the torch side; every tvmlab result is checked against numpy before it is timed.
-Each pair is timed in the same run between CUDA events, both sides alike: kernels as back-to-back
-calls filling about 1 ms (so neither side is charged its launch cost), whole models one run at a
-time; best of several repeats.  Without a GPU (or without torch built for CUDA) it says so and exits 0; ``--simulate``
-then builds every row at a small size and checks it on the thread-level simulator instead.
+Float32, TF32 off on the torch side (a float32 conv faster than the GPU's float32 peak allows is TF32),
+cuDNN choosing its algorithm by timing them (``cudnn.benchmark``); every tvmlab result is checked against
+numpy before it is timed.  Each pair is timed in the same run between CUDA events, both sides alike:
+kernels as back-to-back calls filling about 1 ms (so neither side is charged its launch cost), whole
+models one run at a time; best of several repeats.  Without a GPU (or without torch built for CUDA) it
+says so and exits 0; ``--simulate`` then builds every row at a small size and checks it on the
+thread-level simulator instead.
 
     python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,winograd,tensorcore,
                                reduce,resnet50]
@@ -277,6 +279,9 @@ def _torch_cuda():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # cuDNN times its algorithms for each shape and keeps the fastest (Winograd, FFT, implicit GEMM):
+    # the strongest float32 reference, not its heuristic's first guess
+    torch.backends.cudnn.benchmark = True
     return torch
 
 
