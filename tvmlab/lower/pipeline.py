@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import op as _op
-from ..ir.functor import collect_vars
+from ..ir.functor import collect_vars, post_order_visit
+from ..ir.stmt import THREAD_ALLREDUCE, AttrStmt
 from .loop_partition import loop_partition
 from .remove_no_op import remove_no_op
 from .rolling_buffer import inject_rolling_buffer, rolling_tensors
@@ -209,6 +210,13 @@ GPU_PIPELINE = [
 ]
 
 
+def _has_allreduce(stmt):
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, AttrStmt) and
+                     n.attr_key == THREAD_ALLREDUCE else None)
+    return bool(found)
+
+
 def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=True, config=None,
                      already_lowered=False):
     """Lower ``func`` (AST2, from ``driver.make_function``) for a GPU target; the target-neutral entry.
@@ -230,8 +238,10 @@ def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=T
     ctx.config.setdefault("warp_size", 32 if target_kind == "cuda" else None)   # shuffles: CUDA only
     history = {"AST2": func} if keep_history and not already_lowered else {}
     current = func
+    # no cross-thread reduction: its pass would only walk the (by then unrolled, large) body
+    idle = set() if _has_allreduce(func.body) else {"lower_thread_allreduce"}
     for name, fn in (DEVICE_PASSES if already_lowered else GPU_PIPELINE):
-        if not _applies(name, current.body):
+        if name in idle or not _applies(name, current.body):
             continue
         current = current.with_body(fn(current.body, ctx))
         if keep_history:
