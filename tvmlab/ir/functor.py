@@ -9,15 +9,6 @@ from __future__ import annotations
 from .node import Node
 
 
-def _children(node):
-    for name in node.field_names():
-        yield name, getattr(node, name)
-
-
-def _is_ir(x):
-    return isinstance(x, Node)
-
-
 class IRVisitor:
     """Read-only walk.  Override ``visit_Add`` etc.; call ``self.generic_visit(n)`` to recurse."""
 
@@ -42,21 +33,23 @@ class IRVisitor:
         return fn(n)
 
     def generic_visit(self, n):
-        if not _is_ir(n):
+        # the hot loop of every pass: no generator, no helper calls (an IterVar field is not walked:
+        # its domain belongs to the schedule, not this tree)
+        if not isinstance(n, Node):
             return None
-        for _, v in _children(n):
-            if _is_ir(v):
-                self.visit(v)
+        visit = self.visit
+        for name in n.field_names():
+            v = getattr(n, name)
+            if isinstance(v, Node):
+                visit(v)
             elif isinstance(v, tuple):
                 for x in v:
-                    if _is_ir(x):
-                        self.visit(x)
+                    if isinstance(x, Node):
+                        visit(x)
                     elif isinstance(x, tuple):
                         for y in x:
-                            if _is_ir(y):
-                                self.visit(y)
-            elif v is not None and hasattr(v, "dom") and hasattr(v, "var"):
-                pass  # IterVar: its domain belongs to the schedule, not this tree
+                            if isinstance(y, Node):
+                                visit(y)
         return None
 
 
@@ -64,14 +57,16 @@ class IRMutator(IRVisitor):
     """Rewrite walk: each ``visit_X`` returns the (possibly new) node."""
 
     def generic_visit(self, n):
-        if not _is_ir(n):
+        if not isinstance(n, Node):
             return n
         changes = None
-        for name, v in _children(n):
-            if _is_ir(v):
-                nv = self.visit(v)
-            elif isinstance(v, tuple) and v and any(_is_ir(x) for x in v):
-                nv = tuple(self.visit(x) if _is_ir(x) else x for x in v)
+        visit = self.visit
+        for name in n.field_names():
+            v = getattr(n, name)
+            if isinstance(v, Node):
+                nv = visit(v)
+            elif isinstance(v, tuple) and v and any(isinstance(x, Node) for x in v):
+                nv = tuple(visit(x) if isinstance(x, Node) else x for x in v)
                 if all(a is b for a, b in zip(nv, v)):
                     nv = v
             else:
