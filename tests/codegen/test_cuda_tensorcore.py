@@ -173,6 +173,9 @@ def test_simulated_cuda_device_runs_a_build_as_tvm_cuda(rng):
         got = c.numpy()
         if simulated:
             assert isinstance(c, SimCUDAArray)
+        # timing works on it too (the host's clock around the simulated calls, the GPU's events on a GPU)
+        res = f.time_evaluator(f.entry_name, dev, number=1, repeat=2)(a, b, c)
+        assert len(res.results) == 2 and all(t > 0 for t in res.results)
     np.testing.assert_allclose(got, x.astype("float32") @ w.astype("float32").T, rtol=1e-4, atol=1e-4)
     if simulated:
         assert not tvm.cuda(0).exist

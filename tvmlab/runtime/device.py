@@ -81,7 +81,7 @@ class Device:
         Measured by the device where its backend can (CUDA events: the host's launch and
         wait costs after the first launch are not counted), else by the host's clock
         around ``fn()`` and ``sync()``."""
-        timer = _TYPES[self.device_type]["timer"]
+        timer = _TYPES[self.device_type].get("timer")
         if timer is not None:
             return timer(self.device_id, fn)
         t0 = time.perf_counter()
