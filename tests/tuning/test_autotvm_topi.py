@@ -264,3 +264,38 @@ def test_conv2d_nchwc_template_tunes_the_kernel_relay_builds(tmp_path):
         for ox in range(14):
             ref[:, :, oy, ox] = np.tensordot(xp[:, :, oy:oy + 3, ox:ox + 3], wnp, axes=([1, 2, 3], [1, 2, 3]))
     np.testing.assert_allclose(g.get_output(0).numpy(), np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_a_conv_with_fewer_channels_than_a_vector_is_a_task_too(tmp_path):
+    """TVM's test_tuning_cpu: a 3 -> 3 channel 5x5 convolution (blocks of all 3 channels, narrower than a
+    vector) is a conv2d_NCHWc.x86 task; its configs build, time and check, and relay.build uses the best."""
+    from tvmlab import relay
+    from tvmlab.contrib import graph_executor
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(1, 3, 32, 32))
+    w = relay.var("w", shape=(3, 3, 5, 5))
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.conv2d(x, w)))
+    (task,) = autotvm.task.extract_from_program(mod, {}, "llvm")
+    assert (task.name, task.args) == ("conv2d_NCHWc.x86", (1, 3, 32, 32, 3, 5, 5, 1, 0, "float32"))
+    assert len(task.config_space) > 1
+    log = tmp_path / "small.log"
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(timeout=30, number=1, repeat=1, check_correctness=True))
+    tuner = autotvm.tuner.RandomTuner(task, seed=2)
+    tuner.tune(n_trial=3, measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
+    opt["runner"].close()
+    recs = list(autotvm.record.load_from_file(str(log)))
+    assert len(recs) == 3 and all(r.error_no == 0 for _, r in recs)
+    xs = rng.uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    ws = rng.uniform(-1, 1, (3, 3, 5, 5)).astype("float32")
+    with autotvm.apply_history_best(str(log)), tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    g.set_input("x", xs)
+    g.set_input("w", ws)
+    g.run()
+    ref = np.zeros((1, 3, 28, 28), "float32")
+    for oy in range(28):
+        for ox in range(28):
+            ref[:, :, oy, ox] = np.tensordot(xs[:, :, oy:oy + 5, ox:ox + 5], ws, axes=([1, 2, 3], [1, 2, 3]))
+    np.testing.assert_allclose(g.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)

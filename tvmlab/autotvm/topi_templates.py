@@ -139,7 +139,9 @@ def _conv2d_config(ctx, target, workload, oc_block, oh, ow, name=CONV2D):
     from ..topi.utils import vector_block
     cv = _module("conv2d")
     n, c, h, w, o, kh, kw, stride, padding, dtype = workload
-    if oc_block != vector_block(dtype, target):
+    # conv2d_nchw.x86's workloads are those blocked by the vector width; conv2d_NCHWc.x86's come in the
+    # blocks nchwc_blocks picks for the target (few channels: a block of all of them), checked by the caller
+    if name == CONV2D and oc_block != vector_block(dtype, target):
         return None
     cfg = ctx.query(target, args_to_workload(workload, name))
     width_d = cv.tile_width(ow, oc_block, dtype, target)
