@@ -40,7 +40,7 @@ def test_compiles_with_nvrtc(name):
 def test_source_shapes():
     s, args, _ = P.tiled_matmul()
     src = tvm.build(s, args, "cuda").imported_modules[0].get_source()
-    assert "__shared__ float A_shared[" in src and "__shared__ float B_shared[" in src
+    assert "__shared__ __align__(16) float A_shared[" in src and "__shared__ __align__(16) float B_shared[" in src
     assert "float C_local[1];" in src
     assert src.count("__syncthreads();") >= 2
     s, args, _ = P.rfactor_sum()

@@ -81,11 +81,89 @@ def test_storage_align_of_a_shared_tile_compiles_for_cuda():
     s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
     mod = tvm.build(s, [A, C], target="cuda")
     src = mod.imported_modules[0].get_source()
-    assert "__shared__ float A_shared[1040]" in src.replace(".", "_")   # 16 rows of 65
+    assert "__shared__ __align__(16) float A_shared[1040]" in src.replace(".", "_")   # 16 rows of 65
     a = np.random.default_rng(4).standard_normal((64, 64)).astype("float32")
     c = np.full((64, 64), np.nan, "float32")
     tvm.testing.simulate(mod, a, c)                       # the padded tile, thread by thread
     np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+def test_transform_layout_stores_a_tensor_transposed():
+    """A permuted layout changes where elements live, not what is computed; the loops follow it, it
+    combines with storage_align (padding the new rows) and it replays from the trace."""
+    A = te.placeholder((5, 3, 7), name="A")
+    B = te.compute((5, 3, 7), lambda i, j, k: A[i, j, k] * 2, name="B")
+    C = te.compute((5, 3, 7), lambda i, j, k: B[i, j, k] + 1, name="C")
+    s = te.create_schedule(C.op)
+    i, j, k = B.op.axis
+    assert s[B].transform_layout(lambda i, j, k: [k, i, j]) == [k, i, j]
+    assert s[B].leaf_iter_vars == [k, i, j]
+    s[B].storage_align(i, 8, 1)                     # i's rows (of 3) padded to 9: k's stride is 5 x 9
+    text = str(tvm.lower(s, [A, C], simple_mode=True))
+    assert "B = T.allocate([315]" in text and "B[k * 45 + i * 9 + j]" in text
+    _check(s, [A, C], lambda a: a * 2 + 1)
+    _replays(s, [C], [A, C])
+    # a second permutation composes with the first; the identity in the end stores it row-major again
+    s[B].transform_layout(lambda k, i, j: [i, j, k])
+    assert s[B].layout_order is None
+    _check(s, [A, C], lambda a: a * 2 + 1)
+
+
+def test_transform_layout_of_a_double_buffered_shared_copy_runs_thread_by_thread():
+    """The shared kernel tile of a GPU product stored column-major, padded, double buffered: fetched in
+    the source's order (coalesced), read as one float4 per thread, correct on the simulator."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    n, k = 32, 64
+    A = te.placeholder((n, k), name="A")
+    W = te.placeholder((n, k), name="W")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, r] * W[j, r], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    WW = s.cache_read(W, "shared", [CL])
+    i, j = s[C].op.axis
+    jo, ji = s[C].split(j, factor=4)
+    s[C].bind(i, te.thread_axis("blockIdx.x"))
+    s[C].bind(jo, te.thread_axis("threadIdx.x"))
+    s[C].unroll(ji)
+    s[CL].compute_at(s[C], jo)
+    ro, ri = s[CL].split(s[CL].op.reduce_axis[0], factor=8)
+    s[CL].reorder(ro, ri, *s[CL].op.axis)
+    s[WW].compute_at(s[CL], ro)
+    jw, rw = s[WW].op.axis
+    s[WW].transform_layout(lambda j, r: [r, j])
+    s[WW].reorder(jw, rw)
+    s[WW].storage_align(rw, 32, 4)
+    s[WW].double_buffer()
+    fused = s[WW].fuse(jw, rw)
+    _, t = s[WW].split(fused, factor=8)
+    s[WW].bind(t, te.thread_axis("threadIdx.x"))
+    mod = tvm.build(s, [A, W, C], target="cuda")
+    assert "ld.shared.v4.f32" in mod.imported_modules[0].get_source("ptx")
+    rng = np.random.default_rng(2)
+    a, w = rng.standard_normal((n, k)).astype("float32"), rng.standard_normal((n, k)).astype("float32")
+    c = np.full((n, n), np.nan, "float32")
+    tvm.testing.simulate(mod, a, w, c)
+    np.testing.assert_allclose(c, a @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_transform_layout_misuse_is_refused_unchanged():
+    A, B, C = _chain(8, 8)
+    s = te.create_schedule(C.op)
+    n = len(s.trace)
+    with pytest.raises(ScheduleError, match="in a new order, each once"):
+        s[B].transform_layout(lambda i, j: [i, i])
+    with pytest.raises(ScheduleError, match="permuting dimensions only"):
+        s[B].transform_layout(lambda i, j: [j // 4, i, j % 4])
+    with pytest.raises(ScheduleError, match="must take its 2 axes"):
+        s[B].transform_layout(lambda i: [i])
+    with pytest.raises(ScheduleError, match="expected a function"):
+        s[B].transform_layout([1, 0])
+    s[B].split(B.op.axis[0], factor=2)
+    m = len(s.trace)
+    with pytest.raises(ScheduleError, match="before splitting or fusing"):
+        s[B].transform_layout(lambda i, j: [j, i])
+    assert len(s.trace) == m == n + 1 and s[B].layout_order is None
 
 
 def test_storage_align_misuse_is_refused_unchanged():
@@ -134,7 +212,7 @@ def test_shared_tag_on_the_gpu_is_shared_memory():
     s[AA].bind(AA.op.axis[1], te.thread_axis("threadIdx.x"))
     s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
     src = tvm.build(s, [A, C], target="cuda").imported_modules[0].get_source()
-    assert "__shared__ float" in src and "__syncthreads()" in src
+    assert "__shared__ __align__(16) float" in src and "__syncthreads()" in src
 
 
 # ------------------------------------------------------------------ double_buffer
@@ -386,7 +464,7 @@ def test_double_buffer_of_a_shared_tile_compiles_for_cuda():
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
     A, AA, C, s = _gpu_row_sums(64, 256, "shared")
     src = tvm.build(s, [A, C], target="cuda").imported_modules[0].get_source()
-    assert "__shared__ float A_shared[512];" in src          # two tiles of 16 x 16
+    assert "__shared__ __align__(16) float A_shared[512];" in src          # two tiles of 16 x 16
     assert "tvmlab_floormod((k_outer + 1), 2) * 256" in src and "tvmlab_floormod(k_outer, 2) * 256" in src
     assert src.count("__syncthreads()") >= 2
 

@@ -16,7 +16,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.functor import substitute
 from ..lower.tensor_core import WMMA_CALLS, WMMA_SCOPES, infer_fragments
-from .cuda_vector import VectorCode, vector_type
+from .cuda_vector import SHARED_ALIGN, VectorCode, vector_type
 from .cuda_wmma import fragment_decl, wmma_call
 
 _CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
@@ -196,7 +196,8 @@ class CodeGenCUDA(VectorCode):
             raise BuildError(f"buffer {s.buffer_var.name} is allocated in {s.scope!r} memory inside a kernel; "
                              "intermediates inside kernels must be \"shared\" or \"local\"")
         self.buf_types[s.buffer_var] = t
-        prefix = ("__shared__ " if s.scope == "shared" else "") + self.align_prefix(s.buffer_var, s.dtype)
+        prefix = ("__shared__ " if s.scope == "shared" else "") + \
+            self.align_prefix(s.buffer_var, s.dtype, SHARED_ALIGN if s.scope == "shared" else 0)
         self.emit(f"{prefix}{t} {self._name(s.buffer_var)}[{count.value}];")
         self.stmt(s.body)
 

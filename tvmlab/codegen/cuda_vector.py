@@ -3,7 +3,8 @@
 A vector Load or Store whose index is ``Ramp(base, 1, lanes)`` is one wide access,
 ``*(float4*)(A + base)``, where ``base`` is provably a multiple of the lanes (tvmlab's analyzer, with the
 kernel's thread extents and loop ranges); buffers from the host are allocated aligned (``cuMemAlloc``:
-256 bytes), and ``__shared__`` / local arrays accessed so are declared ``__align__`` the access width.
+256 bytes), and ``__shared__`` / local arrays accessed so are declared ``__align__`` the access width
+(``__shared__`` arrays 16 bytes at least, so NVRTC may merge aligned scalar reads into wide ones).
 Where alignment cannot be proved, the lanes are scalar accesses (correct, just not wide).
 
 Arithmetic prints lane by lane: each vector expression is expanded into one scalar expression per lane,
@@ -26,6 +27,10 @@ from ..ir.arith import Analyzer
 from ..ir.functor import IRVisitor, substitute
 from ..ir.tensor import Range
 from ..lower.gpu_vectorize import VECTOR_CHECKS
+
+# shared arrays are declared 16-byte aligned: NVRTC then merges a thread's scalar reads of consecutive,
+# provably aligned elements into one wide read (ld.shared.v4), a quarter of the instructions
+SHARED_ALIGN = 16
 
 # (element dtype, lanes) -> CUDA vector type (half2 / __nv_bfloat162 from cuda_fp16.h / cuda_bf16.h)
 VECTOR_TYPES = {
@@ -176,9 +181,10 @@ class VectorCode:
         self.vec_widths = w.widths
         self.vec_vars = {}          # vector Var -> its lanes (Vars printing as "v.x", ...)
 
-    def align_prefix(self, buffer_var, dtype):
-        """``__align__(n) `` for an array read or written ``n`` bytes at a time (n wider than an element)."""
-        n = self.vec_widths.get(buffer_var, 0)
+    def align_prefix(self, buffer_var, dtype, least=0):
+        """``__align__(n) `` for an array read or written ``n`` bytes at a time (n wider than an element),
+        or aligned to ``least`` bytes anyway (shared memory: SHARED_ALIGN)."""
+        n = max(self.vec_widths.get(buffer_var, 0), least)
         return f"__align__({n}) " if n > dt.itemsize(dt.element_of(dtype)) else ""
 
     def loop_scope(self, loop):

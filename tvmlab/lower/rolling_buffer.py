@@ -32,7 +32,7 @@ from ..ir.stmt import IfThenElse, ProducerRealize, ProducerStore
 from ..ir.tensor import Range
 
 ROLLING_BUFFER_SCOPE = "rolling_buffer_scope"
-_HOISTED_ATTRS = ("buffer_dim_align",)      # attributes of a realize that move with it
+_HOISTED_ATTRS = ("buffer_dim_align", "buffer_dim_order")      # attributes of a realize that move with it
 _IN_ORDER = ("serial", "unrolled")
 
 

@@ -74,6 +74,7 @@ class _Flattener(IRMutator):
         self.layouts = {}
         self.bound = set(binds)
         self.dim_align = {}     # tensor -> {dim: (factor, offset)} for its next realize
+        self.dim_order = {}     # tensor -> its dimensions in storage order, for its next realize
         for t, buf in binds.items():
             strides = buf.strides if buf.strides else row_major_strides(buf.shape)
             zeros = tuple(IntImm("int32", 0) for _ in buf.shape)
@@ -97,10 +98,14 @@ class _Flattener(IRMutator):
         mins = tuple(_op.convert(r.min) for r in s.bounds)
         data = Var(t.name, "handle")
         outer = self.layouts.get(t)
-        aligns = self.dim_align.pop(t, None)
-        if aligns:
+        aligns = self.dim_align.pop(t, None) or {}
+        order = self.dim_order.pop(t, None) or tuple(range(len(extents)))
+        if aligns or order != tuple(range(len(extents))):
+            # storage dimension k is dimension order[k]; each alignment pads its dimension's stride there
             from ..schedule.storage import aligned_strides
-            strides, count = aligned_strides(extents, aligns)
+            where = {d: k for k, d in enumerate(order)}
+            inner, count = aligned_strides([extents[d] for d in order], {where[d]: a for d, a in aligns.items()})
+            strides = tuple(inner[where[d]] for d in range(len(extents)))
         else:
             strides, count = row_major_strides(extents), _element_count(extents)
         self.layouts[t] = _Layout(data, mins, strides)
@@ -124,6 +129,9 @@ class _Flattener(IRMutator):
         if s.attr_key == "buffer_dim_align":      # storage_align: padded strides for the realize inside
             d, factor, offset = (a.value for a in s.value.args)
             self.dim_align.setdefault(s.node, {})[d] = (factor, offset)
+            return self.visit(s.body)
+        if s.attr_key == "buffer_dim_order":      # transform_layout: the dimensions in storage order
+            self.dim_order[s.node] = tuple(a.value for a in s.value.args)
             return self.visit(s.body)
         if s.attr_key == "scan_state_alias":      # te.scan: the state placeholder is the scan's output
             from ..schedule.extern_ops import alias_states

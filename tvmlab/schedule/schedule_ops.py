@@ -99,6 +99,9 @@ class _Builder:
                 if any(st.attr(iv).dim_align for iv in st.op.axis):
                     from .storage import align_realize
                     body = align_realize(st, t, body)
+                if st.layout_order:
+                    from .storage import order_realize
+                    body = order_realize(st, t, body)
         return body
 
     def _realize_range(self, r):

@@ -86,7 +86,7 @@ class Stage:
 
     _STATE = ("op", "all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs",
               "attach_type", "attach_ivar", "attach_stage", "scope", "is_output", "origin_op",
-              "store_predicate", "double_buffer_scope", "rolling_buffer_scope", "group")
+              "store_predicate", "double_buffer_scope", "rolling_buffer_scope", "group", "layout_order")
 
     def __init__(self, op, schedule):
         self.schedule = schedule
@@ -109,6 +109,7 @@ class Stage:
         self.double_buffer_scope = False
         self.rolling_buffer_scope = False
         self.group = None                # the create_group Group this stage belongs to
+        self.layout_order = None         # transform_layout: the tensor's dimensions in storage order
 
     # ------------------------------------------------------------ state
     def _snapshot(self):
@@ -434,6 +435,18 @@ class Stage:
         """
         from .storage import storage_align
         storage_align(self, axis, factor, offset)
+
+    def transform_layout(self, mapping_function):
+        """Store this stage's tensor with its dimensions in another order (TVM's ``transform_layout`` for
+        the mappings that permute the axes): ``s[B].transform_layout(lambda i, j: [j, i])`` keeps ``B``
+        column by column.  Reads and writes keep their indices; only the storage changes.  The stage's
+        loops then run in the new order (the new row-major traversal), which are returned; they may be
+        reordered again (e.g. a shared-memory copy fetched in its source's order, stored transposed).
+
+        Used to give a thread's values one aligned, vector-wide place in shared memory (see
+        ``topi.cuda.conv2d``).  Call it before splitting or fusing the stage's axes."""
+        from .storage import transform_layout
+        return transform_layout(self, mapping_function)
 
     def double_buffer(self):
         """Keep two copies of this stage's buffer: compute the next tile while the current is read."""

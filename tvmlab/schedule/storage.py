@@ -1,4 +1,4 @@
-"""Storage-level schedule primitives: storage_align, double_buffer, rolling_buffer, prefetch.
+"""Storage-level schedule primitives: storage_align, transform_layout, double_buffer, rolling_buffer, prefetch.
 
 Each primitive checks its arguments and records one trace step; the effect
 is made when the schedule is lowered:
@@ -6,6 +6,8 @@ is made when the schedule is lowered:
 - ``storage_align(axis, factor, offset)``: storage flattening pads the stride
   of that dimension to ``k * factor + offset`` (a realize annotated with
   ``buffer_dim_align``).
+- ``transform_layout(fn)``: ``fn`` permutes the stage's axes; storage flattening lays the tensor
+  out in that order (a realize annotated with ``buffer_dim_order``), and the stage's loops follow it.
 - ``double_buffer()``: for a stage computed at a serial loop, ScheduleOps
   keeps two tiles: before the loop it computes the first; iteration ``k``
   computes tile ``k + 1`` into the other half while its consumer reads tile
@@ -32,6 +34,7 @@ from ..ir.stmt import AttrStmt, Evaluate, For, IfThenElse, ProducerRealize, Prod
 from ..ir.tensor import PlaceholderOp, Range, Tensor
 
 DIM_ALIGN = "buffer_dim_align"
+DIM_ORDER = "buffer_dim_order"
 ROLLING_BUFFER_SCOPE = "rolling_buffer_scope"
 CACHE_LINE = 64
 
@@ -59,6 +62,48 @@ def storage_align(st, axis, factor, offset):
             raise ScheduleError(f"storage_align of {st.name}: offset {offset} must be below factor {factor}")
         st.iter_var_attrs[iv] = replace(st.attr(iv), dim_align=(factor, offset))
         st._record("storage_align", axis=iv, factor=factor, offset=offset)
+
+
+def transform_layout(st, fn):
+    with st._txn():
+        st._check_compute("transform_layout")
+        st._check_not_inlined("transform_layout")
+        axes = list(st.op.axis)
+        order = list(st.layout_order or range(len(axes)))     # storage dimension k is axis order[k]
+        if not callable(fn):
+            raise ScheduleError(f"transform_layout of {st.name}: expected a function of its {len(axes)} axes, "
+                                f"got {fn!r}")
+        names = [axes[k].var.name for k in order]
+        current = [axes[k].var for k in order]
+        try:
+            out = fn(*current)
+        except TypeError as e:
+            raise ScheduleError(f"transform_layout of {st.name}: the mapping must take its {len(axes)} axes "
+                                f"({', '.join(names)}): {e}") from None
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        perm = [next((k for k, v in enumerate(current) if v is e), None) for e in out]
+        if None in perm or sorted(perm) != list(range(len(axes))):
+            raise ScheduleError(f"transform_layout of {st.name}: the mapping must return its axes "
+                                f"({', '.join(names)}) in a new order, each once; got {out!r} (tvmlab "
+                                "transforms layouts by permuting dimensions only)")
+        if any(a not in st.leaf_iter_vars for a in axes):
+            raise ScheduleError(f"transform_layout of {st.name}: call it before splitting or fusing the "
+                                "stage's axes (its loops are put in the new order)")
+        new = [order[k] for k in perm]
+        st.reorder(*[axes[k] for k in new])
+        st.layout_order = None if new == list(range(len(axes))) else tuple(new)
+        st._record("transform_layout", perm=perm)
+        return [axes[k] for k in new]
+
+
+def order_realize(st, t, realize, first_dim=0):
+    """Wrap a realize of ``t`` in a ``buffer_dim_order`` attribute when ``st`` has a transformed layout
+    (dimension ``d`` of the stage is ``first_dim + d`` of ``t``; the ones before stay outermost)."""
+    if not st.layout_order:
+        return realize
+    order = tuple(range(first_dim)) + tuple(first_dim + d for d in st.layout_order)
+    return AttrStmt(t, DIM_ORDER, Call("handle", "tvm_tuple", tuple(_op.const(d, "int32") for d in order)),
+                    realize)
 
 
 def _mark_buffer(st, primitive, attr, other_attr, what, other_what):
@@ -234,4 +279,5 @@ def double_buffer_loop(b, st, iv, stages, body):
         out = ProducerRealize(t2, tuple(Range(_op.const(0, "int32"), e) for e in shape), _op.const(True),
                               out, scope)
         out = align_realize(x, t2, out, first_dim=1)     # the copy index comes first
+        out = order_realize(x, t2, out, first_dim=1)
     return out

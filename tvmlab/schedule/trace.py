@@ -208,6 +208,9 @@ def apply_step(sch, step, symbols=None):
             return fn(st.axis(args["axis"], "tensorize axis"), lookup(args["intrin"]))
         elif p == "storage_align":
             return fn(st.axis(args["axis"], "storage_align axis", leaf=False), args["factor"], args["offset"])
+        elif p == "transform_layout":
+            perm = list(args["perm"])
+            return fn(lambda *axes: [axes[k] for k in perm])
         elif p == "prefetch":
             return fn(sch.tensor_by_name(args["tensor"]), st.axis(args["var"], "prefetch axis"),
                       args["offset"])
@@ -348,6 +351,8 @@ class _PythonWriter:
                         f"tvmlab.schedule.tensorize.lookup({a['intrin']!r}))")
             if p == "storage_align":
                 return f"{S}.storage_align({ax(a['axis'])}, {a['factor']}, {a['offset']})"
+            if p == "transform_layout":
+                return f"{S}.transform_layout(lambda *a: [{', '.join(f'a[{k}]' for k in a['perm'])}])"
             if p in ("double_buffer", "rolling_buffer"):
                 return f"{S}.{p}()"
             if p == "prefetch":

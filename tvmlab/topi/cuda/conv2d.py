@@ -8,6 +8,8 @@ virtual threads; a weight read from shared memory serves all of a thread's pixel
 The input channels run in steps of ``rc_step``: each step fetches the padded input window the tile reads
 (its halo included) and the kernel slice for the block's channels into shared memory, all threads of the
 block together, double buffered where it fits; the window is then read once for every kernel position.
+The slice is stored with the output channels innermost (``transform_layout``), so a thread's channels for
+one kernel position are one aligned float4 read, not four.
 Elementwise operators after the convolution (bias, batch norm, activation, a residual add) are computed
 where each output is written.  Shapes the tiles do not divide are guarded.
 
@@ -68,6 +70,18 @@ def _pixel_tile(extent):
 config_hook = None
 
 
+# the kernel slice in shared memory: output channels innermost (a thread's channels side by side, read as
+# one float4), each row of them padded to 4 past a multiple of 32 words so the copy's stores, which walk the
+# kernel in its own order (coalesced reads), fall into 8 banks, not one
+KERNEL_ROW_ALIGN = (32, 4)
+
+
+def kernel_row(fb):
+    """Words per row of the shared kernel slice holding ``fb`` output channels (see KERNEL_ROW_ALIGN)."""
+    f, o = KERNEL_ROW_ALIGN
+    return fb + (f + o - fb % f) % f
+
+
 def shared_bytes(conv, choices, elem=4):
     """Shared memory of one step of the tiled schedule (``choices`` as ``hand_written`` gives them): the
     kernel slice of the block's channels and the padded input window the block's pixels read."""
@@ -78,7 +92,7 @@ def shared_bytes(conv, choices, elem=4):
     step, ry, rx = choices["rc"], min(choices["ry"], kh), min(choices["rx"], kw)
     win_h = (rows - 1) * sh + (ry - 1) * dh + 1
     win_w = (cols - 1) * sw + (rx - 1) * dw + 1
-    return (fb * step * ry * rx + step * win_h * (win_w + 1)) * elem
+    return (kernel_row(fb) * step * ry * rx + step * win_h * (win_w + 1)) * elem
 
 
 def hand_written(conv, out, fb=FB, tf=TF, vf=VF, vx=None):
@@ -183,6 +197,11 @@ def _tiled(out, conv, choices):
         s[OL].unroll(ax)
     double = 2 * shared_bytes(conv, choices) <= SHARED_BYTES and extent > 1
     threads = (("threadIdx.z", tf), ("threadIdx.y", ty_n), ("threadIdx.x", tx_n))
+    # the kernel slice stored (input channel, row, column, output channel), fetched in the kernel's order
+    o, i, h, w = s[WW].op.axis
+    s[WW].transform_layout(lambda o, i, h, w: [i, h, w, o])
+    s[WW].reorder(o, i, h, w)
+    s[WW].storage_align(w, *KERNEL_ROW_ALIGN)
     for X in (AA, WW):
         s[X].compute_at(s[OL], attach)
         if double:
