@@ -30,7 +30,7 @@ class FakePyCUDA:
     and the images handed to module_from_buffer are kept."""
 
     def __init__(self, cc=(8, 6)):
-        self.cc, self.images, self.memory = cc, [], {}
+        self.cc, self.images, self.memory, self.freed = cc, [], {}, []
         fake = self
 
         class Device:
@@ -54,15 +54,21 @@ class FakePyCUDA:
         pass
 
     def mem_alloc(self, n):
-        ptr = 0x1000 * (len(self.memory) + 1)
+        ptr = 0x1000 * (len(self.memory) + len(self.freed) + 1)
         self.memory[ptr] = bytearray(n)
-        return ptr
+        fake = self
+
+        class Allocation(int):       # pycuda's DeviceAllocation: an address that can be freed
+            def free(self):
+                fake.freed.append(int(self))
+                del fake.memory[int(self)]
+        return Allocation(ptr)
 
     def memcpy_htod(self, mem, arr):
-        self.memory[mem][:arr.nbytes] = arr.tobytes()
+        self.memory[int(mem)][:arr.nbytes] = arr.tobytes()
 
     def memcpy_dtoh(self, arr, mem):
-        arr.reshape(-1).view(np.uint8)[:] = np.frombuffer(bytes(self.memory[mem][:arr.nbytes]), np.uint8)
+        arr.reshape(-1).view(np.uint8)[:] = np.frombuffer(bytes(self.memory[int(mem)][:arr.nbytes]), np.uint8)
 
     def module_from_buffer(self, image):
         self.images.append(bytes(image))
@@ -215,3 +221,66 @@ def test_build_reads_the_arch_from_the_chosen_binding(monkeypatch):
     kmod = tvm.build(s, [A, B], "cuda").imported_modules[0]
     assert kmod.arch == 90 and ".target sm_90" in kmod.get_source("ptx")
     assert kmod.get_source("cubin")[:4] == b"\x7fELF"
+
+
+def test_device_memory_is_freed_with_its_array_and_intermediates_are_kept_between_calls(monkeypatch):
+    """An array's memory goes back to the driver when the array goes; a function's intermediate buffers
+    (a kernel per stage) are allocated on the first call and reused by the next ones."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    import gc
+    drv = install_fake_pycuda(monkeypatch)
+    cd.use_binding("pycuda")
+    dev = tvm.cuda(0)
+    a = tvm.nd.array(np.arange(8, dtype="float32"), dev)
+    assert len(drv.memory) == 1 and not drv.freed
+    np.testing.assert_array_equal(a.numpy(), np.arange(8))
+    del a
+    gc.collect()
+    assert len(drv.freed) == 1 and not drv.memory
+    # two stages, each its own kernel: B is an intermediate in global memory
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    for t in (B, C):
+        bx, tx = s[t].split(t.op.axis[0], factor=32)
+        s[t].bind(bx, te.thread_axis("blockIdx.x"))
+        s[t].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, C], "cuda")
+    x, y = tvm.nd.array(np.ones(64, "float32"), dev), tvm.nd.array(np.zeros(64, "float32"), dev)
+    f(x, y)
+    assert len(drv.memory) == 3                  # x, y and B
+    for _ in range(3):
+        f(x, y)
+    assert len(drv.memory) == 3 and len(drv.freed) == 1       # no new buffer, none freed
+    del f
+    gc.collect()
+    assert len(drv.memory) == 2 and len(drv.freed) == 2       # B went with the function
+
+
+def test_cuda_python_frees_memory_and_unloads_modules_on_the_devices_context():
+    log = []
+
+    class Driver:
+        def cuCtxSetCurrent(self, ctx):
+            log.append(("current", ctx))
+            return (0,)
+
+        def cuMemFree(self, mem):
+            log.append(("free", mem))
+            return (0,)
+
+        def cuModuleUnload(self, module):
+            log.append(("unload", module))
+            return (0,)
+
+    b = object.__new__(cd._CudaPython)
+    b.d, b.ctx = Driver(), {0: "ctx0"}
+    cd._STATE["backend"] = b
+    cd.release(tvm.cuda(0), "free", "mem1")
+    cd.release(tvm.cuda(0), "unload", "mod1")
+    cd.release(tvm.cuda(0), "free", None)                 # nothing to give back
+    assert log == [("current", "ctx0"), ("free", "mem1"), ("current", "ctx0"), ("unload", "mod1")]
+    cd._STATE["backend"] = None
+    cd.release(tvm.cuda(0), "free", "mem2")                 # no driver (interpreter exit): nothing, no error
+    assert len(log) == 4

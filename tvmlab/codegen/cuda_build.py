@@ -205,7 +205,13 @@ class CUDAFunction(DeviceHost):
     def __init__(self, host, launches, kernel_module):
         super().__init__(host, launches)
         self.kmod = kernel_module
-        self._loaded = None
+        self._loaded = None     # (device, loaded module, {kernel name: function}) after the first call
+        self._temps = {}        # (device id, k, dtype, count) -> the k-th intermediate buffer, kept between calls
+
+    def __del__(self):
+        loaded = getattr(self, "_loaded", None)
+        if loaded is not None:
+            cuda_driver.release(loaded[0], "unload", loaded[1])
 
     def __repr__(self):
         return f"<CUDAFunction {self.name}({', '.join(p.name for p in self.host.params)})>"
@@ -231,11 +237,17 @@ class CUDAFunction(DeviceHost):
         b = cuda_driver.require(dev)
         if self._loaded is None:
             module = b.load(self.kmod.image_for(b.compute_capability(dev.device_id))[1])
-            self._loaded = (module, {ln.name: b.function(module, ln.name) for ln in self.launches})
-        for var, dtype, count in self.temp_sizes(env):
-            values[var] = cuda_driver.CUDANDArray((count,), dtype, dev)
+            self._loaded = (dev, module, {ln.name: b.function(module, ln.name) for ln in self.launches})
+        for k, (var, dtype, count) in enumerate(self.temp_sizes(env)):
+            # the kernels of one function run in order on one stream: a call's intermediates may reuse the
+            # last call's buffers (allocating them each call took driver time between the launches)
+            key = (dev.device_id, k, dtype, count)
+            if key not in self._temps:
+                self._temps = {x: v for x, v in self._temps.items() if x[:2] != key[:2]}
+                self._temps[key] = cuda_driver.CUDANDArray((count,), dtype, dev)
+            values[var] = self._temps[key]
         def launch(ln, grid, block, kargs):
-            b.launch(self._loaded[1][ln.name], grid, block, 0, kargs)   # shared memory is static
+            b.launch(self._loaded[2][ln.name], grid, block, 0, kargs)   # shared memory is static
         self.run_host(env, values, launch)
 
     def prepare(self, *args):

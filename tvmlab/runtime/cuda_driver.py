@@ -58,6 +58,12 @@ class _PyCUDA:
     def alloc(self, nbytes):
         return self.drv.mem_alloc(max(nbytes, 1))
 
+    def free(self, mem):
+        mem.free()
+
+    def unload(self, module):
+        pass                    # pycuda unloads a module when its object goes
+
     def ptr(self, mem):
         return int(mem)
 
@@ -128,6 +134,12 @@ class _CudaPython:
 
     def alloc(self, nbytes):
         return self._check(self.d.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc")
+
+    def free(self, mem):
+        self._check(self.d.cuMemFree(mem), "cuMemFree")
+
+    def unload(self, module):
+        self._check(self.d.cuModuleUnload(module), "cuModuleUnload")
 
     def ptr(self, mem):
         return int(mem)
@@ -324,6 +336,20 @@ def require(device):
     return b
 
 
+def release(device, what, handle):
+    """Give ``handle`` back to the driver (``what``: "free" for memory, "unload" for a module) on
+    ``device``'s context, from a ``__del__``: never raises (at interpreter exit the driver may be gone;
+    inside a CUDA graph capture a free is not allowed and the memory stays)."""
+    b = _STATE.get("backend")
+    if handle is None or b is None:
+        return
+    try:
+        b.activate(device.device_id)
+        getattr(b, what)(handle)
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass
+
+
 def _sync(dev_id):
     require(Device("cuda", dev_id)).sync()
 
@@ -333,15 +359,21 @@ def _time(dev_id, fn):
 
 
 class CUDANDArray(DeviceNDArray):
-    """An array in CUDA device memory; ``numpy()`` copies it back to the host."""
+    """An array in CUDA device memory; ``numpy()`` copies it back to the host.  Its memory is freed
+    when the array goes (a process that makes arrays in a loop, such as a tuning runner, keeps its GPU
+    memory)."""
     __slots__ = ("_mem",)
 
     def __init__(self, shape, dtype, device):
+        self._mem = None
         b = require(device)
         self._shape, self._dtype, self._device = tuple(shape), dtype, device
         nbytes = int(np.prod(self._shape, dtype=np.int64)) * dt.to_numpy(dtype).itemsize
         self._mem = b.alloc(nbytes)
         self._ptr = b.ptr(self._mem)
+
+    def __del__(self):
+        release(self._device, "free", getattr(self, "_mem", None))
 
     def _read(self):
         out = np.empty(self._shape, dtype=dt.to_numpy(self._dtype))
