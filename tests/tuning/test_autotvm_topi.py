@@ -5,6 +5,7 @@ import numpy as np
 import tvmlab as tvm
 from tvmlab import autotvm, te, topi
 from tvmlab.autotvm import topi_templates
+from tvmlab.topi.testing import conv2d_nchw_python
 
 
 def _matmul(m, k, n):
@@ -20,6 +21,20 @@ def _hand_written(schedule, out):
         return schedule(out).trace.as_python()
     finally:
         mod.config_hook = hook
+
+
+def _tune_checked(task, log, n, seed, number=1):
+    """``n`` random configs of ``task`` tuned into ``log``, each checked against the fallback's outputs;
+    every one must measure without error.  Returns the records."""
+    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
+                                 runner=autotvm.LocalRunner(timeout=30, number=number, repeat=1,
+                                                            check_correctness=True))
+    tuner = autotvm.tuner.RandomTuner(task, seed=seed)
+    tuner.tune(n_trial=n, measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
+    opt["runner"].close()
+    recs = list(autotvm.record.load_from_file(str(log)))
+    assert len(recs) == n and all(r.error_no == 0 for _, r in recs)
+    return recs
 
 
 def _check_matmul(s, A, B, C, m, k, n):
@@ -72,13 +87,7 @@ def test_tuned_matmul_is_used_by_schedule_matmul(tmp_path):
     m, k, n = 50, 70, 90            # nothing divides: guarded tails everywhere
     task = autotvm.task.create("matmul.x86", args=(m, k, n, "float32"), target="llvm")
     log = tmp_path / "mm.log"
-    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
-                                 runner=autotvm.LocalRunner(timeout=30, number=2, repeat=1, check_correctness=True))
-    tuner = autotvm.tuner.RandomTuner(task, seed=5)
-    tuner.tune(n_trial=4, measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
-    opt["runner"].close()
-    recs = list(autotvm.record.load_from_file(str(log)))
-    assert len(recs) == 4 and all(r.error_no == 0 for _, r in recs)
+    recs = _tune_checked(task, log, 4, seed=5, number=2)
     best = min(recs, key=lambda p: np.mean(p[1].costs))[0].config
     A, B, C = _matmul(m, k, n)
     with autotvm.apply_history_best(str(log)):
@@ -258,12 +267,8 @@ def test_conv2d_nchwc_template_tunes_the_kernel_relay_builds(tmp_path):
     g = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     g.set_input("x", xs)
     g.run()
-    xp = np.pad(xs, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    ref = np.zeros((1, 32, 14, 14), "float32")
-    for oy in range(14):
-        for ox in range(14):
-            ref[:, :, oy, ox] = np.tensordot(xp[:, :, oy:oy + 3, ox:ox + 3], wnp, axes=([1, 2, 3], [1, 2, 3]))
-    np.testing.assert_allclose(g.get_output(0).numpy(), np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+    want = np.maximum(conv2d_nchw_python(xs, wnp, 1, 1), 0)
+    np.testing.assert_allclose(g.get_output(0).numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_conv_with_fewer_channels_than_a_vector_is_a_task_too(tmp_path):
@@ -279,13 +284,7 @@ def test_a_conv_with_fewer_channels_than_a_vector_is_a_task_too(tmp_path):
     assert (task.name, task.args) == ("conv2d_NCHWc.x86", (1, 3, 32, 32, 3, 5, 5, 1, 0, "float32"))
     assert len(task.config_space) > 1
     log = tmp_path / "small.log"
-    opt = autotvm.measure_option(builder=autotvm.LocalBuilder(timeout=30),
-                                 runner=autotvm.LocalRunner(timeout=30, number=1, repeat=1, check_correctness=True))
-    tuner = autotvm.tuner.RandomTuner(task, seed=2)
-    tuner.tune(n_trial=3, measure_option=opt, callbacks=[autotvm.callback.log_to_file(str(log))])
-    opt["runner"].close()
-    recs = list(autotvm.record.load_from_file(str(log)))
-    assert len(recs) == 3 and all(r.error_no == 0 for _, r in recs)
+    _tune_checked(task, log, 3, seed=2)
     xs = rng.uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
     ws = rng.uniform(-1, 1, (3, 3, 5, 5)).astype("float32")
     with autotvm.apply_history_best(str(log)), tvm.transform.PassContext(opt_level=3):
@@ -294,8 +293,4 @@ def test_a_conv_with_fewer_channels_than_a_vector_is_a_task_too(tmp_path):
     g.set_input("x", xs)
     g.set_input("w", ws)
     g.run()
-    ref = np.zeros((1, 3, 28, 28), "float32")
-    for oy in range(28):
-        for ox in range(28):
-            ref[:, :, oy, ox] = np.tensordot(xs[:, :, oy:oy + 5, ox:ox + 5], ws, axes=([1, 2, 3], [1, 2, 3]))
-    np.testing.assert_allclose(g.get_output(0).numpy(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(g.get_output(0).numpy(), conv2d_nchw_python(xs, ws, 1, 0), rtol=1e-4, atol=1e-4)
