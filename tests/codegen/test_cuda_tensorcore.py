@@ -1,5 +1,6 @@
 """Tensor cores (wmma): CUDA C and PTX, fragment inference, the simulator's warp-collective calls, and
 topi.cuda.dense_tensorcore / batch_matmul_tensorcore against numpy."""
+import importlib
 import re
 
 import numpy as np
@@ -55,6 +56,28 @@ def test_dense_tensorcore_on_the_simulator(rng, m, n, k, out_dtype):
     want = x.astype("float32") @ w.astype("float32").T
     tol = 1e-4 if out_dtype == "float32" else 2e-2
     np.testing.assert_allclose(c.astype("float32"), want, rtol=tol, atol=tol)
+
+
+def test_large_products_take_128_by_128_block_tiles(rng, monkeypatch):
+    """Products with enough blocks take 4 x 4 fragments per warp (a 128 x 128 block tile, half the L2
+    bytes per FLOP of 64 x 64): here forced at a small size, checked thread by thread; ptxas fits it
+    without spills."""
+    tc = importlib.import_module("tvmlab.topi.cuda.tensorcore")
+    m, n, k = 256, 128, 64
+
+    def grid(f):
+        (ln,) = f.get_function(f.entry_name).launches
+        return ln.grid(), ln.block()
+    assert grid(_dense(m, n, k, target="cuda -arch=sm_90")) == ((2, 4, 1), (32, 2, 2))     # 64 x 64 tiles
+    monkeypatch.setattr(tc, "LARGE_BLOCKS", 2)
+    f = _dense(m, n, k, target="cuda -arch=sm_90")
+    assert grid(f) == ((1, 2, 1), (32, 2, 2))                                              # 128 x 128
+    res = f.imported_modules[0].get_source("resources")
+    assert "128 threads/block" in res and "spills: 0 B stores, 0 B loads" in res
+    x, w = _rand(rng, m, k), _rand(rng, n, k)
+    c = np.full((m, n), np.nan, "float32")
+    tvm.testing.simulate(f, x, w, c)
+    np.testing.assert_allclose(c, x.astype("float32") @ w.astype("float32").T, rtol=1e-4, atol=1e-4)
 
 
 def test_fragment_shapes_follow_the_problem():

@@ -74,10 +74,13 @@ config_hook = None
 # one float4), each row of them padded to 4 past a multiple of 32 words so the copy's stores, which walk the
 # kernel in its own order (coalesced reads), fall into 8 banks, not one
 KERNEL_ROW_ALIGN = (32, 4)
+CHANNELS_INNERMOST = True      # False: the slice in the kernel's own order (a word per read), as before
 
 
 def kernel_row(fb):
     """Words per row of the shared kernel slice holding ``fb`` output channels (see KERNEL_ROW_ALIGN)."""
+    if not CHANNELS_INNERMOST:
+        return fb
     f, o = KERNEL_ROW_ALIGN
     return fb + (f + o - fb % f) % f
 
@@ -198,10 +201,11 @@ def _tiled(out, conv, choices):
     double = 2 * shared_bytes(conv, choices) <= SHARED_BYTES and extent > 1
     threads = (("threadIdx.z", tf), ("threadIdx.y", ty_n), ("threadIdx.x", tx_n))
     # the kernel slice stored (input channel, row, column, output channel), fetched in the kernel's order
-    o, i, h, w = s[WW].op.axis
-    s[WW].transform_layout(lambda o, i, h, w: [i, h, w, o])
-    s[WW].reorder(o, i, h, w)
-    s[WW].storage_align(w, *KERNEL_ROW_ALIGN)
+    if CHANNELS_INNERMOST:
+        o, i, h, w = s[WW].op.axis
+        s[WW].transform_layout(lambda o, i, h, w: [i, h, w, o])
+        s[WW].reorder(o, i, h, w)
+        s[WW].storage_align(w, *KERNEL_ROW_ALIGN)
     for X in (AA, WW):
         s[X].compute_at(s[OL], attach)
         if double:

@@ -24,6 +24,7 @@ from ..generic import as_outputs
 
 FRAGMENTS = ((16, 16, 16), (32, 8, 16), (8, 32, 16))
 WARP = 32
+LARGE_BLOCKS = 256      # blocks the 128 x 128 tiles must make (about two per multiprocessor of an H100)
 
 
 def _buffer(shape, dtype, scope, name, factor, strided=True):
@@ -223,8 +224,13 @@ def _schedule_product(s, C, batched, tail=None):
     M, N = shape[-2], shape[-1]
     K = int(prod.reduce_axis[0].dom.extent)
     fm, fn, fk = fragment_shape(M, N, K, "schedule_tensorcore")
-    wrt = _pick(M // fm, (2, 1))                   # fragments per warp, rows / cols
-    wct = _pick(N // fn, (2, 1))
+    # fragments per warp, rows / cols: 4 x 4 (a 128 x 128 block tile) where that still makes LARGE_BLOCKS
+    # blocks, else 2 x 2 (64 x 64).  Each block reads its two operand slices through L2 once per step: the
+    # larger tile halves those bytes per FLOP, which at 64 x 64 tiles bound 4096^3 (160 TFLOP/s on an H100
+    # is 5 TB/s from L2); a smaller product needs the smaller tiles to fill the GPU's multiprocessors
+    big = (M // (2 * 4 * fm)) * (N // (2 * 4 * fn)) >= LARGE_BLOCKS
+    wrt = _pick(M // fm, (4, 2, 1) if big else (2, 1))
+    wct = _pick(N // fn, (4, 2, 1) if big else (2, 1))
     brw = _pick(M // (fm * wrt), (2, 1))           # warps per block, rows / cols
     bcw = _pick(N // (fn * wct), (2, 1))
     chunk = _pick(K // fk, (4, 2, 1))              # fragments of K per shared tile
