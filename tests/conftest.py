@@ -23,6 +23,18 @@ from tvmlab.testing import poison as _poison
 from tvmlab.testing import random_data, tolerance
 
 
+# property tests (hypothesis) draw the same examples on every run, so a run's result does not depend
+# on luck; HYPOTHESIS_PROFILE=explore draws new ones each run, to look for new failures
+try:
+    from hypothesis import settings as _hyp
+
+    _hyp.register_profile("tvmlab", derandomize=True, database=None)
+    _hyp.register_profile("explore", derandomize=False)
+    _hyp.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "tvmlab"))
+except ImportError:      # hypothesis is a test dependency; without it the property tests do not import
+    pass
+
+
 # the machine figures the explorer keeps (tvmlab.bench.machine) go to a folder of this run,
 # never into the user's cache
 os.environ.setdefault("TVMLAB_CACHE_DIR", tempfile.mkdtemp(prefix="tvmlab-test-cache-"))

@@ -198,3 +198,15 @@ def test_unbounded_vars_are_symbols():
     assert isinstance(s, E.IntImm) and s.value == 0
     lo, hi = Analyzer().bounds(x)
     assert lo == -math.inf and hi == math.inf
+
+
+def test_a_quotient_written_as_a_sum_is_simplified_as_sums_are():
+    """Found by test_simplify_is_idempotent: ``(min(n, n - i + 1) * 2 - 1) // 2`` became
+    ``min(n - i + 1, n) - 1``, which a second pass turned into ``min(n - 1, n - i)``; the quotient's sum
+    now gets the sums' rules at once."""
+    n, i = E.SizeVar("n"), E.Var("i")
+    specs = [(1, 1, None, False), (0, 3, None, False)]
+    e = E.FloorDiv(E.Add(E.Mul(E.Min(n, E.Add(_c(1), E.Sub(n, i))), _c(2)), _c(-1)), _c(2))
+    once = _analyzer([n, i], specs).simplify(e)
+    twice = _analyzer([n, i], specs).simplify(once)
+    assert str(once) == str(twice) == "T.min(n - 1, n - i)"

@@ -41,6 +41,14 @@ class DivModRules:
     """The ``FloorDiv`` / ``FloorMod`` / ``Div`` / ``Mod`` rules; ``self`` is the Simplifier."""
 
     def _divmod(self, e):
+        r = self._divmod_rules(e)
+        if type(r) in (E.Add, E.Sub) and is_index(r.dtype):
+            # a quotient written as a sum (``min(a, b) * 2 - 1) // 2`` -> ``min(a, b) - 1``) gets the sums'
+            # own rules (terms moved into a min / max, div-mod pairs merged), as simplifying it again would
+            return L.to_expr(self.form(r))
+        return r
+
+    def _divmod_rules(self, e):
         t = type(e)
         a, b = self.visit(e.a), self.visit(e.b)
         if not is_index(a.dtype):

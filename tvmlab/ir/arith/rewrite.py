@@ -436,8 +436,10 @@ class Simplifier(DivModRules, MinMaxSumRules):
 
     def _compare_index(self, t, a, b):
         dtype = a.dtype
+        # the difference gets the sums' rules (a term moved into a min / max), as its sides would when
+        # the comparison is simplified again
         if t in (E.LT, E.LE):
-            d = L.add(self.form(b), self.form(a), -1)       # a < b  <=>  d > 0
+            d = self._fold_min_max(L.add(self.form(b), self.form(a), -1))       # a < b  <=>  d > 0
             k = 1 if t is E.LT else 0
             if self.prove_ge(d, k):
                 return _bool(True)
@@ -452,7 +454,7 @@ class Simplifier(DivModRules, MinMaxSumRules):
             else:
                 lhs, rhs = neg, L.add(pos, L.constant(dtype, d.const))
             return t(L.to_expr(lhs), L.to_expr(rhs))
-        d = L.add(self.form(a), self.form(b), -1)
+        d = self._fold_min_max(L.add(self.form(a), self.form(b), -1))
         is_eq = t is E.EQ
         if d.is_const:
             return _bool((d.const == 0) == is_eq)
