@@ -8,7 +8,7 @@ import pytest
 
 import tvmlab as tvm
 from tvmlab import te
-from tvmlab.errors import DeviceError
+from tvmlab.errors import DeviceError, RuntimeArgError
 from tvmlab.runtime import cuda_driver as cd
 
 import gpu_programs as P
@@ -72,7 +72,12 @@ class FakePyCUDA:
 
     def module_from_buffer(self, image):
         self.images.append(bytes(image))
-        return types.SimpleNamespace(get_function=lambda name: lambda *a, **k: None)
+        launches = self.launches = []
+
+        def get_function(name):
+            return lambda *a, **k: launches.append((name, [int(x) if isinstance(x, np.uintp) else x.value
+                                                           for x in a], k))
+        return types.SimpleNamespace(get_function=get_function)
 
 
 def install_fake_pycuda(monkeypatch, cc=(8, 6)):
@@ -284,3 +289,39 @@ def test_cuda_python_frees_memory_and_unloads_modules_on_the_devices_context():
     cd._STATE["backend"] = None
     cd.release(tvm.cuda(0), "free", "mem2")                 # no driver (interpreter exit): nothing, no error
     assert len(log) == 4
+
+
+def test_a_prepared_call_launches_what_a_call_does_and_keeps_its_arrays(monkeypatch):
+    """``prepare`` (the graph executor's calls) checks and plans once; each call then only launches, the
+    same kernels with the same arguments as a plain call, and the arrays live as long as the call."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (the cuda extra) is not installed")
+    import gc
+    drv = install_fake_pycuda(monkeypatch)
+    cd.use_binding("pycuda")
+    dev = tvm.cuda(0)
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    for t in (B, C):
+        bx, tx = s[t].split(t.op.axis[0], factor=32)
+        s[t].bind(bx, te.thread_axis("blockIdx.x"))
+        s[t].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tvm.build(s, [A, C], "cuda")
+    x, y = tvm.nd.array(np.ones(64, "float32"), dev), tvm.nd.array(np.zeros(64, "float32"), dev)
+    f(x, y)
+    plain = list(drv.launches)
+    assert [name for name, _, _ in plain] == ["default_function_kernel0", "default_function_kernel1"]
+    call = f.get_function(f.entry_name).prepare(x, y)
+    del x, y
+    gc.collect()
+    assert len(drv.memory) == 3                 # the prepared call holds x, y (and B with the function)
+    drv.launches.clear()
+    call()
+    call()
+    assert drv.launches == plain * 2
+    with pytest.raises(RuntimeArgError, match="expected"):
+        f.get_function(f.entry_name).prepare(tvm.nd.array(np.ones(64, "float32")), tvm.nd.empty((64,)))
+    del call
+    gc.collect()
+    assert len(drv.memory) == 1

@@ -24,6 +24,8 @@ import warnings
 from typing import NamedTuple
 
 from ..errors import BuildError, DeviceError, RuntimeArgError
+from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.function import IRModule
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
@@ -229,6 +231,29 @@ class CUDAFunction(DeviceHost):
         return (value, _ct(dtype))
 
     def __call__(self, *args):
+        b, dev, env, values = self._setup(args)
+        def launch(ln, grid, block, kargs):
+            b.launch(self._loaded[2][ln.name], grid, block, 0, kargs)   # shared memory is static
+        self.run_host(env, values, launch)
+
+    def prepare(self, *args):
+        """A call with these arguments, checked and planned now: each call then only launches the
+        kernels (the graph executor's calls, whose arrays never change).  The plan holds the arrays."""
+        b, dev, env, values = self._setup(args)
+        if any(isinstance(x, S.Evaluate) and isinstance(x.value, E.Call) and x.value.op == "tvm_call_packed"
+               for x in _host_calls(self.host.body)):
+            return lambda: self(*args)          # a host call in between: run it as a whole each time
+        plan = []
+        self.run_host(env, values, lambda ln, grid, block, kargs: plan.append(
+            (self._loaded[2][ln.name], grid, block, b.pack(kargs))))
+
+        def call(_keep=(args, values)):          # the arrays the plan's pointers point into live as long
+            bb = cuda_driver.require(dev)
+            for fn, grid, block, packed in plan:
+                bb.launch_packed(fn, grid, block, 0, packed)
+        return call
+
+    def _setup(self, args):
         dev = next((a.device for a in args if isinstance(a, cuda_driver.CUDANDArray)), None)
         if cuda_driver.backend() is None:
             raise DeviceError(f"{self.name}: there is no CUDA device on this machine "
@@ -246,12 +271,14 @@ class CUDAFunction(DeviceHost):
                 self._temps = {x: v for x, v in self._temps.items() if x[:2] != key[:2]}
                 self._temps[key] = cuda_driver.CUDANDArray((count,), dtype, dev)
             values[var] = self._temps[key]
-        def launch(ln, grid, block, kargs):
-            b.launch(self._loaded[2][ln.name], grid, block, 0, kargs)   # shared memory is static
-        self.run_host(env, values, launch)
+        return b, dev, env, values
 
-    def prepare(self, *args):
-        return lambda: self(*args)
+
+def _host_calls(stmt):
+    from ..ir.functor import post_order_visit
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, S.Evaluate) else None)
+    return found
 
 
 def _ct(dtype):

@@ -80,8 +80,15 @@ class _PyCUDA:
         return module.get_function(name)
 
     def launch(self, fn, grid, block, shared, args):
-        fn(*[ct(v) if ct is not ctypes.c_void_p else np.uintp(v) for v, ct in args],
-           grid=grid, block=block, shared=shared)
+        self.launch_packed(fn, grid, block, shared, self.pack(args))
+
+    def pack(self, args):
+        """The kernel arguments ``[(value, ctypes type)]`` in the form a launch takes, made once for
+        launches repeated with the same arguments."""
+        return [ct(v) if ct is not ctypes.c_void_p else np.uintp(v) for v, ct in args]
+
+    def launch_packed(self, fn, grid, block, shared, packed):
+        fn(*packed, grid=grid, block=block, shared=shared)
 
     def sync(self):
         self.drv.Context.synchronize()
@@ -158,9 +165,17 @@ class _CudaPython:
         return self._check(self.d.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
 
     def launch(self, fn, grid, block, shared, args):
+        self.launch_packed(fn, grid, block, shared, self.pack(args))
+
+    def pack(self, args):
+        """The kernel arguments ``[(value, ctypes type)]`` as the array of pointers cuLaunchKernel takes
+        (the values kept alive beside it), made once for launches repeated with the same arguments."""
         vals = [ct(v) for v, ct in args]
         ptrs = (ctypes.c_void_p * max(len(vals), 1))(*[ctypes.addressof(v) for v in vals])
-        self._check(self.d.cuLaunchKernel(fn, *grid, *block, shared, self.stream, ctypes.addressof(ptrs), 0),
+        return vals, ptrs
+
+    def launch_packed(self, fn, grid, block, shared, packed):
+        self._check(self.d.cuLaunchKernel(fn, *grid, *block, shared, self.stream, ctypes.addressof(packed[1]), 0),
                     "cuLaunchKernel")
 
     def capture(self, fn):

@@ -52,12 +52,13 @@ def simulated_cuda():
         return
     saved_type = dict(_TYPES["cuda"])
     saved_alloc = _nd._ALLOCATORS.get("cuda")
-    saved_call = CUDAFunction.__call__
+    saved_call, saved_prepare = CUDAFunction.__call__, CUDAFunction.prepare
     # timed by the host's clock: the simulator runs each kernel to its end within the call
     _TYPES["cuda"] = {"exist": lambda device_id: device_id == 0, "sync": None, "timer": None,
                       "why_not": saved_type.get("why_not")}
     _nd._ALLOCATORS["cuda"] = (_from_numpy, _empty)
     CUDAFunction.__call__ = _call
+    CUDAFunction.prepare = lambda self, *args: (lambda: _call(self, *args))
     try:
         yield True
     finally:
@@ -66,7 +67,7 @@ def simulated_cuda():
             _nd._ALLOCATORS.pop("cuda", None)
         else:
             _nd._ALLOCATORS["cuda"] = saved_alloc
-        CUDAFunction.__call__ = saved_call
+        CUDAFunction.__call__, CUDAFunction.prepare = saved_call, saved_prepare
 
 
 __all__ = ["simulated_cuda", "SimCUDAArray"]
