@@ -228,6 +228,19 @@ def test_build_reads_the_arch_from_the_chosen_binding(monkeypatch):
     assert kmod.get_source("cubin")[:4] == b"\x7fELF"
 
 
+def _two_kernels():
+    """Two stages, each its own kernel: B is an intermediate in global memory."""
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] * 2, name="B")
+    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    for t in (B, C):
+        bx, tx = s[t].split(t.op.axis[0], factor=32)
+        s[t].bind(bx, te.thread_axis("blockIdx.x"))
+        s[t].bind(tx, te.thread_axis("threadIdx.x"))
+    return tvm.build(s, [A, C], "cuda")
+
+
 def test_device_memory_is_freed_with_its_array_and_intermediates_are_kept_between_calls(monkeypatch):
     """An array's memory goes back to the driver when the array goes; a function's intermediate buffers
     (a kernel per stage) are allocated on the first call and reused by the next ones."""
@@ -242,16 +255,7 @@ def test_device_memory_is_freed_with_its_array_and_intermediates_are_kept_betwee
     del a
     gc.collect()
     assert len(drv.freed) == 1 and not drv.memory
-    # two stages, each its own kernel: B is an intermediate in global memory
-    A = te.placeholder((64,), name="A")
-    B = te.compute((64,), lambda i: A[i] * 2, name="B")
-    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
-    s = te.create_schedule(C.op)
-    for t in (B, C):
-        bx, tx = s[t].split(t.op.axis[0], factor=32)
-        s[t].bind(bx, te.thread_axis("blockIdx.x"))
-        s[t].bind(tx, te.thread_axis("threadIdx.x"))
-    f = tvm.build(s, [A, C], "cuda")
+    f = _two_kernels()
     x, y = tvm.nd.array(np.ones(64, "float32"), dev), tvm.nd.array(np.zeros(64, "float32"), dev)
     f(x, y)
     assert len(drv.memory) == 3                  # x, y and B
@@ -299,15 +303,7 @@ def test_a_prepared_call_launches_what_a_call_does_and_keeps_its_arrays(monkeypa
     drv = install_fake_pycuda(monkeypatch)
     cd.use_binding("pycuda")
     dev = tvm.cuda(0)
-    A = te.placeholder((64,), name="A")
-    B = te.compute((64,), lambda i: A[i] * 2, name="B")
-    C = te.compute((64,), lambda i: B[63 - i] + 1, name="C")
-    s = te.create_schedule(C.op)
-    for t in (B, C):
-        bx, tx = s[t].split(t.op.axis[0], factor=32)
-        s[t].bind(bx, te.thread_axis("blockIdx.x"))
-        s[t].bind(tx, te.thread_axis("threadIdx.x"))
-    f = tvm.build(s, [A, C], "cuda")
+    f = _two_kernels()
     x, y = tvm.nd.array(np.ones(64, "float32"), dev), tvm.nd.array(np.zeros(64, "float32"), dev)
     f(x, y)
     plain = list(drv.launches)
