@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 from ..errors import BuildError, DeviceError, RuntimeArgError
 from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.function import IRModule
 from ..lower.verify_gpu import DEFAULT_LIMITS
 from ..runtime import cuda_driver
@@ -240,8 +239,7 @@ class CUDAFunction(DeviceHost):
         """A call with these arguments, checked and planned now: each call then only launches the
         kernels (the graph executor's calls, whose arrays never change).  The plan holds the arrays."""
         b, dev, env, values = self._setup(args)
-        if any(isinstance(x, S.Evaluate) and isinstance(x.value, E.Call) and x.value.op == "tvm_call_packed"
-               for x in _host_calls(self.host.body)):
+        if _calls_packed(self.host.body):
             return lambda: self(*args)          # a host call in between: run it as a whole each time
         plan = []
         self.run_host(env, values, lambda ln, grid, block, kargs: plan.append(
@@ -274,11 +272,13 @@ class CUDAFunction(DeviceHost):
         return b, dev, env, values
 
 
-def _host_calls(stmt):
+def _calls_packed(stmt):
+    """Whether the host body ``stmt`` calls a packed function (an extern stage) between its launches."""
     from ..ir.functor import post_order_visit
     found = []
-    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, S.Evaluate) else None)
-    return found
+    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, E.Call) and n.op == "tvm_call_packed"
+                     else None)
+    return bool(found)
 
 
 def _ct(dtype):
