@@ -210,3 +210,14 @@ def test_a_quotient_written_as_a_sum_is_simplified_as_sums_are():
     once = _analyzer([n, i], specs).simplify(e)
     twice = _analyzer([n, i], specs).simplify(once)
     assert str(once) == str(twice) == "T.min(n - 1, n - i)"
+
+
+def test_two_quotients_whose_dividends_differ_by_a_multiple_of_the_divisor_differ_exactly():
+    """Also found by test_simplify_is_idempotent: with i in [-1, 1), ``min(i // 8, (i * 8 + i) // 8)`` is
+    ``(i * 9) // 8``, since (9i) // 8 - i // 8 is exactly i (the dividends differ by 8i); the first pass
+    bounded that difference by [-1, 1] and kept the min, a second pass (the terms in the other order) did not."""
+    n, i = E.SizeVar("n"), E.Var("i")
+    specs = [(1, 1, None, False), (-1, 2, None, False)]
+    e = E.Min(E.FloorDiv(i, _c(8)), E.FloorDiv(E.Add(E.Mul(i, _c(8)), i), _c(8)))
+    once = _analyzer([n, i], specs).simplify(e)
+    assert str(once) == str(_analyzer([n, i], specs).simplify(once)) == "i * 9 // 8"

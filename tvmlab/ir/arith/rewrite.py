@@ -207,8 +207,11 @@ class Simplifier(DivModRules, MinMaxSumRules):
                             or fq[0].b.value != fp[0].b.value:
                         continue
                     c = fp[0].b.value
-                    dlo, dhi = self.sum_bound(L.add(self.form(fp[0].a), self.form(fq[0].a), -1))
-                    pair = (dlo if dlo == -INF else dlo // c, dhi if dhi == INF else dhi // c + 1)
+                    diff = L.add(self.form(fp[0].a), self.form(fq[0].a), -1)
+                    dlo, dhi = self.sum_bound(diff)
+                    # a - b a multiple of c: a // c - b // c is exactly (a - b) / c
+                    exact = diff.const % c == 0 and all(co % c == 0 for _, co in diff.terms.values())
+                    pair = (dlo if dlo == -INF else dlo // c, dhi if dhi == INF else dhi // c + (0 if exact else 1))
                     out.append((None, _bscale(pair, cp)))
                     used.update((p, q))
                     break
