@@ -14,7 +14,7 @@ from tvmlab.ir import op
 from tvmlab.ir.expr import (Add, Broadcast, Call, FloatImm, IntImm, Load, Max, ProducerLoad, Ramp,
                             Select, SizeVar, Var)
 from tvmlab.ir.function import Buffer, PrimFunc
-from tvmlab.ir.functor import post_order_visit
+from tvmlab.ir.functor import contains, post_order_visit
 from tvmlab.ir.stmt import (Allocate, AssertStmt, AttrStmt, Evaluate, For, IfThenElse,
                             LetStmt, ProducerRealize, ProducerStore, SeqStmt, Store, is_no_op, seq)
 from tvmlab.ir.tensor import IterVar, PlaceholderOp, Range
@@ -947,3 +947,18 @@ def test_pipeline_unroll_config_and_extra_pass():
     finally:
         pipeline.PIPELINE.pop()
     assert list(history)[-1] == "count" and len(seen) == 1
+
+
+def test_contains_stops_at_the_first_match():
+    """``contains(tree, pred)``: whether a node matches, without walking the rest of the tree."""
+    x, y = Var("x", "int32"), Var("y", "int32")
+    e = Add(Add(x, IntImm("int32", 3)), Max(y, IntImm("int32", 7)))
+    seen = []
+
+    def pred(n):
+        seen.append(n)
+        return isinstance(n, Var)
+    assert contains(e, pred)
+    assert not any(n is y for n in seen)                       # stopped at x
+    assert not contains(e, lambda n: isinstance(n, IntImm) and n.value == 5)
+    assert contains(e, lambda n: isinstance(n, Max) and n.a is y)

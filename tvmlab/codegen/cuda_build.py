@@ -274,11 +274,8 @@ class CUDAFunction(DeviceHost):
 
 def _calls_packed(stmt):
     """Whether the host body ``stmt`` calls a packed function (an extern stage) between its launches."""
-    from ..ir.functor import post_order_visit
-    found = []
-    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, E.Call) and n.op == "tvm_call_packed"
-                     else None)
-    return bool(found)
+    from ..ir.functor import contains
+    return contains(stmt, lambda n: isinstance(n, E.Call) and n.op == "tvm_call_packed")
 
 
 def _ct(dtype):

@@ -133,6 +133,22 @@ def collect_vars(n):
     return list(out)
 
 
+def contains(n, pred):
+    """True if some node of the tree ``n`` satisfies ``pred`` (the walk stops at the first)."""
+    found = []
+
+    class V(IRVisitor):
+        def generic_visit(self, x):
+            if found:
+                return
+            if pred(x):
+                found.append(x)
+                return
+            super().generic_visit(x)
+    V().visit(n)
+    return bool(found)
+
+
 def uses_var(n, pred):
     """True if some Var in ``n`` satisfies ``pred``."""
     found = []

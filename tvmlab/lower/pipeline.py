@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import op as _op
-from ..ir.functor import collect_vars, post_order_visit
+from ..ir.functor import collect_vars, contains
 from ..ir.stmt import THREAD_ALLREDUCE, AttrStmt
 from .loop_partition import loop_partition
 from .remove_no_op import remove_no_op
@@ -211,10 +211,7 @@ GPU_PIPELINE = [
 
 
 def _has_allreduce(stmt):
-    found = []
-    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, AttrStmt) and
-                     n.attr_key == THREAD_ALLREDUCE else None)
-    return bool(found)
+    return contains(stmt, lambda n: isinstance(n, AttrStmt) and n.attr_key == THREAD_ALLREDUCE)
 
 
 def lower_for_device(func, binds, target_kind, simple_mode=False, keep_history=True, config=None,
