@@ -93,8 +93,8 @@ def test_tile_checks_and_target():
     D = topi.nn.dense(A, W)
     with pytest.raises(tvm.TVMLabError, match="CUDA schedule"):
         topi.cuda.schedule_dense([D], target="llvm")
-    with pytest.raises(tvm.TVMLabError, match="multiple of threads x vthreads"):
-        topi.cuda.schedule_product([D], tile=48)
+    with pytest.raises(tvm.TVMLabError, match=r"tile 40 must be a multiple of threads \(16\)"):
+        topi.cuda.schedule_product([D], tile=40)
 
 
 def test_relay_dense_group_uses_the_tiled_schedule(rng):
@@ -116,3 +116,62 @@ def test_relay_dense_group_uses_the_tiled_schedule(rng):
     (got,) = tvm.testing.simulate_graph(lib, x=xv)
     want = np.maximum(xv @ w.data.numpy().T + b.data.numpy(), 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _ptx(f):
+    return f.imported_modules[0].get_source("ptx")
+
+
+def _matmul(M, N, K, transpose_b):
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((N, K) if transpose_b else (K, N), name="B")
+    with tvm.target.Target("cuda"):
+        C = topi.nn.matmul(A, B, transpose_b=transpose_b)
+        s = topi.cuda.schedule_matmul([C])
+    return tvm.build(s, [A, B, C], "cuda"), tuple(int(x) for x in B.shape)
+
+
+@pytest.mark.parametrize("transpose_b", [True, False])
+def test_operands_are_stored_k_outermost_and_read_as_float4(cuda_run, rng, transpose_b):
+    """Each operand slice sits in shared memory as rows of k (A, and dense's weight, transposed by the
+    copy: a float4 read from global, four words stored), so a thread's 4 consecutive rows or columns for
+    one k are one float4 read; one barrier a step, none inside the copy.  matmul's B (k already outer)
+    is copied as it is.  Where the 64 x 64 tiles divide the shape the reads are unguarded and wide; the
+    results are checked on a shape they do not divide."""
+    f, _ = _matmul(128, 192, 64, transpose_b)
+    src, ptx = f.imported_modules[0].get_source(), _ptx(f)
+    assert re.search(r"float4 A_v\w* = \*\(float4\*\)\(A \+ ", src)
+    assert re.search(r"A_shared\[[^\]]*\] = A_v\w*\.y;", src)          # the transposing stores, per lane
+    assert src.count("__syncthreads()") == 2
+    assert re.search(r"ld\.shared\.v4\.f32", ptx) and not re.search(r"ld\.shared\.f32", ptx)
+    M, N, K = 70, 90, 52
+    f, b_shape = _matmul(M, N, K, transpose_b)
+    assert f.imported_modules[0].get_source().count("__syncthreads()") == 2
+    a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal(b_shape).astype("float32")
+    *_, got = cuda_run(f, a, b, np.full((M, N), np.nan, "float32"))
+    np.testing.assert_allclose(got, a @ (b.T if transpose_b else b), rtol=1e-4, atol=1e-4)
+
+
+def test_large_products_take_128_by_128_tiles(cuda_run, rng, monkeypatch):
+    """Where 128 x 128 tiles still make LARGE_BLOCKS blocks, each thread keeps 8 x 8 outputs (two runs of
+    4 each way, 64 apart): 16 FMAs per shared read, in registers.  Checked at a forced small size, and
+    on a shape the tiles do not divide."""
+    from tvmlab.topi.cuda import dense as cuda_dense
+    A, W = te.placeholder((2048, 2048), name="A"), te.placeholder((2048, 2048), name="W")
+    big = cuda_dense.hand_written(topi.nn.dense(A, W))
+    assert big["y"] == big["x"] == (2, 16, 4) and big["tile_k"] == 16
+    small = cuda_dense.hand_written(topi.nn.dense(te.placeholder((1024, 1024)), te.placeholder((1024, 1024))))
+    assert small["y"] == (1, 16, 4)
+    monkeypatch.setattr(cuda_dense, "LARGE_BLOCKS", 2)
+    s, args = _dense(256, 256, 64, tail=False)
+    f = tvm.build(s, args, "cuda")
+    src, ptx = f.imported_modules[0].get_source(), _ptx(f)
+    assert re.search(r"float T_dense\w*\[64\];", src)
+    fma, loads = len(re.findall(r"fma\.rn\.f32", ptx)), len(re.findall(r"ld\.shared\.v4\.f32", ptx))
+    assert loads and fma / loads >= 16 and not re.search(r"ld\.shared\.f32", ptx)
+    M, N, K = 200, 150, 40
+    s, args = _dense(M, N, K)
+    f = tvm.build(s, args, "cuda")
+    a, w, b = (rng.standard_normal(sh).astype("float32") for sh in ((M, K), (N, K), (N,)))
+    *_, got = cuda_run(f, a, w, b, np.full((M, N), np.nan, "float32"))
+    np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0), rtol=1e-4, atol=1e-4)

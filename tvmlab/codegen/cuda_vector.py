@@ -71,6 +71,10 @@ def _unit_ramp(index):
     return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) and index.stride.value == 1
 
 
+def _const_ramp(index):
+    return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm)
+
+
 _LANEWISE = (E.Ramp, E.Broadcast, E.BinaryOp, E.CmpOp, E.Not, E.Select, E.Cast, E.Let, E.Call)
 
 
@@ -85,20 +89,22 @@ class _Check(IRVisitor):
         if self.reason is None:
             self.reason = why
 
-    def _access(self, what, dtype, index, predicate):
+    def _access(self, what, dtype, index, predicate, strided=False):
         if dt.lanes(dtype) == 1:
             return
         if vector_type(dtype) is None:
             self._fail(f"{what}: CUDA has no vector type for {dtype}")
         elif predicate is not None:
             self._fail(f"{what}: lanes masked by a condition that differs between them")
-        elif not _unit_ramp(index):
+        elif not (_unit_ramp(index) or strided and _const_ramp(index)):
             self._fail(f"{what}: the lanes are not consecutive elements (index {index})")
 
     def visit_Store(self, s):
         if copy_type(s) is not None and s.predicate is None and _unit_ramp(s.index):
             return None         # a copy: raw words, or lane by lane
-        self._access(f"store to {s.buffer_var.name}", s.value.dtype, s.index, s.predicate)
+        # a store to lanes a constant stride apart prints lane by lane (its value may still be one wide
+        # load: a copy transposed into shared memory reads a float4 and stores four words)
+        self._access(f"store to {s.buffer_var.name}", s.value.dtype, s.index, s.predicate, strided=True)
         self.generic_visit(s)
 
     def visit_Load(self, e):
@@ -317,12 +323,12 @@ class VectorCode:
     # ---------------------------------------------------------------- statements
     def vector_store(self, s):
         self.vec_cache = {}
-        if s.predicate is not None or not _unit_ramp(s.index):
-            raise BuildError(f"the cuda target stores vectors to consecutive elements without a mask; got a "
-                             f"store to {s.buffer_var.name} at {s.index}"
+        if s.predicate is not None or not _const_ramp(s.index):
+            raise BuildError(f"the cuda target stores vectors to elements a constant stride apart without a "
+                             f"mask; got a store to {s.buffer_var.name} at {s.index}"
                              f"{' with a predicate' if s.predicate is not None else ''}")
         dtype = s.value.dtype
-        raw = copy_type(s)
+        raw = copy_type(s) if _unit_ramp(s.index) else None
         if raw is not None:
             self._copy(s, raw)
             return
@@ -332,7 +338,7 @@ class VectorCode:
             return
         name = self.array(s.buffer_var, dtype)
         for k, x in enumerate(self._lanes_n(s.value, dt.lanes(dtype), True)):
-            idx = _op.add(s.index.base, k)
+            idx = _op.add(s.index.base, _op.mul(s.index.stride, k))
             self.emit(f"{name}[{_strip(self.expr(idx))}] = {_strip(self.expr(x))};")
 
     def _copy(self, s, raw):

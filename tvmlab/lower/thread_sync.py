@@ -145,6 +145,8 @@ def _reshapes(index, v):
     def bad(e):
         if isinstance(e, (E.Add, E.Sub)):
             return bad(e.a) or bad(e.b)
+        if isinstance(e, E.Ramp) and isinstance(e.stride, IntImm):
+            return bad(e.base)        # the lanes of a vector access: base + stride * lane
         if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
             return bad(e.a)
         if isinstance(e, E.Mul) and isinstance(e.a, IntImm):

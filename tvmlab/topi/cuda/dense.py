@@ -1,15 +1,15 @@
 """CUDA schedules for dense, matmul and batch_matmul: shared-memory and register tiling.
 
 Large products: each block computes a ``tile_m x tile_n`` tile of the output with ``threads_m x
-threads_n`` threads, each thread ``tile_m / threads_m x tile_n / threads_n`` outputs kept in registers
-(``cache_write(..., "local")``), strided by the thread count so neighbouring threads read neighbouring
-shared-memory words (no bank conflicts, as TVM's virtual threads do).  The reduction runs in steps of
-``tile_k``: the two ``tile x tile_k`` slices of the inputs are fetched into shared memory by all the
-threads of the block together (cooperative fetching) and double buffered, so the next slice loads while
-this one is used; each thread then reads its operands from shared memory into registers.  Where the
-inputs' rows and ``tile_k`` are multiples of 4, each thread fetches 4 consecutive elements at once (a
-vectorized loop: one float4 load; the shared rows keep their one-word padding against bank conflicts,
-so the stores into shared memory are per lane).
+threads_n`` threads (16 x 16), each thread's outputs kept in registers (``cache_write(..., "local")``):
+4 x 4 in 64 x 64 tiles, or 8 x 8 in 128 x 128 tiles where those still make ``LARGE_BLOCKS`` blocks
+(two runs of 4 each way, 64 apart).  The reduction runs in steps of ``tile_k``: the two ``tile x
+tile_k`` slices of the inputs are fetched into shared memory by all the threads of the block together
+(cooperative fetching, float4 loads where the rows are multiples of 4) and double buffered, so the next
+slice loads while this one is used.  The slices are stored as rows of k (``transform_layout``; the copy
+of a k-innermost operand transposes, four words stored per float4 read, walked in 32-byte pieces so a
+warp's stores hit distinct banks), so a thread's 4 consecutive rows or columns for one k are one float4
+read from shared memory: 8 x 8 outputs take 4 reads per 64 FMAs.
 
 Few rows (``M <= small_rows``, a matrix-vector product such as batch-1 inference): a block per group of
 outputs, the reduction split over a warp's lanes (``rfactor``) and combined by warp shuffles.
@@ -21,18 +21,27 @@ from __future__ import annotations
 
 from ... import te
 from ...errors import ScheduleError
+from ...ir import dtype as dt
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
 from .tiling import cooperative_fetch, fetch_lanes, register_tile
 
-TILE = 64          # output tile per block, each way
+TILE = None        # output tile per block, each way (None: LARGE_TILE for large products, else SMALL_TILE)
+SMALL_TILE = 64
+LARGE_TILE = 128
+LARGE_BLOCKS = 256  # blocks the large tiles must make (about two per multiprocessor of an H100)
 THREADS = 16       # threads per block, each way (16 x 16 = 256)
 VTHREAD = 2        # virtual threads per block, each way
 TILE_K = None      # reduction step held in shared memory (None: by the reduction's length)
 SHARED_BYTES = 48 * 1024   # a block's static shared memory
 SMALL_ROWS = 16    # at most this many rows: the matrix-vector schedule
 WARP = 32
+# operands in shared memory as rows of k (a thread's rows or columns for one k side by side, read as one
+# float4), each row 4 words past a multiple of 32 so the transposing stores of the copy spread over banks
+K_OUTER = True
+ROW_ALIGN = (32, 4)
+SECTOR = 32        # bytes of a global memory transaction
 
 
 def _product(outs, what):
@@ -70,21 +79,59 @@ def _inline_rest(s, product, outs):
 config_hook = None
 
 
+def _row(n):
+    """Words of a shared row of ``n`` elements padded to ROW_ALIGN."""
+    f, o = ROW_ALIGN
+    return n + (f + o - n % f) % f
+
+
 def shared_bytes(rows, cols, tile_k, elem=4):
-    """Shared memory of the tiled schedule: two operand slices of ``rows`` and ``cols`` rows of ``tile_k``
-    words (padded by one word, see storage_align), double buffered."""
+    """Shared memory of the tiled schedule, double buffered: two operand slices of ``rows`` and ``cols``
+    elements by ``tile_k``, stored as ``tile_k`` padded rows (K_OUTER), else as rows of ``tile_k`` padded
+    by one word (see storage_align)."""
+    if K_OUTER:
+        return 2 * tile_k * (_row(rows) + _row(cols)) * elem
     return 2 * (rows + cols) * (tile_k + 1) * elem
+
+
+def _blocks(C, tile):
+    """Blocks of ``tile`` x ``tile`` outputs the product ``C`` makes (None if its shape is not constant)."""
+    dims = [const_or_none(x) for x in C.shape]
+    if None in dims:
+        return None
+    n = -(-dims[-2] // tile) * -(-dims[-1] // tile)
+    for d in dims[:-2]:
+        n *= d
+    return n
+
+
+def _thread_split(tile, threads):
+    """(vthreads, threads, per thread) of one way of the tile: with the operands stored k outermost
+    (K_OUTER), a thread's outputs are runs of 4 (one float4 read each), the runs ``tile / vthreads`` apart;
+    else VTHREAD virtual threads of consecutive outputs (TVM's bank-conflict avoidance)."""
+    if tile % threads:
+        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads ({threads})")
+    per = tile // threads
+    if K_OUTER:
+        return (per // 4, threads, 4) if per > 4 and per % 4 == 0 else (1, threads, per)
+    if tile % (threads * VTHREAD):
+        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
+                            f"({threads} x {VTHREAD})")
+    return (VTHREAD, threads, tile // (threads * VTHREAD))
 
 
 def hand_written(C, tile=TILE, threads=THREADS, tile_k=TILE_K, small_rows=SMALL_ROWS):
     """The hand-written choices for product ``C``: {"y", "x": (vthreads, threads, per thread), "tile_k",
-    "unroll": (auto_unroll_max_step, unroll_explicit)}; with few rows {"lanes", "per_block", "unroll"}."""
+    "unroll": (auto_unroll_max_step, unroll_explicit)}; with few rows {"lanes", "per_block", "unroll"}.
+    ``tile`` None: LARGE_TILE where that still makes LARGE_BLOCKS blocks, else TILE."""
     rows = const_or_none(C.op.axis[-2].dom.extent)
     if rows is not None and rows <= small_rows:
         return {"lanes": WARP, "per_block": 8, "unroll": (0, 1)}
-    if tile % (threads * VTHREAD):
-        raise ScheduleError(f"topi.cuda: tile {tile} must be a multiple of threads x vthreads "
-                            f"({threads} x {VTHREAD})")
+    if tile is None:
+        # 8 x 8 outputs a thread in 128 x 128 tiles halve the shared reads and the L2 bytes per FMA of
+        # 4 x 4 in 64 x 64, but a 1024^3 product would make only 64 blocks of them for 132 multiprocessors
+        tile = LARGE_TILE if K_OUTER and (_blocks(C, LARGE_TILE) or 0) >= LARGE_BLOCKS else SMALL_TILE
+    split = _thread_split(tile, threads)
     if tile_k is None:
         # longer steps between barriers where the reduction is long (H100, fp32, 4096^3: 8 -> 23, 16 -> 27,
         # 32 -> 31 TFLOP/s at 64 x 64 tiles)
@@ -92,7 +139,6 @@ def hand_written(C, tile=TILE, threads=THREADS, tile_k=TILE_K, small_rows=SMALL_
         tile_k = 32 if k >= 256 else 16 if k >= 16 else 8
         while tile_k > 8 and shared_bytes(tile, tile, tile_k) > SHARED_BYTES:
             tile_k //= 2
-    split = (VTHREAD, threads, tile // (threads * VTHREAD))
     return {"y": split, "x": split, "tile_k": tile_k, "unroll": (0, 1)}
 
 
@@ -149,6 +195,42 @@ def _split3(s, out, axis, split):
     return b, va, ta, ia
 
 
+def _k_dim(C, operand):
+    """Which dimension of ``operand`` the product's reduction variable indexes (None if none alone)."""
+    from ...ir.expr import ProducerLoad
+    from ...ir.functor import post_order_visit
+    k = C.op.reduce_axis[0].var
+    found = []
+
+    def visit(n):
+        if isinstance(n, ProducerLoad) and n.producer is operand:
+            found.extend(d for d, e in enumerate(n.indices) if e is k)
+    post_order_visit(C.op.body[0], visit)
+    return found[0] if len(set(found)) == 1 else None
+
+
+def _k_outer(s, copy, k_dim, lanes, tile_k):
+    """Store shared ``copy`` with the reduction axis outermost of its last two (rows of ``k``), each row
+    padded to ``ROW_ALIGN``, so the consecutive rows or columns a thread owns for one ``k`` are one aligned
+    vector read.  Returns the copy's loops in the order to fetch them: its source's order (coalesced global
+    reads), except that a transposed copy is walked in 32-byte pieces of its rows (one sector each), a warp
+    covering 16 rows or more, so that the transposing stores of a warp fall into distinct banks."""
+    axes = list(s[copy].op.axis)
+    n = len(axes)
+    if k_dim == n - 1:          # k innermost in the source (A, and dense's weight): stored transposed
+        s[copy].transform_layout(lambda *ax: [*ax[:-2], ax[-1], ax[-2]])
+        s[copy].reorder(*axes)
+        s[copy].storage_align(axes[-1], *ROW_ALIGN)
+        piece = SECTOR // dt.itemsize(str(copy.dtype))
+        if lanes > 1 and piece % lanes == 0 and tile_k > piece and tile_k % piece == 0:
+            ko, ki = s[copy].split(axes[-1], factor=piece)
+            s[copy].reorder(*axes[:-2], ko, axes[-2], ki)
+            return [*axes[:-2], ko, axes[-2], ki]
+    elif k_dim == n - 2:        # k already outer (matmul's B)
+        s[copy].storage_align(axes[-2], *ROW_ALIGN)
+    return axes
+
+
 def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1), vector_fetch=True):
     out = _out_stage(s, C, outs)
     A, B = C.op.input_tensors[:2]
@@ -177,15 +259,21 @@ def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1), vector_fetch=True)
     ko, ki = s[CL].split(k, factor=tile_k)
     cl_axes = list(s[CL].op.axis)
     s[CL].reorder(ko, ki, *cl_axes)
-    for X in (AA, BB):
+    for X, src, split in ((AA, A, ysplit), (BB, B, xsplit)):
         s[X].compute_at(s[CL], ko)
         s[X].double_buffer()
-        if tile_k > 1:
+        k_dim = _k_dim(C, src)
+        # the copied region's last axis: tile_k long where k is innermost in the source, else a tile's rows
+        last = tile_k if k_dim in (None, len(X.shape) - 1) else split[0] * split[1] * split[2]
+        lanes = fetch_lanes(X) if vector_fetch else 1
+        lanes = lanes if last % lanes == 0 else 1
+        fetch = None
+        if K_OUTER:
+            fetch = _k_outer(s, X, k_dim, lanes, tile_k)
+        elif tile_k > 1:
             # rows tile_k + 1 words apart: the lanes of a warp read their rows from different banks
             s[X].storage_align(s[X].op.axis[-2], tile_k, 1)
-        lanes = fetch_lanes(X) if vector_fetch else 1
-        cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])),
-                          lanes if tile_k % lanes == 0 else 1)
+        cooperative_fetch(s, X, (("threadIdx.y", ysplit[1]), ("threadIdx.x", xsplit[1])), lanes, fetch)
     for X in (AL, BL):
         s[X].compute_at(s[CL], ki)
         for ax in s[X].op.axis:

@@ -40,15 +40,16 @@ def fetch_lanes(copy, widest=16):
     return 1
 
 
-def cooperative_fetch(s, copy, threads, lanes=1):
+def cooperative_fetch(s, copy, threads, lanes=1, axes=None):
     """Spread the elements of shared ``copy`` over the block's threads: ``threads`` is ((tag, extent), ...),
     outermost first, as the output binds them.  With ``lanes`` > 1 each thread copies ``lanes`` consecutive
     elements at once (a vectorized loop: one wide load and store on CUDA where aligned), as TVM's
     ``s[AA].vectorize(...)`` after the split does; the caller picks ``lanes`` dividing the extent of the
-    copied region's last axis (``fetch_lanes``), else the guarded lanes keep the loop serial."""
+    copied region's last axis (``fetch_lanes``), else the guarded lanes keep the loop serial.  ``axes``: the
+    copy's loops in the order the threads walk them (default its tensor's axes)."""
     if not isinstance(lanes, int) or lanes < 1:
         raise ScheduleError(f"cooperative_fetch of {copy.op.name}: lanes must be a positive int, got {lanes!r}")
-    axes = list(s[copy].op.axis)
+    axes = list(s[copy].op.axis) if axes is None else list(axes)
     if lanes > 1:
         axes[-1], vec = s[copy].split(axes[-1], factor=lanes)
         s[copy].vectorize(vec)
