@@ -43,6 +43,29 @@ def test_matches_numpy(cuda_run, rng, N, C, H, W, O, P, m):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_product_reads_four_outputs_a_thread_as_one_float4(cuda_run, rng):
+    """The batched product gives each thread 4 consecutive output channels and 4 consecutive tiles, both
+    operands stored channels outermost: each is one float4 read per input channel, 8 FMAs per read.  The
+    tiles axis takes a width that divides the tile count where one does (48 tiles: 12 threads of 4), so
+    no read of the last tile is guarded (a guarded read stays scalar)."""
+    from tvmlab.topi.cuda import conv2d_winograd as wino
+    assert wino._product_tile(784, 16) == (1, 14, 4) and wino._product_tile(3136, 16) == (1, 16, 4)
+    N, C, H, W, O = 3, 8, 16, 16, 32
+    X, Wt = te.placeholder((N, C, H, W), name="X"), te.placeholder((O, C, 3, 3), name="W")
+    Y = topi.cuda.conv2d_nchw_winograd(X, Wt, 1, 1, 1, "float32")
+    f = tvm.build(topi.cuda.schedule_conv2d_nchw_winograd([Y]), [X, Wt, Y], "cuda")
+    ptx = f.imported_modules[0].get_source("ptx")
+    product = next(k for k in ptx.split(".entry")[1:] if "ld.shared" in k)
+    loads = len(re.findall(r"ld\.shared\.v4\.f32", product))
+    assert loads and not re.search(r"ld\.shared\.f32", product)
+    assert len(re.findall(r"fma\.rn\.f32", product)) >= 8 * loads
+    x = rng.standard_normal((N, C, H, W)).astype("float32")
+    w = rng.standard_normal((O, C, 3, 3)).astype("float32")
+    want = conv2d_nchw_python(x, w, 1, 1)
+    *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def _transformed(w, m):
     """U (alpha, alpha, C, O) = G g G^T in numpy."""
     _, _, g = winograd_matrices(m, 3)

@@ -14,8 +14,9 @@ output: ``winograd_tile_size``).  With alpha = m + 2:
   alpha input window into registers and transforms it there, rows then columns, with only the non-zero
   constants of B^T (each stage picks its expression by index; unrolling folds the choice away);
 * batched product ``M`` (alpha, alpha, O, P) = U^T V over the input channels, one product per point: tiled
-  as ``schedule_dense`` tiles a matmul (blocks of output channels x tiles, virtual threads, a register
-  tile per thread, the channels stepped through double-buffered shared memory);
+  as ``schedule_dense`` tiles a matmul (blocks of output channels x tiles, a register tile of 4 x 4 a
+  thread, the channels stepped through double-buffered shared memory, where both operands already keep
+  the channels outermost: a thread's 4 channels or tiles are one float4 read);
 * inverse transform A^T M A, one thread per (channel, tile): the alpha x alpha values of ``M`` into
   registers, the m x m outputs written through the elementwise tail of a fused group (bias, activation,
   residual add).
@@ -194,9 +195,13 @@ def _stages(conv):
 
 
 def _product_tile(n, limit):
-    """(vthreads, threads, per thread) for one axis of the product of extent ``n``: 64 wide (2 x 16 x 2, as
-    ``schedule_dense``) down to 4 wide for a small extent."""
-    for split in ((2, 16, 2), (2, 8, 2), (1, 8, 2), (1, 4, 2), (1, 4, 1)):
+    """(vthreads, threads, per thread) for one axis of the product of extent ``n``: 64 wide (16 threads of
+    4 consecutive outputs, as ``schedule_dense``) down to 4 wide for a small extent.  Both operands are
+    stored channels outermost, so a thread's 4 outputs along an axis take one float4 read per channel."""
+    for t in (16, 14, 12, 8):      # a width dividing n: no guarded reads of the last tile (those stay scalar)
+        if t <= limit and n % (4 * t) == 0:
+            return (1, t, 4)
+    for split in ((1, 16, 4), (1, 8, 4), (1, 8, 2), (1, 4, 2), (1, 4, 1)):
         if split[0] * split[1] * split[2] <= max(n, 4) and split[1] <= limit:
             return split
     return (1, 4, 1)
