@@ -29,3 +29,45 @@ def test_bench_help_prints_usage_and_runs_nothing():
     import sys
     r = subprocess.run([sys.executable, "-m", "tvmlab.bench", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("usage: python -m tvmlab.bench") and "GFLOP" not in r.stdout
+
+
+def test_torch_compile_reference_reports_why_it_did_not_run():
+    """ResNet-50's torch.compile row: the time where it compiles, else the reason on one line (no raise)."""
+    from tvmlab.bench.gpu import compiled_ms
+
+    class Events:
+        def __init__(self, enable_timing):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 2.5
+
+    class FakeTorch:
+        class cuda:
+            Event = Events
+
+            @staticmethod
+            def synchronize():
+                pass
+
+        @staticmethod
+        def no_grad():
+            import contextlib
+            return contextlib.nullcontext()
+
+        def __init__(self, fails):
+            self.fails = fails
+
+        def compile(self, net):
+            if self.fails:
+                raise RuntimeError("Cannot find a working triton installation.\nMore details follow")
+            return net
+
+    calls = []
+    ms, why = compiled_ms(FakeTorch(False), lambda x: calls.append(x), "x", repeat=3)
+    assert (ms, why) == (2.5, None) and len(calls) == 2 + 3     # compiled, warmed, timed
+    ms, why = compiled_ms(FakeTorch(True), lambda x: x, "x")
+    assert ms is None and why == "RuntimeError: Cannot find a working triton installation."

@@ -7,8 +7,9 @@ matmul with ``topi.cuda.schedule_dense`` (1024^3, 2048^3, 4096^3; and at fixed t
 (batch 16, bias and relu fused) against cuDNN, and its 3x3 stride-1 ones by Winograd (``winograd``);
 ResNet-50 at batch 1 and 16 built by
 ``relay.build(target="cuda")``, run by the graph executor and as one CUDA graph, beside torchvision's in torch
-eager; the ``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer
-norm (8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
+eager and under ``torch.compile`` (inductor; where it runs here, else the reason is printed); the
+``reduce`` row: ``topi.cuda``'s row sum (4096 x 4096), softmax (4096 x 4096, 8192 x 1024), layer norm
+(8192 x 768) and vectorized add (2^26) against torch.sum, torch.softmax, layer_norm and torch.add.
 Float32, TF32 off on the torch side (a float32 conv faster than the GPU's float32 peak allows is TF32),
 cuDNN choosing its algorithm by timing them (``cudnn.benchmark``); every tvmlab result is checked against
 numpy before it is timed.  Each pair is timed in the same run between CUDA events, both sides alike:
@@ -19,7 +20,7 @@ thread-level simulator instead.
 
     python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,winograd,tensorcore,
                                reduce,resnet50]
-                               [--quick] [--simulate]
+                               [--quick] [--simulate] [--no-compile]
 """
 from __future__ import annotations
 
@@ -328,10 +329,23 @@ def time_case(c, torch, repeat=20):
     return mine, torch_ms(torch, c.torch_call(torch, *ins), repeat, number)
 
 
-def time_model(torch, batch, out, repeat=20):
+def compiled_ms(torch, net, x, repeat=20):
+    """(ms, None) of ``torch.compile(net)`` on ``x`` (inductor, its default mode; compiled by a first call
+    outside the timing), or (None, why) where torch.compile does not run here (no triton, no compiler)."""
+    try:
+        fn = torch.compile(net)
+        with torch.no_grad():
+            fn(x)
+            return torch_ms(torch, lambda: fn(x), repeat), None
+    except Exception as e:          # torch.compile fails in many ways (missing triton, a C compiler, ...)
+        first = (str(e).strip().splitlines() or [""])[0]
+        return None, f"{type(e).__name__}: {first[:160]}"
+
+
+def time_model(torch, batch, out, repeat=20, compile=True):
     """ResNet-50 (random weights) through ``relay.build(target="cuda")``: the graph executor, the same graph
-    as one CUDA graph, and torchvision's ResNet-50 in torch eager on the same GPU.  tvmlab's output is
-    checked against onnxruntime on the CPU first."""
+    as one CUDA graph, and torchvision's ResNet-50 in torch eager on the same GPU, and (``compile``) under
+    ``torch.compile``.  tvmlab's output is checked against onnxruntime on the CPU first."""
     import time
 
     import tvmlab as tvm
@@ -381,6 +395,15 @@ def time_model(torch, batch, out, repeat=20):
     print(line, file=out, flush=True)
     for label, ms in (("  graph executor", plain_ms), ("  as one CUDA graph", graph_ms)):
         print(f"{label:<34}{ms:>11.3f}{ref:>10.3f}{ref / ms:>7.2f}x  torch eager (torchvision)", file=out, flush=True)
+    if not compile:
+        return
+    ms, why = compiled_ms(torch, net, tx, repeat)
+    if ms is None:
+        print(f"  torch.compile did not run here ({why})", file=out, flush=True)
+        return
+    for label, mine in (("  graph executor", plain_ms), ("  as one CUDA graph", graph_ms)):
+        print(f"{label:<34}{mine:>11.3f}{ms:>10.3f}{ms / mine:>7.2f}x  torch.compile (inductor)", file=out,
+              flush=True)
 
 
 def simulate_case(c, traffic=False):
@@ -411,6 +434,8 @@ def main(argv=None, out=sys.stdout):
     p.add_argument("--rows", default=",".join([*ROWS, "resnet50"]),
                    help=f"comma-separated, from {', '.join(ROWS)}, resnet50 (batch 1 and 16)")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
+    p.add_argument("--no-compile", action="store_true", help="resnet50 without the torch.compile reference "
+                   "(its compile takes a minute or more)")
     p.add_argument("--simulate", action="store_true", help="no GPU needed: small sizes on the simulator")
     p.add_argument("--traffic", action="store_true", help="with --simulate: each kernel's memory traffic "
                    "(global coalescing, shared-memory bank conflicts)")
@@ -443,7 +468,7 @@ def main(argv=None, out=sys.stdout):
         print(f"{c.label:<34}{t:>11.3f}{r:>10.3f}{r / t:>7.2f}x  {c.reference}", file=out, flush=True)
     if "resnet50" in names:
         for batch in (1, 16):
-            time_model(torch, batch, out)
+            time_model(torch, batch, out, compile=not args.no_compile)
     print("ratio = reference time / tvmlab time (> 1: tvmlab is faster); float32, TF32 off", file=out)
     return 0
 
