@@ -179,7 +179,8 @@ GRID_CASES = [
     (6, 4, 4, ("threadIdx.y", "threadIdx.z"), "sum", ("threadIdx.x", 3), None, False),   # not lanes in order
     (5, 6, 50, ("threadIdx.x", "threadIdx.y"), "sum", None, 4, False),                   # 24 threads, serial parts
     (3, 8, 37, ("threadIdx.x", "threadIdx.y"), "argmax", ("threadIdx.z", 2), 4, True),   # 37 = 4 uneven parts
-    (7, 32, 3, ("threadIdx.x", "threadIdx.y"), "max", None, None, False),                # 96: 3 warps, the tree
+    (7, 32, 3, ("threadIdx.x", "threadIdx.y"), "max", None, None, True),                 # 96: 3 warps, padded to 4
+    (4, 32, 6, ("threadIdx.x", "threadIdx.y"), "argmax", ("threadIdx.z", 2), None, True),  # 6 warps, 2 rows
 ]
 
 

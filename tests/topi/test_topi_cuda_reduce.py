@@ -152,6 +152,45 @@ def test_layer_norm_one_kernel(cuda_run, rng, shape, axes):
     np.testing.assert_allclose(_run(cuda_run, f, out, a, g, b), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(10, 512), (3, 768)])
+def test_softmax_reads_its_row_once_into_registers(cuda_run, rng, shape):
+    """Rows a multiple of 128 long: each thread takes 4 consecutive elements, loaded once (one float4)
+    into registers for the max, the sum and the output, stored as one float4; several rows a block
+    where the rows are short (10 rows of 512: 2 a block, the last block's second row guarded); the
+    exponentials computed once (kept in registers for the sum and the output)."""
+    f, src, out = _build(lambda a: topi.nn.softmax(a, axis=-1), [shape], topi.cuda.schedule_softmax)
+    assert src.count("*(float4*)(A0 + ") == 1 and "A0[" not in src
+    threads = shape[-1] // 4
+    assert src.count("expf(") == 4 and f"__launch_bounds__({threads * max(1, 256 // threads)})" in src
+    assert "*(float4*)(T_softmax_norm + " in src
+    a = (rng.standard_normal(shape) * 4).astype("float32")
+    np.testing.assert_allclose(_run(cuda_run, f, out, a), _softmax(a), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(5, 384), (2, 3, 256)])
+def test_layer_norm_under_a_gpu_target_reads_its_row_once(cuda_run, rng, shape):
+    """Under a GPU target layer norm's statistics are the mean, then the squared deviations from it (no
+    read of another element of the row), so each thread's 4 elements are read once, into registers,
+    for both sums and the output.  A large mean against the spread keeps its accuracy."""
+    row = shape[-1:]
+    with tvm.target.Target("cuda"):
+        f, src, out = _build(lambda a, g, b: topi.nn.layer_norm(a, g, b, [-1]), [shape, row, row],
+                             topi.cuda.schedule_layer_norm)
+    assert out.op.attrs.get("two_pass") and src.count("*(float4*)(A0 + ") == 1 and "A0[" not in src
+    a = (rng.standard_normal(shape) * 3 + 1000).astype("float32")
+    g, b = (rng.standard_normal(row).astype("float32") for _ in range(2))
+    want = _layer_norm(a.astype("float64"), g, b, (-1,))
+    np.testing.assert_allclose(_run(cuda_run, f, out, a, g, b), want, rtol=1e-3, atol=1e-3)
+
+
+def test_long_rows_of_whole_vectors_take_a_thread_per_4_elements(cuda_run, rng):
+    """A row sum of 1536: 384 threads (12 warps, combined across the warps padded to 16), a float4 each."""
+    f, src, out = _build(lambda a: topi.sum(a, axis=1), [(3, 1536)], topi.cuda.schedule_reduce)
+    assert "__launch_bounds__(384)" in src and src.count("*(float4*)(A0 + ") == 1
+    a = rng.standard_normal((3, 1536)).astype("float32")
+    np.testing.assert_allclose(_run(cuda_run, f, out, a), a.sum(1), rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------------- injective
 @pytest.mark.parametrize("shape,bshape,wide", [((1001 * 4,), (1001 * 4,), "float4"), ((7, 36), (36,), "float4"),
                                                ((3, 10), (3, 10), "float2"), ((5, 7), (7,), None)])

@@ -171,10 +171,12 @@ def case_conv(c, hw, o, k, stride, batch=16):
 def case_topi(name, shapes, make, schedule, ref, torch_call, reference, rtol=1e-4):
     """A row of ``make(topi, *inputs)`` with ``topi.cuda.<schedule>``; ``shapes[size]``: the inputs' shapes."""
     def case(size):
+        import tvmlab as tvm
         from tvmlab import te, topi
         ins = [te.placeholder(sh, name=f"x{k}") for k, sh in enumerate(shapes[size])]
-        out = make(topi, *ins)
-        f = _build(getattr(topi.cuda, schedule)([out]), ins + [out])
+        with tvm.target.Target("cuda"):         # the computes relay.build(target="cuda") would make
+            out = make(topi, *ins)
+            f = _build(getattr(topi.cuda, schedule)([out]), ins + [out])
         arrays = [np.random.rand(*sh).astype("float32") for sh in shapes[size]]
         label = f"{name} {'x'.join(map(str, shapes[size][0]))}"
         return Case(label, f, arrays + [np.zeros([int(d) for d in out.shape], "float32")], ref, torch_call,
@@ -198,8 +200,8 @@ REDUCE_ROWS = [
     *[case_topi("softmax", {"small": [small], "quick": [(rows // 4, n)], "full": [(rows, n)]},
                 lambda topi, a: topi.nn.softmax(a), "schedule_softmax", _softmax_ref,
                 lambda torch, a: lambda: torch.softmax(a, -1), "torch.softmax", 1e-3)
-      for rows, n, small in ((4096, 4096, (8, 700)), (8192, 1024, (19, 100)))],   # a block / a warp per row
-    case_topi("layer norm", {"small": [(9, 700), (700,), (700,)], "quick": [(2048, 768), (768,), (768,)],
+      for rows, n, small in ((4096, 4096, (8, 640)), (8192, 1024, (19, 128)))],   # 4 elements a thread
+    case_topi("layer norm", {"small": [(9, 768), (768,), (768,)], "quick": [(2048, 768), (768,), (768,)],
                              "full": [(8192, 768), (768,), (768,)]},
               lambda topi, a, g, b: topi.nn.layer_norm(a, g, b, axis=[-1]), "schedule_layer_norm",
               _layer_norm_ref, lambda torch, a, g, b: lambda: torch.nn.functional.layer_norm(a, g.shape, g, b),

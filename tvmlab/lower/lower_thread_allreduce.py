@@ -17,9 +17,10 @@ kernel does not use); then, with ``warp_size`` given:
   ``tvm_warp_shuffle_down`` steps in a per-thread temporary, then ``res_k =
   tvm_warp_shuffle(temp, 0, n)``, lane 0's total (so ``res_k``'s one store is
   visibly alike in every lane); no shared memory, no barrier;
-* **warps, then shuffles** when n is 32 * w (w a power of two): each warp
+* **warps, then shuffles** when n is 32 * w (w at most 32): each warp
   reduces by shuffles, lane 0 of each writes its warp's total to a "shared"
-  buffer, a barrier, and every warp reduces those w values;
+  buffer, a barrier, and every warp reduces those w values (padded with the
+  identity to a power of two);
 
 and **a shared-memory tree** otherwise: each thread writes its part, log2
 rounds halve the active threads with a barrier after each, and every thread
@@ -132,7 +133,7 @@ class _Lower(IRMutator):
         present = sorted(self.kernel or tags)
         lanes_in_order = present[:len(tags)] == tags
         one_warp = ws and lanes_in_order and _pow2(n) and n <= ws
-        warps = ws and lanes_in_order and n % ws == 0 and _pow2(n // ws) and n // ws <= ws
+        warps = ws and lanes_in_order and n % ws == 0 and n // ws <= ws
         # A thread axis of the kernel that does not enclose the reduction (bound by another stage)
         # splits no rows: its threads would share the slots, so only its index 0 writes them.
         around = {iv.thread_tag for iv, _ in self.threads}
@@ -205,7 +206,10 @@ class _Lower(IRMutator):
         mine = _op.add(_op.mul(row, warps), lane)
         body.append(seq(*[Store(r, _op.if_then_else(_op.lt(lane, warps), Load(self.dts[r], b, mine), ident),
                                 self.at[r]) for r, b, ident in zip(red, bufs, comb.identity_element)]))
-        body.extend(self._shuffles(comb, red, ws, upto=warps))
+        upto = 1
+        while upto < warps:        # lanes from ``warps`` on hold the identity: shuffle over a power of two
+            upto *= 2
+        body.extend(self._shuffles(comb, red, ws, upto=upto))
         body.append(self._broadcast(red, res, ws))
         out = seq(*body)
         for b, r in reversed(list(zip(bufs, red))):

@@ -6,7 +6,14 @@ Each row is handled by ``tx`` threads along ``threadIdx.x`` (a warp for short ro
 ones), ``ty`` rows per block along ``threadIdx.y``: every reduction is ``rfactor``-ed into a strided part
 per thread (consecutive threads read consecutive elements) and combined across the threads (warp
 shuffles; ``lower_thread_allreduce``), then the row's outputs are written by the same threads, so the
-whole group is one kernel that reads its row from global memory once per reduction and once for the output.
+whole group is one kernel.
+
+Rows a multiple of 128 long (up to 4096; softmax over 1024, layer norm over 768) are cut differently:
+each thread takes 4 consecutive elements (``n / 4`` threads a row, several rows a block where that leaves
+a block under 256 threads), so each access is one float4, and a tensor every stage reads only at its own
+element (softmax's input, its exponentials; layer norm's input under a GPU target) is loaded once into
+the thread's registers and read from there by every reduction and the output: the row comes from
+memory once.  Other rows: each reduction reads it again (from cache, mostly).
 """
 from __future__ import annotations
 
@@ -20,6 +27,12 @@ from ..utils import const_or_none
 
 WARP = 32
 SHORT_ROW = 512        # rows up to this many elements get a warp each, longer ones a block
+# rows whose length is a multiple of 4 x 32 (up to 4096): each thread takes 4 consecutive elements (one
+# float4 load or store), kept in registers across the row's reductions; BLOCK threads a block at least
+CONTIGUOUS = True
+LANES = 4
+MAX_THREADS = 1024
+BLOCK = 256
 
 
 def row_threads(n):
@@ -124,6 +137,38 @@ def reduce_length(op):
     return n
 
 
+def contiguous_threads(n):
+    """Threads per row when each thread takes ``LANES`` consecutive elements of a row of ``n`` (whole warps,
+    at most 1024), else None."""
+    if n is None or n % LANES:
+        return None
+    t = n // LANES
+    return t if t % WARP == 0 and t <= MAX_THREADS else None
+
+
+def _exact_row_loads(ops, rows):
+    """The tensors every op of ``ops`` reads only at its own row and its own element of the row: the row
+    indices its leading axes, the last index its last axis or its one reduce axis.  Such a tensor a thread
+    can read once into registers for all of them (see ``schedule_rows``)."""
+    exact, other = set(), set()
+    for op in ops:
+        row_vars = [iv.var for iv in op.axis[:rows]]
+        last = [op.axis[-1].var] if len(op.axis) > rows else []
+        if len(op.reduce_axis) == 1:
+            last.append(op.reduce_axis[0].var)
+
+        def visit(x, row_vars=row_vars, last=last):
+            if not isinstance(x, ProducerLoad):
+                return
+            idx = x.indices
+            ok = len(idx) == rows + 1 and len(row_vars) == rows and \
+                all(i is v for i, v in zip(idx[:rows], row_vars)) and any(idx[-1] is v for v in last)
+            (exact if ok else other).add(x.producer)
+        for b in op.body:
+            post_order_visit(b, visit)
+    return exact - other
+
+
 def schedule_rows(outs, what, threads=None):
     """The row-group schedule of ``outs`` (one output; see the module docstring).  ``threads``: (threads per
     row, rows per block), else chosen from the row length.  ScheduleError when ``outs`` is no row group."""
@@ -139,12 +184,22 @@ def schedule_rows(outs, what, threads=None):
         raise ScheduleError(f"topi.cuda.{what}: the reductions of {out.op.name!r} do not reduce the trailing "
                             f"axes of its rows")
     inline_rest(s, ())
-    tx_n, ty_n = threads or row_threads(reduce_length(reds[0]))
-    tx = te.thread_axis((0, tx_n), "threadIdx.x")
+    n = reduce_length(reds[0])
+    lanes = 1
     own = out.op in reds                    # the output is itself the (last) reduction
+    row_shaped = all(_one(x) for x in out.shape[rows:]) if own else rows == len(out.shape) - 1
+    if threads is None and CONTIGUOUS and row_shaped and \
+            all(len(r.reduce_axis) == 1 and reduce_length(r) == n for r in reds) and contiguous_threads(n):
+        lanes, tx_n = LANES, contiguous_threads(n)
+        ty_n = max(1, BLOCK // tx_n)
+    else:
+        tx_n, ty_n = threads or row_threads(n)
+    tx = te.thread_axis((0, tx_n), "threadIdx.x")
+    group = [st.op for st in s.stages if isinstance(st.op, ComputeOp)]
+    cached = _exact_row_loads(group, rows) if lanes > 1 else set()
     if own:
         reds = reds[:-1]
-        spread_reduction(s, out, tx, tx_n)
+        spread_reduction(s, out, tx, tx_n, lanes)
     axes = list(s[out].op.axis)
     row = axes[0] if rows == 1 else s[out].fuse(*axes[:rows])     # a scalar: one row (a singleton axis)
     count = 1
@@ -159,7 +214,11 @@ def schedule_rows(outs, what, threads=None):
         bx = ty = row
     s[out].bind(bx, te.thread_axis("blockIdx.x"))
     inner = axes[rows:]
-    if inner:
+    if inner and lanes > 1 and not own:     # each thread its LANES consecutive elements: one vector access
+        jo, ji = s[out].split(inner[0], factor=lanes)
+        s[out].bind(jo, tx)
+        s[out].vectorize(ji)
+    elif inner:
         j = s[out].fuse(*inner) if len(inner) > 1 else inner[0]
         jo, ji = s[out].split(j, factor=tx_n)
         s[out].reorder(*dict.fromkeys([bx, ty]), ji, jo)
@@ -167,16 +226,28 @@ def schedule_rows(outs, what, threads=None):
     else:
         s[out].set_store_predicate(tx.var.equal(0))
     for r in reds:
-        attach_row_reduction(s, r.output(0), s[out], ty, tx, tx_n)
+        attach_row_reduction(s, r.output(0), s[out], ty, tx, tx_n, lanes)
+    # a row tensor every stage reads at its own element: each thread loads its elements once, into
+    # registers, for every reduction and the output (softmax reads its row from memory once, not three times)
+    for t in sorted(cached, key=lambda t: t.op.name):
+        readers = [st.op for st in s.stages if isinstance(st.op, ComputeOp) and t in st.op.input_tensors]
+        local = s.cache_read(t, "local", readers)
+        s[local].compute_at(s[out], ty)
+        s[local].vectorize(s[local].op.axis[-1])
     return s
 
 
-def spread_reduction(s, red, tx, tx_n):
+def spread_reduction(s, red, tx, tx_n, lanes=1):
     """Spread reduction ``red`` over the ``tx_n`` threads of ``tx``: its (fused) reduce axis split, the
-    inner part ``rfactor``-ed into one strided part per thread, the parts combined across ``tx``."""
+    inner part ``rfactor``-ed into one strided part per thread, the parts combined across ``tx``.  With
+    ``lanes`` > 1 each thread's part is ``lanes`` consecutive elements instead (the row is ``tx_n x lanes``
+    long)."""
     rax = list(s[red].op.reduce_axis)
     k = s[red].fuse(*rax) if len(rax) > 1 else rax[0]
-    _, ki = s[red].split(k, factor=tx_n)
+    if lanes > 1:
+        ki, _ = s[red].split(k, factor=lanes)
+    else:
+        _, ki = s[red].split(k, factor=tx_n)
     part = s.rfactor(red, ki)
     part = part[0] if isinstance(part, (list, tuple)) else part
     k = s[red].op.reduce_axis[0]
@@ -185,7 +256,7 @@ def spread_reduction(s, red, tx, tx_n):
     return part
 
 
-def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n):
+def attach_row_reduction(s, red, at_stage, at_axis, tx, tx_n, lanes=1):
     """Compute reduction ``red`` at ``at_axis`` of ``at_stage``, its reduction spread over ``tx``."""
     s[red].compute_at(at_stage, at_axis)
-    return spread_reduction(s, red, tx, tx_n)
+    return spread_reduction(s, red, tx, tx_n, lanes)

@@ -6,8 +6,10 @@
 Softmax's row max, its sum of exponentials and the normalisation, and layer norm's two row sums and the
 normalisation, run in one kernel with a warp per row (rows of up to 512 elements, eight rows a block) or a
 block per row (longer rows): the reductions combine across the row's threads with warp shuffles and every
-thread keeps the results in registers, then writes its strided share of the row (``topi.cuda.rows``).
-The exponentials are recomputed where read rather than stored.  Stages relay fuses after the operator
+thread keeps the results in registers, then writes its share of the row (``topi.cuda.rows``).  Rows a
+multiple of 128 long are read once: each thread's 4 consecutive elements (and softmax's exponentials of
+them) stay in its registers for the reductions and the output; other rows recompute the exponentials
+where read.  Stages relay fuses after the operator
 (a cast, a residual add) join the same kernel.  A softmax over another axis than the last keeps the plain
 schedule, a thread per output element.
 """

@@ -9,13 +9,18 @@ The statistics are two sums over the row, of ``d = x - x[row, 0]`` and of ``d * 
 output one row at a time while the row is in cache; shifting by the row's first element keeps the
 one-pass variance accurate when the mean is large against the spread (a plain ``E[x^2] - E[x]^2`` loses
 the variance's digits to cancellation there).
+
+Under a GPU target the statistics are the mean, then the sum of ``(x - mean) ** 2`` (attribute
+``two_pass``): a GPU schedule keeps each thread's elements of the row in registers across both sums and the
+output (``topi.cuda.rows``), so the second pass reads no memory, and every read of the row is at its own
+element (the one-pass form's ``x[row, 0]`` would be a read of another thread's element).
 """
 from __future__ import annotations
 
 from ... import te
 from ...ir import dtype as dt
 from ...ir import op as _op
-from ..utils import OperatorError, check_tensor, const_or_none, normalize_axis, shape_str
+from ..utils import OperatorError, check_tensor, const_or_none, gpu_target_current, normalize_axis, shape_str
 
 
 def layer_norm(data, gamma, beta, axis, epsilon=1e-5):
@@ -50,6 +55,8 @@ def layer_norm(data, gamma, beta, axis, epsilon=1e-5):
             idx[d] = v
         return tuple(idx)
 
+    if gpu_target_current():
+        return _two_pass(data, gamma, beta, axes, kept, full, red, size, epsilon)
     zero = [0] * len(axes)
 
     def centred(outer, inner):
@@ -73,3 +80,27 @@ def layer_norm(data, gamma, beta, axis, epsilon=1e-5):
             y = y + beta(*inner)
         return y
     return te.compute(data.shape, out, name="T_layer_norm", tag="layer_norm", attrs={"axis": tuple(axes)})
+
+
+def _two_pass(data, gamma, beta, axes, kept, full, red, size, epsilon):
+    """The GPU form (see the module docstring): the mean, then the sum of squared deviations from it."""
+    shape = tuple(data.shape[d] for d in kept)
+    inv = _op.const(1.0, data.dtype) / _op.cast(data.dtype, size)
+    eps = _op.const(float(epsilon), data.dtype)
+    s1 = te.compute(shape, lambda *i: te.sum(data(*full(i, red)), axis=red), name="T_layer_norm_sum")
+    red2 = [te.reduce_axis((0, s), name=f"k{j}") for j, s in enumerate(data.shape[a] for a in axes)]
+
+    def dev(outer, inner):
+        return data(*full(outer, inner)) - s1(*outer) * inv
+    s2 = te.compute(shape, lambda *i: te.sum(dev(i, red2) * dev(i, red2), axis=red2), name="T_layer_norm_sumsq")
+
+    def out(*i):
+        outer, inner = [i[d] for d in kept], [i[d] for d in axes]
+        y = dev(outer, inner) * _op.rsqrt(s2(*outer) * inv + eps)
+        if gamma is not None:
+            y = y * gamma(*inner)
+        if beta is not None:
+            y = y + beta(*inner)
+        return y
+    return te.compute(data.shape, out, name="T_layer_norm", tag="layer_norm",
+                      attrs={"axis": tuple(axes), "two_pass": 1})
