@@ -52,6 +52,20 @@ def test_few_rows_reduce_over_a_warp(cuda_run, rng):
     np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("K,wide", [(384, True), (100, False)])
+def test_few_rows_read_4_consecutive_elements_a_lane(cuda_run, rng, K, wide):
+    """Where K is a whole number of warps x 4, each lane reads 4 consecutive elements of the row and the
+    weight at once (one float4 each into registers); else one at a time."""
+    M, N = 3, 40
+    s, args = _dense(M, N, K)
+    f = tvm.build(s, args, "cuda")
+    src = f.imported_modules[0].get_source()
+    assert ("*(float4*)(W + " in src and "*(float4*)(A + " in src) == wide
+    a, w, b = (rng.standard_normal(sh).astype("float32") for sh in ((M, K), (N, K), (N,)))
+    *_, got = cuda_run(f, a, w, b, np.full((M, N), np.nan, "float32"))
+    np.testing.assert_allclose(got, np.maximum(a @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_batch_matmul(cuda_run, rng):
     B, M, N, K = 3, 70, 50, 30
     A, W = te.placeholder((B, M, K), name="A"), te.placeholder((B, N, K), name="W")

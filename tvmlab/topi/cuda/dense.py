@@ -25,6 +25,7 @@ from ...ir import dtype as dt
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
+from ...codegen.cuda_vector import VECTOR_TYPES
 from .tiling import cooperative_fetch, fetch_lanes, register_tile
 
 TILE = None        # output tile per block, each way (None: LARGE_TILE for large products, else SMALL_TILE)
@@ -42,6 +43,7 @@ WARP = 32
 K_OUTER = True
 ROW_ALIGN = (32, 4)
 SECTOR = 32        # bytes of a global memory transaction
+GEMV_LANES = 4     # consecutive elements a lane of the matrix-vector schedule reads at once
 
 
 def _product(outs, what):
@@ -289,10 +291,27 @@ def _tiled(s, C, outs, ysplit, xsplit, tile_k, unroll=(0, 1), vector_fetch=True)
 
 def _matrix_vector(s, C, outs, per_block=8, lanes=WARP, unroll=(0, 1)):
     """Few rows: each output's reduction over ``lanes`` threads (a warp: rfactor, combined by shuffles),
-    ``per_block`` outputs per block on threadIdx.y; one lane writes each output."""
+    ``per_block`` outputs per block on threadIdx.y; one lane writes each output.  Where both operands
+    keep k innermost and the reduction is a whole number of ``lanes x 4``, each lane reads 4 consecutive
+    elements of each at a time (one float4 into registers), not one."""
     out = _out_stage(s, C, outs)
-    _, ki = s[C].split(s[C].op.reduce_axis[0], factor=lanes)
+    k = s[C].op.reduce_axis[0]
+    K = const_or_none(k.dom.extent)
+    operands = C.op.input_tensors[:2]
+    wide = K is not None and K % (lanes * GEMV_LANES) == 0 and \
+        all(_k_dim(C, t) == len(t.shape) - 1 and (str(t.dtype), GEMV_LANES) in VECTOR_TYPES for t in operands)
+    if wide:
+        ko, kv = s[C].split(k, factor=GEMV_LANES)
+        _, ki = s[C].split(ko, factor=lanes)
+    else:
+        _, ki = s[C].split(k, factor=lanes)
     CF = s.rfactor(C, ki)
+    if wide:
+        step = s[CF].op.reduce_axis[0]
+        for t in operands:
+            local = s.cache_read(t, "local", [CF])
+            s[local].compute_at(s[CF], step)
+            s[local].vectorize(s[local].op.axis[-1])
     axes = list(s[out].op.axis)
     scope, axes[0] = kernel_scope(s, out, axes[0], unroll)
     if scope is not None:
