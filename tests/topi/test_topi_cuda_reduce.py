@@ -202,6 +202,18 @@ def test_injective_vectorized_where_the_inner_axis_allows(cuda_run, rng, shape, 
     np.testing.assert_array_equal(_run(cuda_run, f, out, a, b), a + b)
 
 
+def test_large_outputs_take_4_vectors_a_thread(cuda_run, rng, monkeypatch):
+    """From MANY_GROUPS vector groups on (forced small here), each thread takes 4 groups a block's width
+    apart, unrolled: 4 float4 loads of each operand; the last block guarded where it is partial."""
+    from tvmlab.topi.cuda import injective
+    monkeypatch.setattr(injective, "MANY_GROUPS", 64)
+    n = 4 * 256 * 4 * 2 + 36
+    f, src, out = _build(lambda a, b: topi.add(a, b), [(n,), (n,)], topi.cuda.schedule_injective)
+    assert src.count("*(float4*)(A0 + ") == 4 and src.count("*(float4*)(A1 + ") == 4
+    a, b = (rng.standard_normal(n).astype("float32") for _ in range(2))
+    np.testing.assert_allclose(_run(cuda_run, f, out, a, b), a + b, rtol=1e-6)
+
+
 def test_injective_reshape_transpose_stays_wide(cuda_run, rng):
     """Splitting heads (reshape, transpose): the index of four consecutive elements is one ramp."""
     f, src, out = _build(lambda a: topi.transpose(topi.reshape(a, (2, 10, 4, 16)), (0, 2, 1, 3)),

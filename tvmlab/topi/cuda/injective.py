@@ -6,9 +6,11 @@ Every output's axes are fused into one; when the innermost axis is a multiple of
 type CUDA has a vector for (``float4``, ``int4``, ``half2``, ...), each thread handles that many
 consecutive elements as one vectorized group, printed as a 128-bit load and store
 (``tvmlab.codegen.cuda_vector``); the groups are spread over blocks of 256 threads, the last block guarded
-when the block does not divide them.  A broadcast operand along the inner axis stays one wide load (the
-inner axis is a multiple of the width); an operand read across (a transpose) is gathered lane by lane.
-Other shapes keep the flat schedule, a thread per element.
+when the block does not divide them.  A large output (a million groups or more) gives each thread 4
+groups, 256 groups apart, unrolled: four wide loads of each operand in flight before the first store.
+A broadcast operand along the inner axis stays one wide load (the inner axis is a multiple of the
+width); an operand read across (a transpose) is gathered lane by lane.  Other shapes keep the flat
+schedule, a thread per element.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from ..utils import const_or_none
 from .rows import inline_rest, reductions
 
 NUM_THREADS = 256
+MANY_GROUPS = 1 << 20     # vector groups from which each thread takes PER_THREAD of them (a few waves of an H100)
+PER_THREAD = 4
 
 
 def vector_lanes(t):
@@ -45,7 +49,17 @@ def bind_vector(s, t, num_threads=NUM_THREADS):
         return None
     xo, xv = s[t].split(axes[-1], factor=lanes)
     x = s[t].fuse(*axes[:-1], xo) if len(axes) > 1 else xo
-    bx, tx = s[t].split(x, factor=num_threads)
+    total = 1
+    for d in t.shape:
+        total = None if total is None or const_or_none(d) is None else total * const_or_none(d)
+    if total is not None and total // lanes >= MANY_GROUPS:
+        # a large output: each thread PER_THREAD groups a block apart (unrolled), so several wide loads
+        # are in flight per thread before the first store, with every warp's access still contiguous
+        bx, rest = s[t].split(x, factor=num_threads * PER_THREAD)
+        i, tx = s[t].split(rest, factor=num_threads)
+        s[t].unroll(i)
+    else:
+        bx, tx = s[t].split(x, factor=num_threads)
     s[t].bind(bx, te.thread_axis("blockIdx.x"))
     s[t].bind(tx, te.thread_axis("threadIdx.x"))
     s[t].vectorize(xv)
