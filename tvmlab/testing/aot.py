@@ -327,7 +327,7 @@ def _build_and_run(models, runner, base, verbose):
         print(" ".join(cmd))
     run_tool(cmd, "compiling the AOT test program")
     env = {**os.environ}
-    env.setdefault("GOMP_SPINCOUNT", "1000")
+    env.setdefault("GOMP_SPINCOUNT", "5000")
     run = subprocess.run([exe], capture_output=True, text=True, cwd=base, env=env)
     output = (run.stdout + run.stderr).strip()
     if verbose:
