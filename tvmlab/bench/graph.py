@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from ..runtime.llvm_jit import SPINCOUNT
 from . import models
 from .peak import threads
 from .timing import side_by_side
@@ -282,8 +283,6 @@ def node_overhead(nodes=200, rounds=3):
     native, py = side_by_side(ex.run, python_loop, rounds=rounds, min_ms=20, settle=0.01)
     return {"native": native / len(calls) * 1e9, "python": py / len(calls) * 1e9}
 
-
-from ..runtime.llvm_jit import SPINCOUNT  # noqa: E402
 
 WAIT_POLICIES = (("libgomp's own (spin 300000)", {"GOMP_SPINCOUNT": "300000"}),
                  (f"tvmlab's default (spin {SPINCOUNT})", {}),
