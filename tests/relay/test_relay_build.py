@@ -798,6 +798,33 @@ def test_thread_choice_probes_by_time_too_and_ignores_runs_after_idle_gaps():
     assert runs(30, {2: 5e-4, 1: 3e-4}, gap=1.0) == "2" * 30 and c.use == 2
 
 
+def test_thread_choice_waits_out_the_slow_start_after_an_idle_spell():
+    """After an idle spell the cores may stay slow for milliseconds: runs in the next ``warm`` seconds are
+    not counted and start no probe, so a burst's slow start does not move a model to one thread; a
+    slowdown that lasts past them still does."""
+    from tvmlab.contrib.native_runner import ThreadChoice
+    now = [0.0]
+    c = ThreadChoice(2, first=4, longest=1024, gain=0.8, slow=1.25, window=3, burst=3, max_wait=0.05,
+                     warm=0.02, clock=lambda: now[0])
+
+    def runs(k, times, gap=0.0):
+        used = []
+        for _ in range(k):
+            n = c.next()
+            used.append(n)
+            now[0] += gap + times[n]
+            c.record(n, times[n], gap)
+            gap = 0.0
+        return "".join(map(str, used))
+    runs(20, {2: 1e-4, 1: 3e-4})
+    # a burst after 0.2 s idle: 15 ms of slow runs on both threads, then fast ones
+    seq = runs(30, {2: 5e-4, 1: 3e-4}, gap=0.2) + runs(50, {2: 1e-4, 1: 3e-4})
+    assert seq == "2" * 80 and c.use == 2
+    # the slowdown outlasts the warm-up: a probe of one thread wins
+    runs(200, {2: 5e-4, 1: 3e-4}, gap=0.2)
+    assert c.use == 1
+
+
 def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):
     import ctypes
     from tvmlab.runtime import llvm_jit

@@ -114,20 +114,26 @@ class ThreadChoice:
     within that time, however many runs the doubling had reached.  An idle
     machine's runs are steady, so it pays no probes.  A run that starts after
     the runner sat idle (longer than ``idle`` seconds, and 10 runs' time) is not
-    counted: its threads were asleep, which says nothing about other processes.
+    counted: its threads were asleep, which says nothing about other processes;
+    nor are the runs of the next ``warm`` seconds, and no probe starts in them
+    (the time wait restarts): on a virtual machine the cores stay slow for some
+    milliseconds after an idle spell (a 0.17 ms resize took 0.45-0.7 ms on two
+    threads), and a probe that always landed there kept a model on one thread
+    for good, at twice its time, when it ran in bursts.
     """
 
     def __init__(self, threads, first=16, longest=1024, gain=0.8, slow=1.25, window=5, burst=3, max_wait=0.05,
-                 idle=1e-3, clock=time.perf_counter):
+                 idle=1e-3, warm=0.02, clock=time.perf_counter):
         self.threads, self.use = threads, threads
         self.first, self.longest, self.gain, self.slow = first, longest, gain, slow
-        self.window, self.burst, self.max_wait, self.idle = window, burst, max_wait, idle
+        self.window, self.burst, self.max_wait, self.idle, self.warm = window, burst, max_wait, idle, warm
         self.clock = clock
         self.interval, self.count = first, 0
         self.recent = []            # seconds of the latest runs on self.use
         self.fastest = float("inf")  # fastest run on all threads
         self.probe = []             # seconds of the probe under way
         self.since = clock()        # when the current choice began or the last probe ended
+        self.woke = float("-inf")   # when runs resumed after the last idle spell
 
     def _other(self):
         return 1 if self.use == self.threads else self.threads
@@ -136,8 +142,11 @@ class ThreadChoice:
         r = sorted(self.recent)
         return r[len(r) // 2] if r else float("inf")
 
+    def _warming(self):
+        return self.clock() - self.woke < self.warm
+
     def _want_probe(self):
-        if self.threads == 1:
+        if self.threads == 1 or self._warming():
             return False
         if self.use == 1:           # only a probe shows when all threads are worth it again
             wait = max(self.max_wait, 30 * self._median()) if self.recent else self.max_wait
@@ -155,8 +164,10 @@ class ThreadChoice:
     def record(self, threads, seconds, gap=0.0):
         """``seconds`` of a run on ``threads``, which began ``gap`` seconds after the previous run ended."""
         if gap > max(self.idle, 10 * seconds):
-            if threads != self.use and not self.probe:
-                self.probe.append(seconds)      # a probe's first run, which is not counted anyway
+            self.woke = self.since = self.clock()
+            self.probe = []                     # a probe the idle spell cut starts again later
+            return
+        if self._warming():
             return
         if threads == self.threads:
             self.fastest = min(self.fastest, seconds)
