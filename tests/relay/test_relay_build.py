@@ -810,9 +810,10 @@ def test_thread_choice_waits_out_the_slow_start_after_an_idle_spell():
     def runs(k, times, gap=0.0):
         used = []
         for _ in range(k):
+            now[0] += gap               # the idle spell, then the run
             n = c.next()
             used.append(n)
-            now[0] += gap + times[n]
+            now[0] += times[n]
             c.record(n, times[n], gap)
             gap = 0.0
         return "".join(map(str, used))
@@ -823,6 +824,9 @@ def test_thread_choice_waits_out_the_slow_start_after_an_idle_spell():
     # the slowdown outlasts the warm-up: a probe of one thread wins
     runs(200, {2: 5e-4, 1: 3e-4}, gap=0.2)
     assert c.use == 1
+    # on one thread, the next burst starts with a probe of both, which wins once they are fast again
+    seq = runs(10, {2: 1e-4, 1: 3e-4}, gap=0.2)
+    assert seq.startswith("222") and c.use == 2
 
 
 def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):

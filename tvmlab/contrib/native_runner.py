@@ -114,12 +114,13 @@ class ThreadChoice:
     within that time, however many runs the doubling had reached.  An idle
     machine's runs are steady, so it pays no probes.  A run that starts after
     the runner sat idle (longer than ``idle`` seconds, and 10 runs' time) is not
-    counted: its threads were asleep, which says nothing about other processes;
-    nor are the runs of the next ``warm`` seconds, and no probe starts in them
-    (the time wait restarts): on a virtual machine the cores stay slow for some
-    milliseconds after an idle spell (a 0.17 ms resize took 0.45-0.7 ms on two
-    threads), and a probe that always landed there kept a model on one thread
-    for good, at twice its time, when it ran in bursts.
+    counted: its threads were asleep, which says nothing about other processes.
+    On all threads, neither are the runs of the next ``warm`` seconds, and no
+    probe of one thread starts in them: on a virtual machine two threads can run
+    slowly for some milliseconds after an idle spell, and a model run in bursts
+    would move to one thread at every burst.  On one thread, probes of all
+    threads still come at a burst's start, so a model goes back to them as soon
+    as the other process has gone.
     """
 
     def __init__(self, threads, first=16, longest=1024, gain=0.8, slow=1.25, window=5, burst=3, max_wait=0.05,
@@ -146,7 +147,7 @@ class ThreadChoice:
         return self.clock() - self.woke < self.warm
 
     def _want_probe(self):
-        if self.threads == 1 or self._warming():
+        if self.threads == 1 or (self.use == self.threads and self._warming()):
             return False
         if self.use == 1:           # only a probe shows when all threads are worth it again
             wait = max(self.max_wait, 30 * self._median()) if self.recent else self.max_wait
@@ -164,10 +165,11 @@ class ThreadChoice:
     def record(self, threads, seconds, gap=0.0):
         """``seconds`` of a run on ``threads``, which began ``gap`` seconds after the previous run ended."""
         if gap > max(self.idle, 10 * seconds):
-            self.woke = self.since = self.clock()
-            self.probe = []                     # a probe the idle spell cut starts again later
+            self.woke = self.clock()
+            if threads != self.use and not self.probe:
+                self.probe.append(seconds)      # a probe's first run, which is not counted anyway
             return
-        if self._warming():
+        if self.use == self.threads and self._warming():
             return
         if threads == self.threads:
             self.fastest = min(self.fastest, seconds)
