@@ -6,8 +6,9 @@ onnxruntime's output, then timed interleaved with it (onnxruntime with as
 many intra-op threads as tvmlab's parallel loops); the ratio is
 onnxruntime's time over tvmlab's (above 1: tvmlab is faster).  With
 ``--repeat N`` each case is built and timed N times afresh (new session, new
-module) and the median ratio is reported: on a shared two-core machine one
-instance in several runs at half its speed for its whole life, on either side.
+module), the repeats going round all the cases, and the median ratio is
+reported: on a shared two-core machine, stretches of seconds run two threads at
+half their speed, on either side.
 
     python -m tvmlab.bench.onnx_ops [--only resize_linear,topk] [--repeat 3]
 """
@@ -75,14 +76,20 @@ def run(only=None, out=print, repeat=1):
     nthreads = threads()
     out(f"{'model':<22}{'onnxruntime ms':>16}{'tvmlab ms':>12}{'ratio (ort/tvmlab)':>21}"
         + ("   ratios of the repeats" if repeat > 1 else ""))
+    cases = {name: case for name, case in _cases().items() if not only or name in only}
+    # the repeats go round all the cases, so a slow stretch of the machine does not take every try of one
+    tries = {name: [] for name in cases}
+    for k in range(repeat):
+        for name, case in cases.items():
+            if k < repeat - 1:
+                tries[name].append(_time_case(name, case, nthreads))
     rows = []
-    for name, case in _cases().items():
-        if only and name not in only:
-            continue
-        tries = sorted((_time_case(name, case, nthreads) for _ in range(repeat)), key=lambda r: r[0] / r[1])
-        t_ort, t_tvm = tries[len(tries) // 2]
+    for name, case in cases.items():
+        tries[name].append(_time_case(name, case, nthreads))
+        tries[name].sort(key=lambda r: r[0] / r[1])
+        t_ort, t_tvm = tries[name][len(tries[name]) // 2]
         rows.append((name, t_ort, t_tvm))
-        each = "   " + ", ".join(f"{o / t:.2f}" for o, t in tries) if repeat > 1 else ""
+        each = "   " + ", ".join(f"{o / t:.2f}" for o, t in tries[name]) if repeat > 1 else ""
         out(f"{name:<22}{t_ort * 1e3:>16.3f}{t_tvm * 1e3:>12.3f}{t_ort / t_tvm:>20.2f}x{each}")
     return rows
 
