@@ -20,12 +20,14 @@ written.  Shapes the tiles do not divide are guarded.
 from __future__ import annotations
 
 from ... import te
+from ...codegen.cuda_vector import VECTOR_TYPES
 from ...errors import ScheduleError
 from ...ir import dtype as dt
+from ...ir.expr import ProducerLoad
+from ...ir.functor import post_order_visit
 from ...ir.tensor import ComputeOp
 from ..generic import as_outputs
 from ..utils import const_or_none
-from ...codegen.cuda_vector import VECTOR_TYPES
 from .tiling import cooperative_fetch, fetch_lanes, register_tile
 
 TILE = None        # output tile per block, each way (None: LARGE_TILE for large products, else SMALL_TILE)
@@ -125,7 +127,7 @@ def _thread_split(tile, threads):
 def hand_written(C, tile=TILE, threads=THREADS, tile_k=TILE_K, small_rows=SMALL_ROWS):
     """The hand-written choices for product ``C``: {"y", "x": (vthreads, threads, per thread), "tile_k",
     "unroll": (auto_unroll_max_step, unroll_explicit)}; with few rows {"lanes", "per_block", "unroll"}.
-    ``tile`` None: LARGE_TILE where that still makes LARGE_BLOCKS blocks, else TILE."""
+    ``tile`` None: LARGE_TILE where that still makes LARGE_BLOCKS blocks, else SMALL_TILE."""
     rows = const_or_none(C.op.axis[-2].dom.extent)
     if rows is not None and rows <= small_rows:
         return {"lanes": WARP, "per_block": 8, "unroll": (0, 1)}
@@ -199,8 +201,6 @@ def _split3(s, out, axis, split):
 
 def _k_dim(C, operand):
     """Which dimension of ``operand`` the product's reduction variable indexes (None if none alone)."""
-    from ...ir.expr import ProducerLoad
-    from ...ir.functor import post_order_visit
     k = C.op.reduce_axis[0].var
     found = []
 
