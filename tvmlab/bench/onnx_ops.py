@@ -77,20 +77,20 @@ def run(only=None, out=print, repeat=1):
     out(f"{'model':<22}{'onnxruntime ms':>16}{'tvmlab ms':>12}{'ratio (ort/tvmlab)':>21}"
         + ("   ratios of the repeats" if repeat > 1 else ""))
     cases = {name: case for name, case in _cases().items() if not only or name in only}
-    # the repeats go round all the cases, so a slow stretch of the machine does not take every try of one
+    # the repeats go round all the cases, so a slow stretch of the machine does not take every try of one;
+    # each case's row is printed once its last try is in
     tries = {name: [] for name in cases}
+    rows = []
     for k in range(repeat):
         for name, case in cases.items():
+            tries[name].append(_time_case(name, case, nthreads))
             if k < repeat - 1:
-                tries[name].append(_time_case(name, case, nthreads))
-    rows = []
-    for name, case in cases.items():
-        tries[name].append(_time_case(name, case, nthreads))
-        tries[name].sort(key=lambda r: r[0] / r[1])
-        t_ort, t_tvm = tries[name][len(tries[name]) // 2]
-        rows.append((name, t_ort, t_tvm))
-        each = "   " + ", ".join(f"{o / t:.2f}" for o, t in tries[name]) if repeat > 1 else ""
-        out(f"{name:<22}{t_ort * 1e3:>16.3f}{t_tvm * 1e3:>12.3f}{t_ort / t_tvm:>20.2f}x{each}")
+                continue
+            ordered = sorted(tries[name], key=lambda r: r[0] / r[1])
+            t_ort, t_tvm = ordered[len(ordered) // 2]
+            rows.append((name, t_ort, t_tvm))
+            each = "   " + ", ".join(f"{o / t:.2f}" for o, t in ordered) if repeat > 1 else ""
+            out(f"{name:<22}{t_ort * 1e3:>16.3f}{t_tvm * 1e3:>12.3f}{t_ort / t_tvm:>20.2f}x{each}")
     return rows
 
 

@@ -161,7 +161,7 @@ def _exact_row_loads(ops, rows):
             if not isinstance(x, ProducerLoad):
                 return
             idx = x.indices
-            ok = len(idx) == rows + 1 and len(row_vars) == rows and \
+            ok = len(idx) == rows + 1 == len(row_vars) + 1 and \
                 all(i is v for i, v in zip(idx[:rows], row_vars)) and any(idx[-1] is v for v in last)
             (exact if ok else other).add(x.producer)
         for b in op.body:
@@ -195,8 +195,8 @@ def schedule_rows(outs, what, threads=None):
     else:
         tx_n, ty_n = threads or row_threads(n)
     tx = te.thread_axis((0, tx_n), "threadIdx.x")
-    group = [st.op for st in s.stages if isinstance(st.op, ComputeOp)]
-    cached = _exact_row_loads(group, rows) if lanes > 1 else set()
+    cached = _exact_row_loads([st.op for st in s.stages if isinstance(st.op, ComputeOp)], rows) \
+        if lanes > 1 else set()
     if own:
         reds = reds[:-1]
         spread_reduction(s, out, tx, tx_n, lanes)
