@@ -186,6 +186,38 @@ def test_resize1d_3d(method, mode, rng):
            X86.schedule_injective, CUDA.schedule_injective, **TOL)
 
 
+@pytest.mark.parametrize("shape,size,method,mode,exclude", [
+    ((1, 20, 13, 11), (29, 23), "linear", "half_pixel", 0),       # channels each a parallel task
+    ((2, 3, 9, 7), (16, 5), "cubic", "align_corners", 0),          # few channels: the pass at the root
+    ((1, 17, 6, 10), (13, 31), "cubic", "half_pixel", 1),
+    ((1, 18, 12, 9), (7, 20), "linear", "asymmetric", 0)])         # smaller in H: one stage, four gathers
+def test_resize2d_enlarged_in_h_resizes_rows_first(shape, size, method, mode, exclude, rng):
+    from tvmlab.topi.image.resize import MIN_TASKS, PASS
+    x = ph(shape, "x")
+    out = topi.image.resize2d(x, None, size, "NCHW", method, mode, cubic_alpha=-0.75, cubic_exclude=exclude)
+    passes = [t.op for t in out.op.input_tensors if t.op.tag == PASS]
+    assert len(passes) == (1 if size[0] >= shape[2] else 0)
+    s = topi.image.schedule_resize2d(out)
+    if passes:
+        many = shape[0] * shape[1] >= MIN_TASKS
+        assert s[passes[0]].attach_type == ("scope" if many else "root")
+    scale = (size[0] / shape[2], size[1] / shape[3])
+
+    def want(a):
+        return ref.resize2d_python(a, scale, "NCHW", method, mode, cubic_alpha=-0.75, cubic_exclude=exclude)
+    verify([x, out], want, rng, topi.image.schedule_resize2d, CUDA.schedule_injective, **TOL)
+
+
+def test_resize2d_rows_first_keeps_integer_outputs(rng):
+    x = ph((1, 16, 5, 7), "x", "uint8")
+    out = topi.image.resize2d(x, None, (10, 14), "NCHW", "linear", "half_pixel")
+    data = rng.integers(0, 256, (1, 16, 5, 7)).astype("uint8")
+    want = ref.resize2d_python(data.astype("float32"), (2.0, 2.0), "NCHW", "linear", "half_pixel")
+    got = verify([x, out], lambda a: want.astype("uint8"), rng, topi.image.schedule_resize2d, inputs={"x": data},
+                 atol=1)
+    assert got[0].dtype == np.uint8
+
+
 def test_upsampling_packed_layout(rng):
     x = ph((1, 2, 5, 6, 1, 4), "x")
     out = topi.nn.upsampling(x, 1.6, 2.0, "NCHW1n4c", "bilinear")

@@ -15,6 +15,7 @@ import itertools
 import re
 
 from ... import te
+from ...codegen.llvm_vector import vector_registers
 from ...ir import op as _op
 from .. import tag
 from ..utils import OperatorError, check_tensor, const_or_none
@@ -177,6 +178,9 @@ def resize(data, size, layout, method="linear", coordinate_transformation_mode="
             lo, hi, w = _linear_tables(i, o, sc, mode, nm)
             taps.append([(lo, _complement(w, f"T_{op}_{nm}w0")), (hi, w)])
 
+    if method != "nearest_neighbor" and ndim == 2 and axes == [len(shape) - 2, len(shape) - 1] and ins[0] <= outs[0]:
+        return _separable(data, shape, taps, dtype, op)
+
     def f(*i):
         total = None
         for combo in itertools.product(*taps):
@@ -190,6 +194,39 @@ def resize(data, size, layout, method="linear", coordinate_transformation_mode="
             total = term if total is None else total + term
         return _op.cast(dtype, total)
     return te.compute(tuple(shape), f, name=f"T_{op}", tag=tag.INJECTIVE)
+
+
+PASS = "injective,resize_pass"   # injective: GPU and fused-group schedules inline it
+
+
+def _separable(data, shape, taps, dtype, op):
+    """Rows (H, W last) enlarged in H: each input row resized along W first (tag ``resize_pass``), then each
+    output row blended from those rows.  Per output pixel that is a contiguous blend of two (four) rows plus
+    half a pixel's gathers, against four (sixteen) gathers by computed index in the one-stage form."""
+    rows, cols = taps
+    h, w = len(shape) - 2, len(shape) - 1
+    wide = list(data.shape)
+    wide[w] = shape[w]
+
+    def along_w(*i):
+        total = None
+        for table, wt in cols:
+            idx = list(i)
+            idx[w] = table(i[w])
+            term = _op.cast("float32", data(*idx)) * wt(i[w])
+            total = term if total is None else total + term
+        return total
+    t = te.compute(tuple(wide), along_w, name=f"T_{op}_cols", tag=PASS)
+
+    def along_h(*i):
+        total = None
+        for table, wt in rows:
+            idx = list(i)
+            idx[h] = table(i[h])
+            term = t(*idx) * wt(i[h])
+            total = term if total is None else total + term
+        return _op.cast(dtype, total)
+    return te.compute(tuple(shape), along_h, name=f"T_{op}", tag=tag.INJECTIVE)
 
 
 def resize1d(data, roi=None, size=None, layout="NCW", method="linear", coordinate_transformation_mode="half_pixel",
@@ -222,20 +259,52 @@ def resize3d(data, roi=None, size=None, layout="NCDHW", method="linear",
                   bicubic_exclude, out_dtype, op="resize3d", ndim=3)
 
 
+MIN_TASKS = 16      # channels (N x C) worth a parallel loop of their own
+
+
 def schedule_resize2d(outs, target=None):
     """Tables at the root, everything else inlined into the outputs; output rows in parallel, the row's
-    pixels in the inner loop."""
+    pixels in the inner loop.  The separable form's rows resized along W are made per channel, beside the
+    output rows that read them (at the root, over parallel rows, when there are few channels), and the output
+    rows are blended in vectors."""
     outs = outs if isinstance(outs, (list, tuple)) else [outs]
     s = te.create_schedule([o.op for o in outs])
+    passes = []
     for stage in list(s.stages):
         op = stage.op
         if op in s.outputs or getattr(op, "tag", "") == TABLE or getattr(op, "reduce_axis", None) is None:
             continue
-        if not op.reduce_axis:
+        if op.tag == PASS:
+            passes.append(op)
+        elif not op.reduce_axis:
             stage.compute_inline()
+    lanes = vector_registers(target or "llvm").lanes("float32")
     for o in outs:
         axes = list(s[o].op.axis)
-        if len(axes) > 1:
+        readers = [p for p in passes if _reads_shape(o, p)]
+        channels = 1
+        for d in o.shape[:-2]:
+            channels *= int(d)
+        if readers and channels >= MIN_TASKS:
+            outer = s[o].fuse(*axes[:-2]) if len(axes) > 3 else axes[0]
+            s[o].parallel(outer)
+            for p in readers:
+                s[p].compute_at(s[o], outer)
+                passes.remove(p)
+        elif len(axes) > 1:
             outer = s[o].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
             s[o].parallel(outer)
+        if readers and int(o.shape[-1]) >= lanes:
+            _, inner = s[o].split(axes[-1], factor=lanes)
+            s[o].vectorize(inner)
+    for p in passes:            # at the root: its rows in parallel
+        axes = list(s[p].op.axis)
+        s[p].parallel(s[p].fuse(*axes[:-1]))
     return s
+
+
+def _reads_shape(out, op):
+    """Whether ``out`` has the shape of the resize that reads ``op`` except along W and H (so the pass's
+    channels are ``out``'s leading axes)."""
+    shape = [int(d) for d in out.shape]
+    return len(shape) == len(op.output(0).shape) >= 3 and shape[:-2] == [int(d) for d in op.output(0).shape[:-2]]

@@ -17,8 +17,9 @@ def _source(x, n_in, n_out, mode):
     return scale * x if mode == "asymmetric" else (x + 0.5) * scale - 0.5
 
 
-def _taps(x, n_in, n_out, method, mode):
-    """(input index, weight) pairs of output position ``x`` along one axis."""
+def _taps(x, n_in, n_out, method, mode, alpha=-0.5, exclude=0):
+    """(input index, weight) pairs of output position ``x`` along one axis (cubic: Keys' kernel with ``alpha``;
+    ``exclude`` drops taps outside the input and renormalises the rest)."""
     c = _source(x, n_in, n_out, mode)
     clamp = lambda i: min(max(i, 0), n_in - 1)  # noqa: E731
     if method == "nearest_neighbor":
@@ -26,13 +27,16 @@ def _taps(x, n_in, n_out, method, mode):
     base, t = int(math.floor(c)), c - math.floor(c)
     if method == "linear":
         return [(clamp(base), 1.0 - t), (clamp(base + 1), t)]
-    a = -0.5
+    a = alpha
     w = [a * (t ** 3 - 2 * t * t + t), (a + 2) * t ** 3 - (3 + a) * t * t + 1,
          -(a + 2) * t ** 3 + (3 + 2 * a) * t * t - a * t, -a * t ** 3 + a * t * t]
+    if exclude:
+        w = [wk if 0 <= base - 1 + k < n_in else 0.0 for k, wk in enumerate(w)]
+        w = [wk / sum(w) for wk in w]
     return [(clamp(base - 1 + k), w[k]) for k in range(4)]
 
 
-def _resize_first(data, scale, method, mode):
+def _resize_first(data, scale, method, mode, alpha=-0.5, exclude=0):
     """Resize the trailing axes of ``data`` (N, C, spatial...) by ``scale`` (out = round(in * scale))."""
     sizes = data.shape[2:]
     outs = [int(round(s * f)) for s, f in zip(sizes, scale)]
@@ -41,7 +45,7 @@ def _resize_first(data, scale, method, mode):
         moved = np.moveaxis(x, 2 + k, -1)
         res = np.zeros(moved.shape[:-1] + (n_out,))
         for o in range(n_out):
-            for i, w in _taps(o, n_in, n_out, method, mode):
+            for i, w in _taps(o, n_in, n_out, method, mode, alpha, exclude):
                 res[..., o] += w * moved[..., i]
         x = np.moveaxis(res, -1, 2 + k)
     return x.astype(data.dtype)
@@ -63,9 +67,9 @@ def _back(out, layout, like):
     return out.transpose(np.argsort(order))
 
 
-def _resize(data, scale, layout, method, mode):
+def _resize(data, scale, layout, method, mode, alpha=-0.5, exclude=0):
     method = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(method, method)
-    out = _resize_first(_channels_first(data, layout), tuple(scale), method, mode)
+    out = _resize_first(_channels_first(data, layout), tuple(scale), method, mode, alpha, exclude)
     return _back(out, layout, data)
 
 
@@ -76,10 +80,10 @@ def resize1d_python(data, scale, layout="NCW", method="nearest_neighbor",
 
 
 def resize2d_python(data, scale, layout="NCHW", method="nearest_neighbor",
-                    coordinate_transformation_mode="align_corners"):
+                    coordinate_transformation_mode="align_corners", cubic_alpha=-0.5, cubic_exclude=0):
     """``data`` (NCHW, NHWC or packed NCHW[x]n[y]c) resized by ``scale`` (h, w); nearest rounds "floor"
     except with "align_corners" (then to nearest), as TVM's default."""
-    return _resize(data, scale, layout, method, coordinate_transformation_mode)
+    return _resize(data, scale, layout, method, coordinate_transformation_mode, cubic_alpha, cubic_exclude)
 
 
 def resize3d_python(data, scale, layout="NCDHW", method="nearest_neighbor",
