@@ -218,6 +218,50 @@ def test_resize2d_rows_first_keeps_integer_outputs(rng):
     assert got[0].dtype == np.uint8
 
 
+def test_resize2d_rows_first_with_a_symbolic_batch_and_several_outputs(rng):
+    import tvmlab
+    from tvmlab.topi.image.resize import PASS
+    n = te.var("n")
+    x = ph((n, 20, 6, 5), "x")
+    out = topi.image.resize2d(x, None, (12, 11), "NCHW", "linear", "half_pixel")
+    f = tvmlab.build(topi.image.schedule_resize2d(out), [x, out])
+    data = rng.uniform(-1, 1, (3, 20, 6, 5)).astype("float32")
+    got = tvmlab.nd.array(np.full((3, 20, 12, 11), np.nan, "float32"))
+    f(tvmlab.nd.array(data), got)
+    want = ref.resize2d_python(data, (2.0, 11 / 5), "NCHW", "linear", "half_pixel")
+    np.testing.assert_allclose(got.numpy(), want, **TOL)
+
+    def pass_of(o):
+        (p,) = [t.op for t in o.op.input_tensors if t.op.tag == PASS]
+        return p
+    # two resizes of one input: each output makes its own pass inside its own channel loop
+    x2 = ph((1, 20, 6, 5), "x2")
+    outs = [topi.image.resize2d(x2, None, (12, 11), "NCHW", "linear"),
+            topi.image.resize2d(x2, None, (9, 7), "NCHW", "cubic")]
+    s = topi.image.schedule_resize2d(outs)
+    for o in outs:
+        assert s[pass_of(o)].attach_type == "scope" and s[pass_of(o)].attach_stage is s[o]
+    lin = lambda a: ref.resize2d_python(a, (2.0, 11 / 5), "NCHW", "linear", "half_pixel")  # noqa: E731
+    verify([x2, *outs], lambda a: [lin(a), ref.resize2d_python(a, (1.5, 1.4), "NCHW", "cubic", "half_pixel")],
+           rng, topi.image.schedule_resize2d, **TOL)
+    # a resize that is an output read by another: its pass goes with it; inlined into two outputs: at the root
+    r = topi.image.resize2d(x2, None, (12, 11), "NCHW", "linear")
+    for outs, want, at in (([topi.nn.relu(r), r], lambda a: [np.maximum(lin(a), 0), lin(a)], r),
+                           ([topi.nn.relu(r), topi.negative(r)], lambda a: [np.maximum(lin(a), 0), -lin(a)], None)):
+        s = topi.image.schedule_resize2d(outs)
+        assert s[pass_of(r)].attach_type == ("root" if at is None else "scope")
+        assert at is None or s[pass_of(r)].attach_stage is s[at]
+        verify([x2, *outs], want, rng, topi.image.schedule_resize2d, **TOL)
+
+
+@pytest.mark.parametrize("shape,size", [((1, 3, 1, 4), (1, 4)), ((1, 3, 1, 4), (5, 7)), ((1, 3, 2, 4), (2, 9))])
+def test_resize2d_of_one_or_two_rows(shape, size, rng):
+    x = ph(shape, "x")
+    out = topi.image.resize2d(x, None, size, "NCHW", "cubic", "half_pixel")
+    verify([x, out], lambda a: ref.resize2d_python(a, (size[0] / shape[2], size[1] / shape[3]), "NCHW", "cubic",
+                                                   "half_pixel"), rng, topi.image.schedule_resize2d, **TOL)
+
+
 def test_upsampling_packed_layout(rng):
     x = ph((1, 2, 5, 6, 1, 4), "x")
     out = topi.nn.upsampling(x, 1.6, 2.0, "NCHW1n4c", "bilinear")

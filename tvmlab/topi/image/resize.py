@@ -12,6 +12,7 @@ once and runs the pixel loop over rows in parallel.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 from ... import te
@@ -178,7 +179,8 @@ def resize(data, size, layout, method="linear", coordinate_transformation_mode="
             lo, hi, w = _linear_tables(i, o, sc, mode, nm)
             taps.append([(lo, _complement(w, f"T_{op}_{nm}w0")), (hi, w)])
 
-    if method != "nearest_neighbor" and ndim == 2 and axes == [len(shape) - 2, len(shape) - 1] and ins[0] <= outs[0]:
+    rows_last = ndim == 2 and axes == [len(shape) - 2, len(shape) - 1]
+    if method != "nearest_neighbor" and rows_last and 1 < ins[0] <= outs[0]:
         return _separable(data, shape, taps, dtype, op)
 
     def f(*i):
@@ -279,22 +281,22 @@ def schedule_resize2d(outs, target=None):
         elif not op.reduce_axis:
             stage.compute_inline()
     lanes = vector_registers(target or "llvm").lanes("float32")
+    readers = {p: [o for o in outs if _reads(o.op, p, s.outputs)] for p in passes}
     for o in outs:
         axes = list(s[o].op.axis)
-        readers = [p for p in passes if _reads_shape(o, p)]
-        channels = 1
-        for d in o.shape[:-2]:
-            channels *= int(d)
-        if readers and channels >= MIN_TASKS:
+        mine = [p for p in passes if readers[p] == [o] and _channels_lead(o, p)]
+        dims = [const_or_none(d) for d in o.shape]
+        channels = None if None in dims[:-2] else math.prod(dims[:-2])
+        if mine and (channels is None or channels >= MIN_TASKS):
             outer = s[o].fuse(*axes[:-2]) if len(axes) > 3 else axes[0]
             s[o].parallel(outer)
-            for p in readers:
+            for p in mine:
                 s[p].compute_at(s[o], outer)
                 passes.remove(p)
         elif len(axes) > 1:
             outer = s[o].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
             s[o].parallel(outer)
-        if readers and int(o.shape[-1]) >= lanes:
+        if any(readers[p] == [o] for p in readers) and (dims[-1] or 0) >= lanes:
             _, inner = s[o].split(axes[-1], factor=lanes)
             s[o].vectorize(inner)
     for p in passes:            # at the root: its rows in parallel
@@ -303,8 +305,28 @@ def schedule_resize2d(outs, target=None):
     return s
 
 
-def _reads_shape(out, op):
-    """Whether ``out`` has the shape of the resize that reads ``op`` except along W and H (so the pass's
-    channels are ``out``'s leading axes)."""
-    shape = [int(d) for d in out.shape]
-    return len(shape) == len(op.output(0).shape) >= 3 and shape[:-2] == [int(d) for d in op.output(0).shape[:-2]]
+def _channels_lead(out, op):
+    """Whether ``out`` leads with the channel axes of pass ``op``, so that the pass can be made per channel
+    inside ``out``'s loop over them."""
+    shape = op.output(0).shape
+    return len(out.shape) == len(shape) >= 3 and all(_same(a, b) for a, b in zip(out.shape[:-2], shape[:-2]))
+
+
+def _reads(op, target, outputs):
+    """Whether ``op`` reads ``target``, directly or through stages inlined into it (not through other outputs,
+    which are computed at the root)."""
+    seen, stack = set(), [t.op for t in op.input_tensors]
+    while stack:
+        o = stack.pop()
+        if o is target:
+            return True
+        if o in seen or o in outputs or not hasattr(o, "input_tensors"):
+            continue
+        seen.add(o)
+        stack.extend(t.op for t in o.input_tensors)
+    return False
+
+
+def _same(a, b):
+    ca, cb = const_or_none(a), const_or_none(b)
+    return ca == cb if ca is not None or cb is not None else a is b or str(a) == str(b)
