@@ -267,8 +267,8 @@ MIN_TASKS = 16      # channels (N x C) worth a parallel loop of their own
 def schedule_resize2d(outs, target=None):
     """Tables at the root, everything else inlined into the outputs; output rows in parallel, the row's
     pixels in the inner loop.  The separable form's rows resized along W are made per channel, beside the
-    output rows that read them (at the root, over parallel rows, when there are few channels), and the output
-    rows are blended in vectors."""
+    output rows that read them, and those rows are blended in vectors.  The rows stay at the root (made over
+    parallel rows) when there are fewer than ``MIN_TASKS`` channels or more than one output reads them."""
     outs = outs if isinstance(outs, (list, tuple)) else [outs]
     s = te.create_schedule([o.op for o in outs])
     passes = []
