@@ -282,9 +282,10 @@ def schedule_resize2d(outs, target=None):
             stage.compute_inline()
     lanes = vector_registers(target or "llvm").lanes("float32")
     readers = {p: [o for o in outs if _reads(o.op, p, s.outputs)] for p in passes}
+    only = {p: r[0] if len(r) == 1 else None for p, r in readers.items()}      # the one output reading each
     for o in outs:
         axes = list(s[o].op.axis)
-        mine = [p for p in passes if readers[p] == [o] and _channels_lead(o, p)]
+        mine = [p for p in passes if only[p] is o and _channels_lead(o, p)]
         dims = [const_or_none(d) for d in o.shape]
         channels = None if None in dims[:-2] else math.prod(dims[:-2])
         if mine and (channels is None or channels >= MIN_TASKS):
@@ -296,7 +297,7 @@ def schedule_resize2d(outs, target=None):
         elif len(axes) > 1:
             outer = s[o].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
             s[o].parallel(outer)
-        if any(readers[p] == [o] for p in readers) and (dims[-1] or 0) >= lanes:
+        if any(r is o for r in only.values()) and (dims[-1] or 0) >= lanes:
             _, inner = s[o].split(axes[-1], factor=lanes)
             s[o].vectorize(inner)
     for p in passes:            # at the root: its rows in parallel
