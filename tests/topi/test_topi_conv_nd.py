@@ -190,13 +190,16 @@ def test_resize1d_3d(method, mode, rng):
     ((1, 20, 13, 11), (29, 23), "linear", "half_pixel", 0),       # channels each a parallel task
     ((2, 3, 9, 7), (16, 5), "cubic", "align_corners", 0),          # few channels: the pass at the root
     ((1, 17, 6, 10), (13, 31), "cubic", "half_pixel", 1),
-    ((1, 18, 12, 9), (7, 20), "linear", "asymmetric", 0)])         # smaller in H: one stage, four gathers
+    ((1, 18, 12, 9), (7, 20), "linear", "asymmetric", 0),          # smaller in H: one stage, four gathers
+    ((1, 16, 7, 9), (12, 20), "nearest_neighbor", "asymmetric", 0),
+    ((1, 16, 7, 9), (7, 20), "nearest_neighbor", "half_pixel", 0)])  # as high: one gather, one stage
 def test_resize2d_enlarged_in_h_resizes_rows_first(shape, size, method, mode, exclude, rng):
     from tvmlab.topi.image.resize import MIN_TASKS, PASS
     x = ph(shape, "x")
     out = topi.image.resize2d(x, None, size, "NCHW", method, mode, cubic_alpha=-0.75, cubic_exclude=exclude)
     passes = [t.op for t in out.op.input_tensors if t.op.tag == PASS]
-    assert len(passes) == (1 if size[0] >= shape[2] else 0)
+    grows = size[0] > shape[2] or (size[0] == shape[2] and method != "nearest_neighbor")
+    assert len(passes) == (1 if grows else 0)
     s = topi.image.schedule_resize2d(out)
     if passes:
         many = shape[0] * shape[1] >= MIN_TASKS
@@ -208,13 +211,14 @@ def test_resize2d_enlarged_in_h_resizes_rows_first(shape, size, method, mode, ex
     verify([x, out], want, rng, topi.image.schedule_resize2d, CUDA.schedule_injective, **TOL)
 
 
-def test_resize2d_rows_first_keeps_integer_outputs(rng):
+@pytest.mark.parametrize("method,atol", [("linear", 1), ("nearest_neighbor", 0)])
+def test_resize2d_rows_first_keeps_integer_outputs(method, atol, rng):
     x = ph((1, 16, 5, 7), "x", "uint8")
-    out = topi.image.resize2d(x, None, (10, 14), "NCHW", "linear", "half_pixel")
+    out = topi.image.resize2d(x, None, (10, 14), "NCHW", method, "half_pixel")
     data = rng.integers(0, 256, (1, 16, 5, 7)).astype("uint8")
-    want = ref.resize2d_python(data.astype("float32"), (2.0, 2.0), "NCHW", "linear", "half_pixel")
+    want = ref.resize2d_python(data.astype("float32"), (2.0, 2.0), "NCHW", method, "half_pixel")
     got = verify([x, out], lambda a: want.astype("uint8"), rng, topi.image.schedule_resize2d, inputs={"x": data},
-                 atol=1)
+                 atol=atol)
     assert got[0].dtype == np.uint8
 
 

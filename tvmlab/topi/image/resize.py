@@ -180,7 +180,7 @@ def resize(data, size, layout, method="linear", coordinate_transformation_mode="
             taps.append([(lo, _complement(w, f"T_{op}_{nm}w0")), (hi, w)])
 
     rows_last = ndim == 2 and axes == [len(shape) - 2, len(shape) - 1]
-    if method != "nearest_neighbor" and rows_last and 1 < ins[0] <= outs[0]:
+    if rows_last and 1 < ins[0] and (ins[0] < outs[0] or ins[0] == outs[0] and method != "nearest_neighbor"):
         return _separable(data, shape, taps, dtype, op)
 
     def f(*i):
@@ -203,8 +203,9 @@ PASS = "injective,resize_pass"   # injective: GPU and fused-group schedules inli
 
 def _separable(data, shape, taps, dtype, op):
     """Rows (H, W last) enlarged in H: each input row resized along W first (tag ``resize_pass``), then each
-    output row blended from those rows.  Per output pixel that is a contiguous blend of two (four) rows plus
-    half a pixel's gathers, against four (sixteen) gathers by computed index in the one-stage form."""
+    output row blended from (nearest: copied from) those rows.  Per output pixel that is a contiguous pass
+    over one, two or four rows plus a fraction of a pixel's gathers, against one, four or sixteen gathers by
+    computed index in the one-stage form."""
     rows, cols = taps
     h, w = len(shape) - 2, len(shape) - 1
     wide = list(data.shape)
@@ -215,7 +216,7 @@ def _separable(data, shape, taps, dtype, op):
         for table, wt in cols:
             idx = list(i)
             idx[w] = table(i[w])
-            term = _op.cast("float32", data(*idx)) * wt(i[w])
+            term = data(*idx) if wt is None else _op.cast("float32", data(*idx)) * wt(i[w])
             total = term if total is None else total + term
         return total
     t = te.compute(tuple(wide), along_w, name=f"T_{op}_cols", tag=PASS)
@@ -225,7 +226,7 @@ def _separable(data, shape, taps, dtype, op):
         for table, wt in rows:
             idx = list(i)
             idx[h] = table(i[h])
-            term = t(*idx) * wt(i[h])
+            term = t(*idx) if wt is None else t(*idx) * wt(i[h])
             total = term if total is None else total + term
         return _op.cast(dtype, total)
     return te.compute(tuple(shape), along_h, name=f"T_{op}", tag=tag.INJECTIVE)
