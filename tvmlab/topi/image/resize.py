@@ -18,6 +18,7 @@ import re
 from ... import te
 from ...codegen.llvm_vector import vector_registers
 from ...ir import op as _op
+from ...ir.structural import same_value
 from .. import tag
 from ..utils import OperatorError, check_tensor, const_or_none
 
@@ -311,7 +312,8 @@ def _channels_lead(out, op):
     """Whether ``out`` leads with the channel axes of pass ``op``, so that the pass can be made per channel
     inside ``out``'s loop over them."""
     shape = op.output(0).shape
-    return len(out.shape) == len(shape) >= 3 and all(_same(a, b) for a, b in zip(out.shape[:-2], shape[:-2]))
+    return len(out.shape) == len(shape) >= 3 and all(same_value(_op.convert(a), _op.convert(b))
+                                                   for a, b in zip(out.shape[:-2], shape[:-2]))
 
 
 def _reads(op, target, outputs):
@@ -328,7 +330,3 @@ def _reads(op, target, outputs):
         stack.extend(t.op for t in o.input_tensors)
     return False
 
-
-def _same(a, b):
-    ca, cb = const_or_none(a), const_or_none(b)
-    return ca == cb if ca is not None or cb is not None else a is b or str(a) == str(b)
