@@ -274,3 +274,32 @@ def test_writes_of_one_element_by_two_threads_are_ordered():
     a, c = np.arange(64, dtype="float32"), np.full(64, np.nan, "float32")
     tvm.testing.simulate(f, a, c)                        # no race
     np.testing.assert_array_equal(c, np.roll(a, 1) + 1)
+
+
+@pytest.mark.parametrize("pitch,one_to_one", [(17, True), (16, True), (8, False)])
+def test_copies_stored_transposed_or_padded_need_no_barrier_inside(pitch, one_to_one):
+    """A copy loop over ``f = j * 40 + tx`` (160 elements) storing element ``f`` transposed into rows of
+    ``pitch`` words, ``sh[f % 16 * pitch + f // 16]`` (as ``transform_layout`` and ``storage_align``
+    leave a cooperative copy): with rows of 16 words or more each element has one writer in the whole
+    loop, so the copy needs no barrier between its iterations; rows of 8 words let ``f = 1`` and
+    ``f = 128`` (other iterations, other threads) write one element, and the loop keeps its barrier."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (16 * pitch + 16,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 4, name="j") as j:
+            f = j * threads + tx
+            sh[f % 16 * pitch + f // 16] = a[f]
+        with ib.for_range(0, 4, name="r") as r:
+            f = r * threads + tx
+            c[f] = sh[f % 16 * pitch + f // 16]
+        return ib.get()
+    s, args = _extern(gen, n=160, threads=40)
+    k = kernel_of(s, args)
+    assert len(barriers_in_loop(k, "j")) == (0 if one_to_one else 1)
+    f = tvm.build(s, args, "cuda")
+    a, c = np.arange(160, dtype="float32") + 1, np.full(160, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # no race
+    if one_to_one:
+        np.testing.assert_array_equal(c, a)

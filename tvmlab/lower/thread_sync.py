@@ -15,7 +15,11 @@ some threads skip hangs the GPU).  This pass plans barriers accordingly:
   one did gets a barrier at the end of its body; so does one whose statement
   writes, at one index expression, elements that change owner from one
   iteration to the next (``sh[(tx + j) % 64]``): without a barrier between two
-  threads' writes of one element, the older value could land last.
+  threads' writes of one element, the older value could land last.  An index
+  proved one-to-one in the loop's and the threads' variables never does: a
+  cooperative copy stored transposed or with padded rows
+  (``transform_layout``, ``storage_align``) needs one barrier after the copy,
+  not one per iteration.
 * **Where a barrier may go.**  Only where control flow is uniform across the
   block: never under an ``if`` whose condition depends on ``threadIdx``
   (directly or through a variable derived from it), never in a loop whose trip
@@ -64,14 +68,20 @@ def is_thread_index(node):
 
 # ---------------------------------------------------------------- uniformity
 class _Scope:
-    """Variables whose value differs between threads of one block, and the innermost thread index."""
-    __slots__ = ("varying", "thread")
+    """Variables whose value differs between threads of one block, the innermost thread index, and the
+    constant ranges ``[0, n)`` of the thread indices and loops around."""
+    __slots__ = ("varying", "thread", "ranges")
 
-    def __init__(self, varying=frozenset(), thread=None):
-        self.varying, self.thread = frozenset(varying), thread
+    def __init__(self, varying=frozenset(), thread=None, ranges=None):
+        self.varying, self.thread, self.ranges = frozenset(varying), thread, dict(ranges or {})
 
     def with_vars(self, vs, thread=None):
-        return _Scope(self.varying | set(vs), thread if thread is not None else self.thread)
+        return _Scope(self.varying | set(vs), thread if thread is not None else self.thread, self.ranges)
+
+    def with_range(self, v, extent):
+        if not (isinstance(extent, IntImm) and extent.value > 0):
+            return self
+        return _Scope(self.varying, self.thread, {**self.ranges, v: extent.value})
 
     def uniform(self, e):
         """No thread-dependent variable and no memory read in ``e``."""
@@ -85,11 +95,13 @@ class _Scope:
     def enter(self, s):
         """The scope inside wrapper/loop ``s``."""
         if isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and is_thread_index(s.node):
-            return self.with_vars([s.node.var], s.node.var)
+            return self.with_vars([s.node.var], s.node.var).with_range(s.node.var, s.value)
         if isinstance(s, LetStmt) and not self.uniform(s.value):
             return self.with_vars([s.var])
-        if isinstance(s, For) and not self.uniform(s.min):
-            return self.with_vars([s.loop_var])
+        if isinstance(s, For):
+            inner = self if self.uniform(s.min) else self.with_vars([s.loop_var])
+            return inner.with_range(s.loop_var, s.extent) if isinstance(s.min, IntImm) and s.min.value == 0 \
+                else inner
         return self
 
 
@@ -106,15 +118,15 @@ class _Acc:
     """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write,
     element type (one byte buffer may be read as several types, as after
     MergeDynamicSharedMemoryAllocations: index ``tx`` then names other bytes)."""
-    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype")
+    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "one_to_one")
 
-    def __init__(self, buf, write, index, thread, db, stmt, dtype=None):
+    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, one_to_one=None):
         self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
-        self.dtype = dtype
+        self.dtype, self.one_to_one = dtype, one_to_one
 
     def plain(self):
         return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt,
-                                             self.dtype)
+                                             self.dtype, self.one_to_one)
 
 
 SYNC = "sync"
@@ -155,15 +167,103 @@ def _reshapes(index, v):
     return bad(index)
 
 
+def _terms(e, scale=1, out=None):
+    """``e`` as [(constant coefficient, term)] of its sum (None for a constant part), or None if a term is
+    scaled by something not constant."""
+    from ..ir import expr as E
+    out = [] if out is None else out
+    if isinstance(e, E.Add):
+        return _terms(e.a, scale, out) and _terms(e.b, scale, out)
+    if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
+        return _terms(e.a, scale * e.b.value, out)
+    if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
+        return _terms(e.b, scale * e.a.value, out)
+    out.append((scale, None if isinstance(e, IntImm) else e))
+    return out
+
+
+def _digit(e):
+    """(number, divisor, modulus) of ``e`` = ``number // divisor % modulus`` (modulus None where there is
+    none, divisor 1 where there is no division), or None."""
+    from ..ir import expr as E
+    mod = None
+    if isinstance(e, E.FloorMod) and isinstance(e.b, IntImm):
+        e, mod = e.a, e.b.value
+    if isinstance(e, E.FloorDiv) and isinstance(e.b, IntImm):
+        return e.a, e.b.value, mod
+    return e, 1, mod
+
+
+def _mixed_radix(places):
+    """Whether ``sum_k w_k * x_k`` over ``x_k`` in ``[0, n_k)`` is one-to-one: ``places`` [(w_k, n_k)], each
+    weight beyond the largest sum the places of smaller weights make."""
+    reach = 0
+    for w, n in sorted(places):
+        if w <= reach:
+            return False
+        reach += w * (n - 1)
+    return True
+
+
+def _one_to_one(index, ranges):
+    """Whether ``index`` is one-to-one in the variables it uses, each in ``[0, ranges[v])``: True where it
+    is ``sum_i c_i * (f_i // d_i % m_i)`` (plus a constant), each number ``f`` a one-to-one sum of
+    multiples of its own variables, its digits covering it exactly (``d_0 = 1``, ``d_(i+1) = d_i * m_i``,
+    the last without a modulus), and every digit of every number put back together one-to-one; False
+    where it has that form but two of its digits may overlap; None where it has another form, or a
+    variable of unknown range.  A fused copy loop storing its tensor transposed or with padded rows
+    (``transform_layout``, ``storage_align``) writes such an index, one-to-one: each element from one
+    iteration and thread only."""
+    numbers = []                    # [number, its digits [(divisor, modulus, weight)]]
+    for c, t in _terms(index) or ():
+        if t is None:
+            continue
+        f, div, mod = _digit(t)
+        if c <= 0:
+            return None
+        for entry in numbers:
+            if same_expr(entry[0], f):
+                entry[1].append((div, mod, c))
+                break
+        else:
+            numbers.append([f, [(div, mod, c)]])
+    places, seen = [], set()
+    for f, digits in numbers:
+        top, inner = 0, []
+        for w, v in _terms(f) or [(1, f)]:
+            if v is None:
+                if w < 0:
+                    return None
+                top += w
+            elif not isinstance(v, Var) or v not in ranges or w <= 0 or v in seen:
+                return None
+            else:
+                seen.add(v)
+                inner.append((w, ranges[v]))
+                top += w * (ranges[v] - 1)
+        if not _mixed_radix(inner):
+            return False
+        digits.sort(key=lambda x: x[0])
+        expect = 1
+        for k, (div, mod, c) in enumerate(digits):
+            if div != expect or (mod is None) != (k == len(digits) - 1):
+                return None
+            places.append((c, mod if mod is not None else top // div + 1))
+            expect = div * (mod or 1)
+    return _mixed_radix(places) if places else None
+
+
 def _conflict(prev, cur, loop_carry):
     """``loop_carry``: None, or the variable of the loop whose next iteration ``cur`` runs in."""
     if prev.buf is not cur.buf:
         return False
     # The same index is the same thread's element (the rule above); across iterations of a loop
-    # only while the loop's variable shifts it, as in ``k * 64 + tx``: in the next iteration
-    # ``(i * 3 + tx) // (6 - k)`` may be another thread's element.
+    # only while the loop's variable shifts it, as in ``k * 64 + tx`` (in the next iteration
+    # ``(i * 3 + tx) // (6 - k)`` may be another thread's element), or where the index is proved
+    # one-to-one in the loop's and the threads' variables (``_one_to_one``: a transposed copy
+    # ``(k * 64 + tx) % 16 * 17 + (k * 64 + tx) // 16``).
     mine = _same_thread(prev, cur)
-    reshaped = mine and loop_carry is not None and _reshapes(cur.index, loop_carry)
+    reshaped = mine and loop_carry is not None and not cur.one_to_one and _reshapes(cur.index, loop_carry)
     if prev.write and cur.write:
         return reshaped               # two writes: only such a statement hands elements over
     if mine and not reshaped:
@@ -207,8 +307,9 @@ class _Collect(IRVisitor):
 
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
-            self.out.append(_Acc(e.buffer_var, False, _index(e.index), self.scope.thread, False, self.stmt,
-                                 dt.element_of(e.dtype)))
+            index = _index(e.index)
+            self.out.append(_Acc(e.buffer_var, False, index, self.scope.thread, False, self.stmt,
+                                 dt.element_of(e.dtype), _one_to_one(index, self.scope.ranges)))
         self.generic_visit(e)
 
     def visit_Call(self, e):
@@ -230,8 +331,9 @@ class _Collect(IRVisitor):
         if s.predicate is not None:
             self.visit(s.predicate)
         if s.buffer_var in self.shared:
-            self.out.append(_Acc(s.buffer_var, True, _index(s.index), self.scope.thread, self.db, s,
-                                 dt.element_of(s.value.dtype)))
+            index = _index(s.index)
+            self.out.append(_Acc(s.buffer_var, True, index, self.scope.thread, self.db, s,
+                                 dt.element_of(s.value.dtype), _one_to_one(index, self.scope.ranges)))
 
     def visit_AttrStmt(self, s):
         outer, odb = self.scope, self.db
