@@ -87,3 +87,105 @@ def test_relay_residual_block_on_cuda(rng, monkeypatch):
     want = np.maximum(conv2d_nchw_python(h, w2, 1, 0) + h, 0)
     (got,) = tvm.testing.simulate_graph(lib, x=xv)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _ptx_fma_per_shared_word(f):
+    """Multiply-adds per 4-byte word loaded from shared memory in ``f``'s PTX (NVRTC's, loads merged)."""
+    import re
+    ptx = f.imported_modules[0].get_source("ptx")
+    words = sum(n * len(re.findall(pattern, ptx)) for n, pattern in
+                ((1, r"ld\.shared\.f32"), (2, r"ld\.shared\.v2\.f32"), (4, r"ld\.shared\.v4\.f32")))
+    return len(re.findall(r"fma\.rn\.f32", ptx)) / words
+
+
+def _resnet_layer(batch, c, hw, o, k):
+    X, Wt = te.placeholder((batch, c, hw, hw), name="X"), te.placeholder((o, c, k, k), name="W")
+    with tvm.target.Target("cuda"):
+        Y = topi.nn.relu(topi.nn.conv2d_nchw(X, Wt, 1, k // 2, 1))
+    return X, Wt, Y
+
+
+@pytest.mark.parametrize("c,hw,o,k", [(128, 28, 128, 3), (64, 56, 64, 3), (64, 56, 256, 1)])
+def test_register_tiles_read_each_shared_word_for_several_products(monkeypatch, c, hw, o, k):
+    """A thread computes a run of 7 pixels of a row for 8-16 channels, so each word it reads from shared
+    memory (a window pixel, reused across the kernel's columns; a float4 of weights) feeds several
+    multiply-adds: at least 4 a word (the ratio the FMA units need of shared memory's bandwidth),
+    against 1.6 with the tiles before."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    X, Wt, Y = _resnet_layer(16, c, hw, o, k)
+    out, conv = cuda_conv2d._direct_outputs([Y], "cuda")
+    choices = cuda_conv2d.hand_written(conv, out)
+    assert choices["x"][2] == 7 and choices["f"][2] >= 8
+    new = _ptx_fma_per_shared_word(tvm.build(topi.cuda.schedule_conv2d_nchw([Y]), [X, Wt, Y], "cuda"))
+    monkeypatch.setattr(cuda_conv2d, "REGISTER_TILES", False)
+    old = _ptx_fma_per_shared_word(tvm.build(topi.cuda.schedule_conv2d_nchw([Y]), [X, Wt, Y], "cuda"))
+    assert new >= 4 > 2 > old
+
+
+def _window_conflict(f, *arrays):
+    rows = tvm.testing.simulate(f, *arrays, traffic=True).traffic()
+    loads = [r for r in rows if r.scope == "shared" and r.op == "load" and "pad" in r.buffer]
+    return sum(r.wavefronts for r in loads) / sum(r.ideal for r in loads)
+
+
+def test_window_rows_are_padded_against_bank_conflicts(monkeypatch, rng):
+    """On a 14 x 14 map two threads cover a row and a warp 14 rows; unpadded rows 16 words apart put half the
+    rows in the same banks (6-way conflicts on the simulator's count).  ``window_pitch`` pads them so every
+    read of the window is conflict-free, and the result is unchanged."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    X, Wt, Y = _resnet_layer(1, 8, 14, 32, 3)
+    out, conv = cuda_conv2d._direct_outputs([Y], "cuda")
+    choices = cuda_conv2d.hand_written(conv, out)
+    assert (choices["y"][1], choices["x"][1:]) == (14, (2, 7))
+    assert cuda_conv2d.window_pitch(conv, choices) != 16
+    x = rng.standard_normal((1, 8, 14, 14)).astype("float32")
+    w = rng.standard_normal((32, 8, 3, 3)).astype("float32")
+    want = np.maximum(conv2d_nchw_python(x, w, 1, 1), 0)
+    conflicts = []
+    for pitch in (True, False):
+        monkeypatch.setattr(cuda_conv2d, "WINDOW_PITCH", pitch)
+        f = tvm.build(topi.cuda.schedule_conv2d_nchw_direct([Y]), [X, Wt, Y], "cuda")
+        y = np.full(want.shape, np.nan, "float32")
+        conflicts.append(_window_conflict(f, x, w, y))
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    assert conflicts[0] == 1.0 and conflicts[1] >= 2
+
+
+@pytest.mark.parametrize("N,C,H,W,O,K,S,P,D", [
+    (1, 6, 28, 28, 64, 3, 1, 1, 1),      # several channel groups of 16 channels a thread
+    (3, 5, 7, 7, 40, 3, 1, 1, 1),        # a run of 7 a row, channels the block does not divide
+    (1, 4, 13, 17, 9, 1, 1, 0, 1),       # rows of 17: runs of 6, the last partial
+    (1, 3, 10, 12, 24, 3, 2, 1, 1),      # stride 2, runs of 6
+    (1, 8, 14, 14, 20, 3, 1, 2, 2),      # dilation 2
+])
+def test_register_tiles_on_odd_shapes(cuda_run, rng, monkeypatch, N, C, H, W, O, K, S, P, D):
+    """The register tiles with every part in play (``TARGET_BLOCKS`` 1: 16 channels a thread, several
+    channel groups a block) against numpy, on shapes their runs and blocks do not divide."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    monkeypatch.setattr(cuda_conv2d, "TARGET_BLOCKS", 1)
+    X, Wt = te.placeholder((N, C, H, W), name="X"), te.placeholder((O, C, K, K), name="W")
+    with tvm.target.Target("cuda"):
+        Y = topi.nn.relu(topi.nn.conv2d_nchw(X, Wt, S, P, D))
+        out, conv = cuda_conv2d._direct_outputs([Y], "cuda")
+        assert cuda_conv2d.hand_written(conv, out)["f"][2] == 16
+        f = tvm.build(topi.cuda.schedule_conv2d_nchw_direct([Y]), [X, Wt, Y], "cuda")
+    x = rng.standard_normal((N, C, H, W)).astype("float32")
+    w = rng.standard_normal((O, C, K, K)).astype("float32")
+    want = np.maximum(conv2d_nchw_python(x, w, S, P, 1, D), 0)
+    *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_register_tiles_choose_blocks_for_the_gpu():
+    """Channels a thread halve (then channel groups) until the layer has TARGET_BLOCKS blocks; a block's
+    threads stay within BLOCK_THREADS."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    for n, o, oh, ow in [(16, 512, 7, 7), (16, 64, 56, 56), (1, 256, 56, 56), (4, 100, 30, 30), (1, 8, 5, 5)]:
+        f, y, x = cuda_conv2d.register_tiles(n, o, oh, ow)
+        blocks = cuda_conv2d._blocks(n, o, oh, ow, f, y, x)
+        assert f[1] * y[1] * x[1] <= cuda_conv2d.BLOCK_THREADS
+        assert blocks >= cuda_conv2d.TARGET_BLOCKS or (f[1], f[2]) == (1, 4)
+        assert x[1] * x[2] >= min(ow, 8) and y[1] <= oh
+    assert cuda_conv2d.register_tiles(16, 512, 7, 7) == ((1, 8, 4), (1, 7, 1), (1, 1, 7))
+    assert cuda_conv2d.register_tiles(16, 256, 56, 56) == ((1, 4, 16), (1, 4, 1), (1, 8, 7))
+    assert cuda_conv2d.register_tiles(None, 64, 56, 56)[0] == (1, 4, 16)        # a symbolic batch: large

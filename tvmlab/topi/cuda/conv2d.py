@@ -1,15 +1,19 @@
 """CUDA schedule for the direct NCHW convolution: output channels and pixels tiled over a block, the input
 channels stepped through shared memory.
 
-A block computes ``FB`` output channels of a ``TY x (TX * VX)`` tile of pixels (of one image): threads
-``(threadIdx.z, threadIdx.y, threadIdx.x) = (TF, TY, TX)``, each thread ``FB / TF`` channels of ``VX``
-pixels ``TX`` apart (so neighbouring threads read and write neighbouring words), split over ``VF x VX``
-virtual threads; a weight read from shared memory serves all of a thread's pixels.
-The input channels run in steps of ``rc_step``: each step fetches the padded input window the tile reads
+Each thread keeps a register tile of outputs: ``fi`` output channels times ``ix`` consecutive pixels of
+a row (``register_tiles``: a run of 7 pixels where 7 divides the row, 4 to 16 channels), so each word
+it reads from shared memory feeds several multiply-adds: a weight (read as a float4 of channels) serves
+the run, and a window pixel serves the channels and, across the kernel's columns, up to ``kw`` pixels
+of the run.  Threads ``(threadIdx.z, threadIdx.y, threadIdx.x)`` are channel groups, rows and runs of
+the block's tile (``REGISTER_TILES = False``: the tiles before, 8 x 7 x 7 threads of 8 channels by 2
+pixels ``TX`` apart as virtual threads).
+The input channels run in steps of ``rc``: each step fetches the padded input window the tile reads
 (its halo included) and the kernel slice for the block's channels into shared memory, all threads of the
 block together, double buffered where it fits; the window is then read once for every kernel position.
 The slice is stored with the output channels innermost (``transform_layout``), so a thread's channels for
-one kernel position are one aligned float4 read, not four.
+one kernel position are aligned float4 reads, not scalar ones; the window's rows are padded
+(``window_pitch``) so the pixels a warp reads at once lie in distinct banks.
 Elementwise operators after the convolution (bias, batch norm, activation, a residual add) are computed
 where each output is written.  Shapes the tiles do not divide are guarded.
 
@@ -17,6 +21,8 @@ This is the direct form ``topi.nn.conv2d_nchw`` computes under a GPU target (att
 other convolutions get the one-thread-per-output schedule.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ... import te
 from ...errors import ScheduleError
@@ -28,6 +34,7 @@ from .tiling import cooperative_fetch, register_tile
 FB = 64            # output channels per block
 TF, VF = 8, 2      # threads and virtual threads along the channels
 SHARED_BYTES = 48 * 1024
+SHARED_BANKS = 32
 # fewer blocks than this and one thread per output is faster (H100, ResNet-50: batch 1 took 4.97 ms with
 # every convolution one thread per output, 10.98 ms with every one tiled; batch 16 27.6 and 15.6 ms)
 MIN_BLOCKS = 128
@@ -65,6 +72,65 @@ def _pixel_tile(extent):
     return 8
 
 
+# A thread's outputs: ``PER_THREAD`` output channels (read as float4s from the kernel slice) times a run of
+# consecutive pixels along a row (7 where 7 divides the row, as in ResNet's 112 / 56 / 28 / 14 / 7, else
+# 4 to 8), so each input word a thread reads from shared memory serves its channels and, across the
+# kernel's columns, several of its pixels: about 6 multiply-adds per word read for a 3x3 kernel, against
+# 1.6 with a thread per 2 pixels.  A 7-pixel run also puts the lanes of a row 7 words apart, in distinct
+# banks.  A block is about ``PLANE`` threads of pixels (rows of the tile, a warp where the shape allows)
+# times channel groups up to ``BLOCK_THREADS`` threads; channels per thread (then channel groups) halve
+# until the output has ``TARGET_BLOCKS`` blocks, about two per multiprocessor of an H100.
+REGISTER_TILES = True          # False: the tiles before (a thread per 2 pixels of 8 channels, 392 threads)
+PER_THREAD = 16
+PLANE = 32
+BLOCK_THREADS = 128
+TARGET_BLOCKS = 256
+
+
+def _run_length(ow):
+    """Consecutive pixels of a row one thread computes: 7 where 7 divides the row, else the run of 8 to 4
+    (or the whole row, if shorter) that leaves the fewest guarded pixels."""
+    if ow % 7 == 0:
+        return 7
+    if ow <= 8:
+        return ow
+    return min(range(8, 3, -1), key=lambda r: -(-ow // r) * r - ow)
+
+
+def _prod(split):
+    v, t, i = split
+    return v * t * i
+
+
+def _blocks(n, o, oh, ow, f, y, x):
+    return n * -(-o // _prod(f)) * -(-oh // _prod(y)) * -(-ow // _prod(x))
+
+
+def register_tiles(n, o, oh, ow):
+    """(f, y, x) splits (vthreads, threads, per thread) of the output's channels, rows and columns for the
+    register tiles described above; ``None`` for a symbolic extent (treated as large)."""
+    big = 1 << 20
+    n, o, oh, ow = (big if v is None else v for v in (n, o, oh, ow))
+    run = _run_length(ow)
+    tx = min(-(-ow // run), 8)
+    fit = max(1, PLANE // tx)
+    rows = [d for d in range(fit, 0, -1) if oh % d == 0][0]
+    ty = rows if 2 * rows > fit else min(oh, fit)           # a divisor of the rows, unless a poor one
+    tf = 1
+    while 2 * tf * tx * ty <= BLOCK_THREADS:
+        tf *= 2
+    fi = PER_THREAD
+    while True:
+        tf = min(tf, max(1, -(-o // fi)))
+        f, y, x = (1, tf, fi), (1, ty, 1), (1, tx, run)
+        if _blocks(n, o, oh, ow, f, y, x) >= TARGET_BLOCKS or (fi == 4 and tf == 1):
+            return f, y, x
+        if fi > 4:
+            fi //= 2
+        else:
+            tf //= 2
+
+
 # tvmlab.autotvm sets this: ``config_hook(conv, target)`` returns the choices of the current dispatch
 # context's config for the convolution's workload (the keys of ``hand_written``), or None
 config_hook = None
@@ -85,32 +151,75 @@ def kernel_row(fb):
     return fb + (f + o - fb % f) % f
 
 
+def _window(conv, choices):
+    """(rows, columns) of the padded input window one step of the tiled schedule reads."""
+    kh, kw = (const_or_none(x) for x in conv.op.input_tensors[1].shape[2:])
+    sh, sw = conv.op.attrs["strides"]
+    dh, dw = conv.op.attrs["dilation"]
+    rows, cols = _prod(choices["y"]), _prod(choices["x"])
+    ry, rx = min(choices["ry"], kh), min(choices["rx"], kw)
+    return (rows - 1) * sh + (ry - 1) * dh + 1, (cols - 1) * sw + (rx - 1) * dw + 1
+
+
+# the input window's rows in shared memory are WINDOW_PITCH words apart: its columns, padded so that the
+# pixels a warp's threads read fall into as few words of one bank as any pitch allows (``window_pitch``)
+WINDOW_PITCH = True
+
+
+def window_pitch(conv, choices, warp=32, banks=SHARED_BANKS):
+    """Words from one row of the shared input window to the next: the least of ``columns`` to
+    ``columns + banks - 1`` whose worst warp reads the fewest distinct words from one bank, where each
+    thread reads at its first pixel (every read of a thread is that, plus an offset all threads share;
+    threads of other channel groups read the same words, served once)."""
+    _, cols = _window(conv, choices)
+    if not WINDOW_PITCH:
+        return cols
+    sh, sw = conv.op.attrs["strides"]
+    (_, tf, _), (_, ty, iy), (_, tx, ix) = choices["f"], choices["y"], choices["x"]
+    lane = np.arange(tf * ty * tx)
+    row, col = (lane // tx) % ty * iy * sh, lane % tx * ix * sw
+    warps = [slice(w, w + warp) for w in range(0, len(lane), warp)]
+
+    def worst(pitch):
+        depth = 1
+        for w in warps:
+            words = np.unique(row[w] * pitch + col[w])
+            depth = max(depth, np.bincount(words % banks).max())
+        return depth
+    return min(range(cols, cols + banks), key=lambda p: (worst(p), p))
+
+
 def shared_bytes(conv, choices, elem=4):
     """Shared memory of one step of the tiled schedule (``choices`` as ``hand_written`` gives them): the
     kernel slice of the block's channels and the padded input window the block's pixels read."""
     kh, kw = (const_or_none(x) for x in conv.op.input_tensors[1].shape[2:])
-    sh, sw = conv.op.attrs["strides"]
-    dh, dw = conv.op.attrs["dilation"]
-    fb, rows, cols = (v * t * i for v, t, i in (choices["f"], choices["y"], choices["x"]))
+    fb = _prod(choices["f"])
     step, ry, rx = choices["rc"], min(choices["ry"], kh), min(choices["rx"], kw)
-    win_h = (rows - 1) * sh + (ry - 1) * dh + 1
-    win_w = (cols - 1) * sw + (rx - 1) * dw + 1
-    return (kernel_row(fb) * step * ry * rx + step * win_h * (win_w + 1)) * elem
+    win_h, _ = _window(conv, choices)
+    return (kernel_row(fb) * step * ry * rx + step * win_h * window_pitch(conv, choices)) * elem
 
 
-def hand_written(conv, out, fb=FB, tf=TF, vf=VF, vx=None):
+def hand_written(conv, out, fb=None, tf=None, vf=None, vx=None):
     """The hand-written choices for convolution ``conv`` with output ``out``: {"f", "y", "x": (vthreads,
     threads, per thread), "rc": input channels per step, "ry", "rx": kernel rows / columns per step,
-    "unroll": (auto_unroll_max_step, unroll_explicit)}."""
-    if fb % (tf * vf):
-        raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: fb={fb} must be a multiple of tf x vf = {tf} x {vf}")
+    "unroll": (auto_unroll_max_step, unroll_explicit)}.  With ``REGISTER_TILES`` (and no ``fb`` / ``tf`` /
+    ``vf`` / ``vx`` given) the tiles of ``register_tiles``; else ``fb`` channels a block over ``tf`` threads
+    and ``vf`` virtual threads, ``vx`` pixels a thread along a row (virtual threads too)."""
     _, _, oh, ow = (const_or_none(x) for x in out.shape)
     kh, kw = (const_or_none(x) for x in conv.op.input_tensors[1].shape[2:])
-    ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
-    if vx is None:
-        vx = 2 if ow is not None and ow >= 2 * tx_n else 1
-    choices = {"f": (vf, tf, fb // (tf * vf)), "y": (1, ty_n, 1), "x": (vx, tx_n, 1), "ry": kh, "rx": kw,
-               "unroll": (0, 1)}
+    if REGISTER_TILES and (fb, tf, vf, vx) == (None,) * 4:
+        f, y, x = register_tiles(*(const_or_none(d) for d in out.shape))
+        choices = {"f": f, "y": y, "x": x, "ry": kh, "rx": kw, "unroll": (0, 1)}
+    else:
+        fb, tf, vf = fb or FB, tf or TF, vf or VF
+        if fb % (tf * vf):
+            raise ScheduleError(f"topi.cuda.schedule_conv2d_nchw: fb={fb} must be a multiple of tf x vf = "
+                                f"{tf} x {vf}")
+        ty_n, tx_n = _pixel_tile(oh), _pixel_tile(ow)
+        if vx is None:
+            vx = 2 if ow is not None and ow >= 2 * tx_n else 1
+        choices = {"f": (vf, tf, fb // (tf * vf)), "y": (1, ty_n, 1), "x": (vx, tx_n, 1), "ry": kh, "rx": kw,
+                   "unroll": (0, 1)}
     # input channels per step: as many as fit a block's shared memory (twice, to double buffer)
     channels = const_or_none(conv.op.reduce_axis[0].dom.extent) or 1 << 30
     step = next((c for c in (16, 8, 4, 2, 1) if shared_bytes(conv, {**choices, "rc": c}) <= SHARED_BYTES), 1)
@@ -118,10 +227,11 @@ def hand_written(conv, out, fb=FB, tf=TF, vf=VF, vx=None):
     return choices
 
 
-def schedule_conv2d_nchw_direct(outs, target="cuda", fb=FB, tf=TF, vf=VF, vx=None):
+def schedule_conv2d_nchw_direct(outs, target="cuda", fb=None, tf=None, vf=None, vx=None):
     """The tiled schedule of a group whose anchor is a direct NCHW convolution (see the module docstring):
-    ``fb`` output channels per block over ``tf`` threads and ``vf`` virtual threads, ``vx`` pixels per
-    thread along each row (virtual threads too; default 2 where the rows are wide enough, else 1)."""
+    the register tiles, or, given any of ``fb`` / ``tf`` / ``vf`` / ``vx``, the earlier tiles with ``fb``
+    output channels per block over ``tf`` threads and ``vf`` virtual threads, ``vx`` pixels per thread
+    along each row (virtual threads too; default 2 where the rows are wide enough, else 1)."""
     out, conv = _direct_outputs(outs, target)
     return _tiled(out, conv, hand_written(conv, out, fb, tf, vf, vx))
 
@@ -206,6 +316,10 @@ def _tiled(out, conv, choices):
         s[WW].transform_layout(lambda o, i, h, w: [i, h, w, o])
         s[WW].reorder(o, i, h, w)
         s[WW].storage_align(w, *KERNEL_ROW_ALIGN)
+    _, cols = _window(conv, choices)
+    pitch = window_pitch(conv, choices)
+    if pitch != cols:
+        s[AA].storage_align(s[AA].op.axis[2], SHARED_BANKS, pitch % SHARED_BANKS)
     for X in (AA, WW):
         s[X].compute_at(s[OL], attach)
         if double:
@@ -215,7 +329,9 @@ def _tiled(out, conv, choices):
 
 
 def tiled_blocks(out):
-    """How many blocks the tiled schedule gives output ``out`` (N, O, OH, OW), or None if not constant."""
+    """How many blocks of 64 channels by 7 x 14 pixels (the tiles before ``REGISTER_TILES``, which
+    ``MIN_BLOCKS`` was measured with) cover output ``out`` (N, O, OH, OW), or None if not constant: the
+    measure of a layer's size the dispatcher compares with ``MIN_BLOCKS``."""
     n, o, oh, ow = (const_or_none(x) for x in out.shape)
     if None in (n, o, oh, ow):
         return None
