@@ -303,3 +303,25 @@ def test_copies_stored_transposed_or_padded_need_no_barrier_inside(pitch, one_to
     tvm.testing.simulate(f, a, c)                        # no race
     if one_to_one:
         np.testing.assert_array_equal(c, a)
+
+
+def test_an_offset_in_the_copied_number_widens_its_top_digit():
+    """``f = j + 2`` runs over [2, 6], so ``f // 3`` reaches 2: in ``sh[tx * 8 + f // 3 * 5 + f % 3]``
+    thread 0 at j = 4 and thread 1 at j = 0 both write sh[10].  The offset counts in the digit's range,
+    and the loop keeps its barrier."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (32,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, 5, name="j") as j:
+            f = j + 2
+            sh[tx * 8 + f // 3 * 5 + f % 3] = a[tx * 5 + j]
+        with ib.for_range(0, 5, name="r") as r:
+            f = r + 2
+            c[tx * 5 + r] = sh[tx * 8 + f // 3 * 5 + f % 3]
+        return ib.get()
+    s, args = _extern(gen, n=10, threads=2)
+    assert len(barriers_in_loop(kernel_of(s, args), "j")) == 1
+    f = tvm.build(s, args, "cuda")
+    tvm.testing.simulate(f, np.arange(10, dtype="float32") + 1, np.full(10, np.nan, "float32"))   # no race

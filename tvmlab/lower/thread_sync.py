@@ -80,8 +80,14 @@ class _Scope:
 
     def with_range(self, v, extent):
         if not (isinstance(extent, IntImm) and extent.value > 0):
-            return self
+            return self.without_range(v)
         return _Scope(self.varying, self.thread, {**self.ranges, v: extent.value})
+
+    def without_range(self, v):
+        """``v`` rebound (a loop or let reusing it): its range is no longer known."""
+        if v not in self.ranges:
+            return self
+        return _Scope(self.varying, self.thread, {k: n for k, n in self.ranges.items() if k is not v})
 
     def uniform(self, e):
         """No thread-dependent variable and no memory read in ``e``."""
@@ -96,12 +102,14 @@ class _Scope:
         """The scope inside wrapper/loop ``s``."""
         if isinstance(s, AttrStmt) and s.attr_key == "thread_extent" and is_thread_index(s.node):
             return self.with_vars([s.node.var], s.node.var).with_range(s.node.var, s.value)
-        if isinstance(s, LetStmt) and not self.uniform(s.value):
-            return self.with_vars([s.var])
+        if isinstance(s, LetStmt):
+            inner = self.without_range(s.var)
+            return inner if self.uniform(s.value) else inner.with_vars([s.var])
         if isinstance(s, For):
             inner = self if self.uniform(s.min) else self.with_vars([s.loop_var])
-            return inner.with_range(s.loop_var, s.extent) if isinstance(s.min, IntImm) and s.min.value == 0 \
-                else inner
+            if isinstance(s.min, IntImm) and s.min.value == 0:
+                return inner.with_range(s.loop_var, s.extent)
+            return inner.without_range(s.loop_var)
         return self
 
 
@@ -120,7 +128,7 @@ class _Acc:
     MergeDynamicSharedMemoryAllocations: index ``tx`` then names other bytes)."""
     __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "one_to_one")
 
-    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, one_to_one=None):
+    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, one_to_one=False):
         self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
         self.dtype, self.one_to_one = dtype, one_to_one
 
@@ -168,23 +176,23 @@ def _reshapes(index, v):
 
 
 def _terms(e, scale=1, out=None):
-    """``e`` as [(constant coefficient, term)] of its sum (None for a constant part), or None if a term is
-    scaled by something not constant."""
+    """``e`` as a sum [(constant coefficient, term)]: a constant part as (its value, None)."""
     from ..ir import expr as E
     out = [] if out is None else out
     if isinstance(e, E.Add):
-        return _terms(e.a, scale, out) and _terms(e.b, scale, out)
+        _terms(e.a, scale, out)
+        return _terms(e.b, scale, out)
     if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
         return _terms(e.a, scale * e.b.value, out)
     if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
         return _terms(e.b, scale * e.a.value, out)
-    out.append((scale, None if isinstance(e, IntImm) else e))
+    out.append((scale * e.value, None) if isinstance(e, IntImm) else (scale, e))
     return out
 
 
 def _digit(e):
     """(number, divisor, modulus) of ``e`` = ``number // divisor % modulus`` (modulus None where there is
-    none, divisor 1 where there is no division), or None."""
+    none, divisor 1 where there is no division)."""
     from ..ir import expr as E
     mod = None
     if isinstance(e, E.FloorMod) and isinstance(e.b, IntImm):
@@ -206,21 +214,19 @@ def _mixed_radix(places):
 
 
 def _one_to_one(index, ranges):
-    """Whether ``index`` is one-to-one in the variables it uses, each in ``[0, ranges[v])``: True where it
-    is ``sum_i c_i * (f_i // d_i % m_i)`` (plus a constant), each number ``f`` a one-to-one sum of
-    multiples of its own variables, its digits covering it exactly (``d_0 = 1``, ``d_(i+1) = d_i * m_i``,
-    the last without a modulus), and every digit of every number put back together one-to-one; False
-    where it has that form but two of its digits may overlap; None where it has another form, or a
-    variable of unknown range.  A fused copy loop storing its tensor transposed or with padded rows
-    (``transform_layout``, ``storage_align``) writes such an index, one-to-one: each element from one
-    iteration and thread only."""
+    """Whether ``index`` is proved one-to-one in the variables it uses, each in ``[0, ranges[v])``: it is
+    ``sum_i c_i * (f_i // d_i % m_i)`` (plus a constant), each number ``f`` a one-to-one sum of multiples
+    of its own variables (plus a constant), its digits covering it exactly (``d_0 = 1``, ``d_(i+1) = d_i *
+    m_i``, the last without a modulus), and every digit of every number put back together one-to-one.
+    A fused copy loop storing its tensor transposed or with padded rows (``transform_layout``,
+    ``storage_align``) writes such an index: each element from one iteration and thread only."""
     numbers = []                    # [number, its digits [(divisor, modulus, weight)]]
-    for c, t in _terms(index) or ():
+    for c, t in _terms(index):
         if t is None:
             continue
         f, div, mod = _digit(t)
         if c <= 0:
-            return None
+            return False
         for entry in numbers:
             if same_expr(entry[0], f):
                 entry[1].append((div, mod, c))
@@ -229,14 +235,14 @@ def _one_to_one(index, ranges):
             numbers.append([f, [(div, mod, c)]])
     places, seen = [], set()
     for f, digits in numbers:
-        top, inner = 0, []
-        for w, v in _terms(f) or [(1, f)]:
+        top, inner = 0, []          # the number's largest value; its places
+        for w, v in _terms(f):
             if v is None:
                 if w < 0:
-                    return None
+                    return False
                 top += w
             elif not isinstance(v, Var) or v not in ranges or w <= 0 or v in seen:
-                return None
+                return False
             else:
                 seen.add(v)
                 inner.append((w, ranges[v]))
@@ -246,11 +252,11 @@ def _one_to_one(index, ranges):
         digits.sort(key=lambda x: x[0])
         expect = 1
         for k, (div, mod, c) in enumerate(digits):
-            if div != expect or (mod is None) != (k == len(digits) - 1):
-                return None
+            if div != expect or (mod is None) != (k == len(digits) - 1) or (mod is not None and mod < 1):
+                return False
             places.append((c, mod if mod is not None else top // div + 1))
             expect = div * (mod or 1)
-    return _mixed_radix(places) if places else None
+    return bool(places) and _mixed_radix(places)
 
 
 def _conflict(prev, cur, loop_carry):
@@ -263,7 +269,8 @@ def _conflict(prev, cur, loop_carry):
     # one-to-one in the loop's and the threads' variables (``_one_to_one``: a transposed copy
     # ``(k * 64 + tx) % 16 * 17 + (k * 64 + tx) // 16``).
     mine = _same_thread(prev, cur)
-    reshaped = mine and loop_carry is not None and not cur.one_to_one and _reshapes(cur.index, loop_carry)
+    reshaped = mine and loop_carry is not None and not (prev.one_to_one and cur.one_to_one) \
+        and _reshapes(cur.index, loop_carry)
     if prev.write and cur.write:
         return reshaped               # two writes: only such a statement hands elements over
     if mine and not reshaped:
