@@ -46,6 +46,30 @@ def test_each_failure_stays_with_its_job(method):
     assert not [c for c in children() if "tvmlab.tuning.worker" in c[2]], children()
 
 
+def start_writer(path):
+    """A job that starts a process writing ``path`` a second later (as a linker writes a library)."""
+    import subprocess
+    subprocess.Popen(["sh", "-c", f"sleep 1; echo late > {path}"])
+    time.sleep(600)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_killed_worker_takes_what_its_job_started_with_it(tmp_path, method):
+    """A job cut off by its timeout (or by closing the pool: a tuning run's dropped build) ends with the
+    processes it started, so none writes a file after the caller has cleaned up."""
+    from tvmlab.tuning.executor import WorkerPool
+    late = tmp_path / "late"
+    pool = WorkerPool(1, method=method).start()
+    ticket = pool.submit(start_writer, (str(late),), 0.5)
+    [(got, res)] = pool.collect(wait_s=60)
+    assert (got, res.status) == (ticket, "timeout")
+    ticket = pool.submit(start_writer, (str(late),), 30)
+    time.sleep(0.5)
+    pool.close()
+    time.sleep(1.5)
+    assert not late.exists()
+
+
 def test_fork_runs_closures_and_keeps_order():
     base = 100
 

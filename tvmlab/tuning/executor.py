@@ -73,6 +73,12 @@ def _call(fn, job):
 def _serve(conn, fn, greet=False):
     # a worker: receive a job (or (fn, job) when fn is None), answer a JobResult; None stops it
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C in a notebook stops the parent only
+    try:
+        # a process group of its own, so killing the worker also ends what a job started (the linker
+        # writing a candidate's library), which would otherwise outlive it and leave its file behind
+        os.setpgid(0, 0)
+    except OSError:
+        pass
     # a crash is reported to the parent as this job's result; a fault handler inherited from the
     # parent (pytest, a notebook) would only print the dying worker's stack into its output
     faulthandler.disable()
@@ -137,6 +143,10 @@ class _Worker:
 
     def kill(self):
         if self.proc.is_alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)      # the worker's group (see _serve)
+            except OSError:
+                pass                                          # not yet its own group
             self.proc.kill()
         self.proc.join()
         self.conn.close()
