@@ -189,3 +189,23 @@ def test_register_tiles_choose_blocks_for_the_gpu():
     assert cuda_conv2d.register_tiles(16, 512, 7, 7) == ((1, 8, 4), (1, 7, 1), (1, 1, 7))
     assert cuda_conv2d.register_tiles(16, 256, 56, 56) == ((1, 4, 16), (1, 4, 1), (1, 8, 7))
     assert cuda_conv2d.register_tiles(None, 64, 56, 56)[0] == (1, 4, 16)        # a symbolic batch: large
+
+
+@pytest.mark.parametrize("N,C,H,O,K,P", [
+    (64, 512, 1, 2048, 1, 0),     # a 1x1 map: one pixel a plane, channel groups up to threadIdx.z's 64
+    (16, 512, 7, 4096, 7, 0),     # VGG's fc6 as a convolution: a 7x7 kernel slice of many channels
+    (16, 64, 7, 1024, 7, 3),
+])
+def test_register_tiles_stay_within_the_gpus_limits(N, C, H, O, K, P):
+    """Channel groups are capped at threadIdx.z's 64, and channels a block shrink until one input
+    channel's kernel slice and window fit the 48 KB of shared memory (both were build errors)."""
+    from tvmlab.topi.cuda import conv2d as cuda_conv2d
+    X, Wt = te.placeholder((N, C, H, H), name="X"), te.placeholder((O, C, K, K), name="W")
+    with tvm.target.Target("cuda"):
+        Y = topi.nn.relu(topi.nn.conv2d_nchw(X, Wt, 1, P, 1))
+        out, conv = cuda_conv2d._direct_outputs([Y], "cuda")
+        choices = cuda_conv2d.hand_written(conv, out)
+        assert choices["f"][1] <= 64 and cuda_conv2d.shared_bytes(conv, choices) <= cuda_conv2d.SHARED_BYTES
+        assert cuda_conv2d.tiled_blocks(Y) >= cuda_conv2d.MIN_BLOCKS        # the dispatcher tiles it
+        f = tvm.build(topi.cuda.schedule_conv2d_nchw([Y]), [X, Wt, Y], "cuda")
+    assert "__shared__" in f.imported_modules[0].get_source()

@@ -79,12 +79,14 @@ def _pixel_tile(extent):
 # 1.6 with a thread per 2 pixels.  A 7-pixel run also puts the lanes of a row 7 words apart, in distinct
 # banks.  A block is about ``PLANE`` threads of pixels (rows of the tile, a warp where the shape allows)
 # times channel groups up to ``BLOCK_THREADS`` threads; channels per thread (then channel groups) halve
-# until the output has ``TARGET_BLOCKS`` blocks, about two per multiprocessor of an H100.
+# until the output has ``TARGET_BLOCKS`` blocks, about two per multiprocessor of an H100; ``hand_written``
+# shrinks them further where one input channel's step would not fit shared memory (a 7 x 7 kernel).
 REGISTER_TILES = True          # False: the tiles before (a thread per 2 pixels of 8 channels, 392 threads)
 PER_THREAD = 16
 PLANE = 32
 BLOCK_THREADS = 128
 TARGET_BLOCKS = 256
+MAX_THREADS_Z = 64             # CUDA's limit on threadIdx.z, which the channel groups take
 
 
 def _run_length(ow):
@@ -117,9 +119,9 @@ def register_tiles(n, o, oh, ow):
     rows = [d for d in range(fit, 0, -1) if oh % d == 0][0]
     ty = rows if 2 * rows > fit else min(oh, fit)           # a divisor of the rows, unless a poor one
     tf = 1
-    while 2 * tf * tx * ty <= BLOCK_THREADS:
+    while 2 * tf * tx * ty <= BLOCK_THREADS and 2 * tf <= MAX_THREADS_Z:
         tf *= 2
-    fi = PER_THREAD
+    fi = min(PER_THREAD, max(4, 1 << (o - 1).bit_length()))      # no more channels a thread than there are
     while True:
         tf = min(tf, max(1, -(-o // fi)))
         f, y, x = (1, tf, fi), (1, ty, 1), (1, tx, run)
@@ -210,6 +212,16 @@ def hand_written(conv, out, fb=None, tf=None, vf=None, vx=None):
     if REGISTER_TILES and (fb, tf, vf, vx) == (None,) * 4:
         f, y, x = register_tiles(*(const_or_none(d) for d in out.shape))
         choices = {"f": f, "y": y, "x": x, "ry": kh, "rx": kw, "unroll": (0, 1)}
+        # a large kernel (7 x 7) under many channels a block: fewer channels (then rows) until one input
+        # channel's step fits shared memory
+        while shared_bytes(conv, {**choices, "rc": 1}) > SHARED_BYTES:
+            (_, tf_, fi), (_, ty, _) = choices["f"], choices["y"]
+            if fi > 4 or tf_ > 1:
+                choices["f"] = (1, tf_, fi // 2) if fi > 4 else (1, tf_ // 2, fi)
+            elif ty > 1:
+                choices["y"] = (1, ty // 2, 1)
+            else:
+                break
     else:
         fb, tf, vf = fb or FB, tf or TF, vf or VF
         if fb % (tf * vf):
