@@ -157,6 +157,7 @@ def test_window_rows_are_padded_against_bank_conflicts(monkeypatch, rng):
     (1, 4, 13, 17, 9, 1, 1, 0, 1),       # rows of 17: runs of 6, the last partial
     (1, 3, 10, 12, 24, 3, 2, 1, 1),      # stride 2, runs of 6
     (1, 8, 14, 14, 20, 3, 1, 2, 2),      # dilation 2
+    (1, 3, 23, 23, 16, 7, 2, 3, 1),      # a 7x7 stride-2 stem: the kernel's rows a loop (UNROLL_LIMIT)
 ])
 def test_register_tiles_on_odd_shapes(cuda_run, rng, monkeypatch, N, C, H, W, O, K, S, P, D):
     """The register tiles with every part in play (``TARGET_BLOCKS`` 1: 16 channels a thread, several

@@ -87,6 +87,7 @@ PLANE = 32
 BLOCK_THREADS = 128
 TARGET_BLOCKS = 256
 MAX_THREADS_Z = 64             # CUDA's limit on threadIdx.z, which the channel groups take
+UNROLL_LIMIT = 512             # multiply-adds of one input channel's unrolled body (see ``_tiled``)
 
 
 def _run_length(ow):
@@ -318,7 +319,11 @@ def _tiled(out, conv, choices):
                 rx = i
     ol_axes = list(s[OL].op.axis)
     s[OL].reorder(*outer, rci, ry, rx, *ol_axes)
-    for ax in (ry, rx, *ol_axes):
+    # the kernel's columns and the thread's outputs unrolled (NVRTC then reuses a window pixel across the
+    # columns); its rows too, unless that makes a body of more than UNROLL_LIMIT multiply-adds (a 7 x 7
+    # kernel over a large tile: a long build for no fewer reads, each row reading its own pixels)
+    body = fi * iy * ix * vf * vy * vx * min(choices["rx"], kw or 1)
+    for ax in ((ry, rx, *ol_axes) if body * min(choices["ry"], kh or 1) <= UNROLL_LIMIT else (rx, *ol_axes)):
         s[OL].unroll(ax)
     double = 2 * shared_bytes(conv, choices) <= SHARED_BYTES and extent > 1
     threads = (("threadIdx.z", tf), ("threadIdx.y", ty_n), ("threadIdx.x", tx_n))
