@@ -277,7 +277,7 @@ def test_writes_of_one_element_by_two_threads_are_ordered():
 
 
 @pytest.mark.parametrize("pitch,one_to_one", [(17, True), (16, True), (8, False)])
-def test_copies_stored_transposed_or_padded_need_no_barrier_inside(pitch, one_to_one):
+def test_copies_stored_transposed_or_padded_need_no_barrier_inside(monkeypatch, pitch, one_to_one):
     """A copy loop over ``f = j * 40 + tx`` (160 elements) storing element ``f`` transposed into rows of
     ``pitch`` words, ``sh[f % 16 * pitch + f // 16]`` (as ``transform_layout`` and ``storage_align``
     leave a cooperative copy): with rows of 16 words or more each element has one writer in the whole
@@ -298,6 +298,10 @@ def test_copies_stored_transposed_or_padded_need_no_barrier_inside(pitch, one_to
     s, args = _extern(gen, n=160, threads=40)
     k = kernel_of(s, args)
     assert len(barriers_in_loop(k, "j")) == (0 if one_to_one else 1)
+    from tvmlab.lower import thread_sync
+    monkeypatch.setattr(thread_sync, "PROVE_ONE_TO_ONE", False)     # the rule before: a barrier per iteration
+    assert len(barriers_in_loop(kernel_of(*_extern(gen, n=160, threads=40)), "j")) == 1
+    monkeypatch.setattr(thread_sync, "PROVE_ONE_TO_ONE", True)
     f = tvm.build(s, args, "cuda")
     a, c = np.arange(160, dtype="float32") + 1, np.full(160, np.nan, "float32")
     tvm.testing.simulate(f, a, c)                        # no race

@@ -49,6 +49,7 @@ from ..ir.tensor import IterVar
 from .remove_no_op import same_expr
 
 DOUBLE_BUFFER_WRITE = "double_buffer_write"
+PROVE_ONE_TO_ONE = True        # False: only indices linear in the loop variable skip the barrier per iteration
 
 
 def barrier():
@@ -269,8 +270,8 @@ def _conflict(prev, cur, loop_carry):
     # one-to-one in the loop's and the threads' variables (``_one_to_one``: a transposed copy
     # ``(k * 64 + tx) % 16 * 17 + (k * 64 + tx) // 16``).
     mine = _same_thread(prev, cur)
-    reshaped = mine and loop_carry is not None and not (prev.one_to_one and cur.one_to_one) \
-        and _reshapes(cur.index, loop_carry)
+    proved = PROVE_ONE_TO_ONE and prev.one_to_one and cur.one_to_one
+    reshaped = mine and loop_carry is not None and not proved and _reshapes(cur.index, loop_carry)
     if prev.write and cur.write:
         return reshaped               # two writes: only such a statement hands elements over
     if mine and not reshaped:
