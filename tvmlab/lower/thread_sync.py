@@ -127,15 +127,23 @@ class _Acc:
     """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write,
     element type (one byte buffer may be read as several types, as after
     MergeDynamicSharedMemoryAllocations: index ``tx`` then names other bytes)."""
-    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "one_to_one")
+    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "ranges", "_proved")
 
-    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, one_to_one=False):
+    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, ranges=None):
         self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
-        self.dtype, self.one_to_one = dtype, one_to_one
+        self.dtype, self.ranges, self._proved = dtype, ranges, None
 
     def plain(self):
         return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt,
-                                             self.dtype, self.one_to_one)
+                                             self.dtype, self.ranges)
+
+    @property
+    def one_to_one(self):
+        """The index proved one-to-one in the variables around (``_one_to_one``); worked out when asked."""
+        if self._proved is None:
+            self._proved = self.index is not None and self.ranges is not None \
+                and _one_to_one(self.index, self.ranges)
+        return self._proved
 
 
 SYNC = "sync"
@@ -270,8 +278,8 @@ def _conflict(prev, cur, loop_carry):
     # one-to-one in the loop's and the threads' variables (``_one_to_one``: a transposed copy
     # ``(k * 64 + tx) % 16 * 17 + (k * 64 + tx) // 16``).
     mine = _same_thread(prev, cur)
-    proved = PROVE_ONE_TO_ONE and prev.one_to_one and cur.one_to_one
-    reshaped = mine and loop_carry is not None and not proved and _reshapes(cur.index, loop_carry)
+    reshaped = mine and loop_carry is not None and _reshapes(cur.index, loop_carry) \
+        and not (PROVE_ONE_TO_ONE and prev.one_to_one and cur.one_to_one)
     if prev.write and cur.write:
         return reshaped               # two writes: only such a statement hands elements over
     if mine and not reshaped:
@@ -315,9 +323,8 @@ class _Collect(IRVisitor):
 
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
-            index = _index(e.index)
-            self.out.append(_Acc(e.buffer_var, False, index, self.scope.thread, False, self.stmt,
-                                 dt.element_of(e.dtype), _one_to_one(index, self.scope.ranges)))
+            self.out.append(_Acc(e.buffer_var, False, _index(e.index), self.scope.thread, False, self.stmt,
+                                 dt.element_of(e.dtype), self.scope.ranges))
         self.generic_visit(e)
 
     def visit_Call(self, e):
@@ -339,9 +346,8 @@ class _Collect(IRVisitor):
         if s.predicate is not None:
             self.visit(s.predicate)
         if s.buffer_var in self.shared:
-            index = _index(s.index)
-            self.out.append(_Acc(s.buffer_var, True, index, self.scope.thread, self.db, s,
-                                 dt.element_of(s.value.dtype), _one_to_one(index, self.scope.ranges)))
+            self.out.append(_Acc(s.buffer_var, True, _index(s.index), self.scope.thread, self.db, s,
+                                 dt.element_of(s.value.dtype), self.scope.ranges))
 
     def visit_AttrStmt(self, s):
         outer, odb = self.scope, self.db
