@@ -16,11 +16,14 @@ numpy before it is timed.  Each pair is timed in the same run between CUDA event
 kernels as back-to-back calls filling about 1 ms (so neither side is charged its launch cost), whole
 models one run at a time; best of several repeats.  Without a GPU (or without torch built for CUDA) it
 says so and exits 0; ``--simulate`` then builds every row at a small size and checks it on the
-thread-level simulator instead.
+thread-level simulator instead.  ``--variant NAME MODULE.ATTR=VALUE ...`` (repeatable) builds and times every
+row again under those settings of the schedules' module constants (``bench.variants``), each beside the same
+reference, so a schedule change is judged in one run on one GPU:
 
     python -m tvmlab.bench.gpu [--rows add,rowsum,opt_conv,matmul,tiles,batch_matmul,gemv,convs,winograd,tensorcore,
                                reduce,resnet50]
                                [--quick] [--simulate] [--no-compile]
+                               [--variant default --variant old topi.cuda.conv2d.REGISTER_TILES=False ...]
 """
 from __future__ import annotations
 
@@ -213,9 +216,10 @@ REDUCE_ROWS = [
 
 
 # ResNet-50's convolutions, one per kind and stage: (in channels, size, out channels, kernel, stride)
+# (torchvision's ResNet-50 strides its bottlenecks' 3x3 convolutions: the last three)
 RESNET50_CONVS = [(3, 224, 64, 7, 2), (64, 56, 64, 3, 1), (64, 56, 256, 1, 1), (128, 28, 128, 3, 1),
                   (512, 28, 128, 1, 1), (256, 14, 256, 3, 1), (1024, 14, 256, 1, 1), (512, 7, 512, 3, 1),
-                  (2048, 7, 512, 1, 1)]
+                  (2048, 7, 512, 1, 1), (128, 56, 128, 3, 2), (256, 28, 256, 3, 2), (512, 14, 512, 3, 2)]
 
 def case_tensorcore(n):
     """float16 ``n``-cubed matmul on tensor cores (``topi.cuda.dense_tensorcore``, float32 out) beside
@@ -313,11 +317,9 @@ def calls_per_run(ms):
     return max(1, min(1000, math.ceil(REPEAT_MS / max(ms, 1e-6))))
 
 
-def time_case(c, torch, repeat=20):
-    """(tvmlab ms, torch ms) of case ``c`` on the GPU, after checking tvmlab's output against numpy.
-
-    Both sides run the same number of back-to-back calls between two CUDA events (``calls_per_run``
-    of tvmlab's single-call time)."""
+def time_tvmlab(c, repeat=20):
+    """(ms, calls per run) of case ``c`` on the GPU, after checking its output against numpy: the best of
+    ``repeat`` runs of ``calls_per_run`` back-to-back calls of its single-call time."""
     import tvmlab as tvm
     dev = tvm.cuda(0)
     nds = [tvm.nd.array(a, dev) for a in c.arrays]
@@ -326,9 +328,22 @@ def time_case(c, torch, repeat=20):
     one = min(c.f.time_evaluator(c.f.entry_name, dev, number=1, repeat=3)(*nds).results) * 1e3
     number = calls_per_run(one)
     ev = c.f.time_evaluator(c.f.entry_name, dev, number=number, repeat=repeat)
-    mine = min(ev(*nds).results) * 1e3
+    return min(ev(*nds).results) * 1e3, number
+
+
+def time_reference(c, torch, number, repeat=20):
+    """Milliseconds per call of case ``c``'s torch call, ``number`` back-to-back calls a run."""
     ins = [torch.from_numpy(a).cuda() for a in c.arrays[:-1]]
-    return mine, torch_ms(torch, c.torch_call(torch, *ins), repeat, number)
+    return torch_ms(torch, c.torch_call(torch, *ins), repeat, number)
+
+
+def time_case(c, torch, repeat=20):
+    """(tvmlab ms, torch ms) of case ``c`` on the GPU, after checking tvmlab's output against numpy.
+
+    Both sides run the same number of back-to-back calls between two CUDA events (``calls_per_run``
+    of tvmlab's single-call time)."""
+    mine, number = time_tvmlab(c, repeat)
+    return mine, time_reference(c, torch, number, repeat)
 
 
 def compiled_ms(torch, net, x, repeat=20):
@@ -344,46 +359,62 @@ def compiled_ms(torch, net, x, repeat=20):
         return None, f"{type(e).__name__}: {first[:160]}"
 
 
-def time_model(torch, batch, out, repeat=20, compile=True):
-    """ResNet-50 (random weights) through ``relay.build(target="cuda")``: the graph executor, the same graph
-    as one CUDA graph, and torchvision's ResNet-50 in torch eager on the same GPU, and (``compile``) under
-    ``torch.compile``.  tvmlab's output is checked against onnxruntime on the CPU first."""
+def build_model(batch, variant=None):
+    """ResNet-50 (random weights) at ``batch`` from ONNX through ``relay.build(target="cuda")`` with
+    ``variant``'s settings: (onnx model, input array, built library, build seconds)."""
     import time
 
     import tvmlab as tvm
     from tvmlab import relay
-    from tvmlab.contrib import graph_executor
-    from tvmlab.contrib.cuda_graph import cuda_graph_executor
 
     from .models import resnet50
+    from .variants import Variant, applied
     model = resnet50(batch=batch)
     x = np.random.rand(batch, 3, 224, 224).astype("float32")
     mod, params = relay.frontend.from_onnx(model, shape={"data": x.shape})
     t = time.perf_counter()
-    with tvm.transform.PassContext(opt_level=3):
+    with applied(variant or Variant("default")), tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="cuda", params=params)
-    build_s = time.perf_counter() - t
+    return model, x, lib, time.perf_counter() - t
+
+
+def time_model(torch, batch, out, repeat=20, compile=True, variants=None):
+    """ResNet-50 (random weights) through ``relay.build(target="cuda")``: the graph executor, the same graph
+    as one CUDA graph, and torchvision's ResNet-50 in torch eager on the same GPU, and (``compile``) under
+    ``torch.compile``.  tvmlab's output is checked against onnxruntime on the CPU first.  ``variants``
+    (``bench.variants``): one build and two timings of each, beside one reference."""
+    import tvmlab as tvm
+    from tvmlab.contrib import graph_executor
+    from tvmlab.contrib.cuda_graph import cuda_graph_executor
+
+    from .variants import Variant
+    variants = variants or [Variant("default")]
     dev = tvm.cuda(0)
-    plain = graph_executor.GraphModule(lib["default"](dev))
-    graph = cuda_graph_executor.create(lib.get_graph_json(), lib, dev)
-    for m in (plain, graph):
-        m.set_input("data", x)
-        m.run()
-    try:
-        import onnxruntime as ort
-        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-            None, {"data": x})[0]
-        for m in (plain, graph):
-            np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-3, atol=1e-3)
-        checked = "checked against onnxruntime"
-    except ImportError:
-        checked = "not checked (no onnxruntime)"
 
     def best(fn):          # one run between CUDA events, as torch_ms times torch's
         fn()
         return min(dev.time(fn) for _ in range(repeat)) * 1e3
-    plain_ms, graph_ms = best(plain.run), best(graph.run)
-    line = f"resnet50 batch {batch} ({len(graph.module.calls)} kernels, built in {build_s:.1f} s, {checked})"
+    timed, x, checked = [], None, "not checked (no onnxruntime)"
+    for v in variants:
+        model, x, lib, build_s = build_model(batch, v)
+        plain = graph_executor.GraphModule(lib["default"](dev))
+        graph = cuda_graph_executor.create(lib.get_graph_json(), lib, dev)
+        for m in (plain, graph):
+            m.set_input("data", x)
+            m.run()
+        try:
+            import onnxruntime as ort
+            want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+                None, {"data": x})[0]
+            for m in (plain, graph):
+                np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-3, atol=1e-3)
+            checked = "checked against onnxruntime"
+        except ImportError:
+            pass
+        tag = "" if len(variants) == 1 else f" [{v.name}]"
+        timed.append((tag, best(plain.run), best(graph.run), len(graph.module.calls), build_s))
+    builds = ", ".join(f"{tag.strip() or 'built'} in {b:.1f} s" for tag, _, _, _, b in timed)
+    line = f"resnet50 batch {batch} ({timed[0][3]} kernels, {builds}, {checked})"
     try:
         import torchvision
         net = torchvision.models.resnet50().cuda().eval()
@@ -391,11 +422,14 @@ def time_model(torch, batch, out, repeat=20, compile=True):
         with torch.no_grad():
             ref = torch_ms(torch, lambda: net(tx), repeat)
     except ImportError:
-        print(f"{line}: graph executor {plain_ms:.3f} ms, CUDA graph {graph_ms:.3f} ms; torchvision is not "
-              "installed: no reference", file=out, flush=True)
+        for tag, plain_ms, graph_ms, _, _ in timed:
+            print(f"{line}{tag}: graph executor {plain_ms:.3f} ms, CUDA graph {graph_ms:.3f} ms; torchvision is "
+                  "not installed: no reference", file=out, flush=True)
         return
     print(line, file=out, flush=True)
-    for label, ms in (("  graph executor", plain_ms), ("  as one CUDA graph", graph_ms)):
+    rows = [(f"  graph executor{tag}", p) for tag, p, _, _, _ in timed] + \
+           [(f"  as one CUDA graph{tag}", g) for tag, _, g, _, _ in timed]
+    for label, ms in rows:
         print(f"{label:<34}{ms:>11.3f}{ref:>10.3f}{ref / ms:>7.2f}x  torch eager (torchvision)", file=out, flush=True)
     if not compile:
         return
@@ -403,7 +437,7 @@ def time_model(torch, batch, out, repeat=20, compile=True):
     if ms is None:
         print(f"  torch.compile did not run here ({why})", file=out, flush=True)
         return
-    for label, mine in (("  graph executor", plain_ms), ("  as one CUDA graph", graph_ms)):
+    for label, mine in rows:
         print(f"{label:<34}{mine:>11.3f}{ms:>10.3f}{ms / mine:>7.2f}x  torch.compile (inductor)", file=out,
               flush=True)
 
@@ -431,7 +465,18 @@ def traffic_line(report):
     return f"global {100 * eff:.0f}% of bytes moved used, shared {conflict:.2f}-way{tail}"
 
 
+def _variant_cases(make, size, variants):
+    """[(variant, case)]: the row ``make`` built at ``size`` under each variant's settings."""
+    from .variants import applied
+    cases = []
+    for v in variants:
+        with applied(v):
+            cases.append((v, make(size)))
+    return cases
+
+
 def main(argv=None, out=sys.stdout):
+    from .variants import parse_variants
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default=",".join([*ROWS, "resnet50"]),
                    help=f"comma-separated, from {', '.join(ROWS)}, resnet50 (batch 1 and 16)")
@@ -441,16 +486,28 @@ def main(argv=None, out=sys.stdout):
     p.add_argument("--simulate", action="store_true", help="no GPU needed: small sizes on the simulator")
     p.add_argument("--traffic", action="store_true", help="with --simulate: each kernel's memory traffic "
                    "(global coalescing, shared-memory bank conflicts)")
+    p.add_argument("--variant", action="append", nargs="+", metavar=("NAME", "MODULE.ATTR=VALUE"),
+                   help="build and time every row again with these settings (repeatable), e.g. --variant old "
+                   "topi.cuda.conv2d.REGISTER_TILES=False; a variant with no settings is the defaults")
     args = p.parse_args(argv)
+    variants = parse_variants(args.variant)
+    many = len(variants) > 1 or bool(args.variant)
     names = [name.strip() for name in args.rows.split(",")]
+    unknown = [n for n in names if n not in ROWS and n != "resnet50"]
+    if unknown:
+        p.error(f"unknown rows {', '.join(unknown)}; choose from {', '.join([*ROWS, 'resnet50'])}")
     rows = [make for name in names for make in ROWS.get(name, [])]
+    if many:
+        for v in variants:
+            print(f"variant {v.name}: {v.describe()}", file=out)
     if args.simulate:
         for make in rows:
-            c = make("small")
-            report = simulate_case(c, args.traffic)
-            extra = f"; {traffic_line(report)}" if args.traffic else ""
-            print(f"{c.label:<34} simulated: matches numpy, no race or divergent barrier{extra}", file=out,
-                  flush=True)
+            for v, c in _variant_cases(make, "small", variants):
+                report = simulate_case(c, args.traffic)
+                extra = f"; {traffic_line(report)}" if args.traffic else ""
+                label = f"{c.label} [{v.name}]" if many else c.label
+                print(f"{label:<34} simulated: matches numpy, no race or divergent barrier{extra}", file=out,
+                      flush=True)
         return 0
     import tvmlab as tvm
     if not tvm.cuda(0).exist:
@@ -465,12 +522,18 @@ def main(argv=None, out=sys.stdout):
         return 0
     print(f"{'kernel':<34}{'tvmlab ms':>11}{'ref ms':>10}{'ratio':>8}  reference", file=out)
     for make in rows:
-        c = make("quick" if args.quick else "full")
-        t, r = time_case(c, torch)
-        print(f"{c.label:<34}{t:>11.3f}{r:>10.3f}{r / t:>7.2f}x  {c.reference}", file=out, flush=True)
+        cases = _variant_cases(make, "quick" if args.quick else "full", variants)
+        timed = [(v, c, *time_tvmlab(c)) for v, c in cases]
+        c0 = cases[0][1]
+        ref = time_reference(c0, torch, timed[0][3])
+        if many:
+            print(c0.label, file=out)
+        for v, c, t, _ in timed:
+            label = f"  [{v.name}]" if many else c.label
+            print(f"{label:<34}{t:>11.3f}{ref:>10.3f}{ref / t:>7.2f}x  {c.reference}", file=out, flush=True)
     if "resnet50" in names:
         for batch in (1, 16):
-            time_model(torch, batch, out, compile=not args.no_compile)
+            time_model(torch, batch, out, compile=not args.no_compile, variants=variants)
     print("ratio = reference time / tvmlab time (> 1: tvmlab is faster); float32, TF32 off", file=out)
     return 0
 
