@@ -229,3 +229,25 @@ def test_tasks_of_a_program(monkeypatch, rng):
     with tvm.transform.PassContext(opt_level=3):         # AlterOpLayout (opt_level 3) makes the Winograd call
         tasks = autotvm.task.extract_from_program(mod["main"], {}, target="cuda")
     assert [t.workload for t in tasks] == [TASK[0:1] + TASK[1]]
+
+
+def test_product_tile_of_two_virtual_threads_where_the_extent_divides_it(cuda_run, rng, monkeypatch):
+    """``PRODUCT_VTHREADS = 2``: a thread computes 8 x 8 outputs of the product (two float4 reads of each
+    operand per input channel, 16 multiply-adds a read) where the extent divides twice the tile's width."""
+    from tvmlab.topi.cuda import conv2d_winograd as wino
+    monkeypatch.setattr(wino, "PRODUCT_VTHREADS", 2)
+    assert wino._product_tile(128, 16) == (2, 16, 4) and wino._product_tile(784, 16) == (2, 14, 4)
+    assert wino._product_tile(3136, 16) == (1, 16, 4)          # 3136 = 24.5 x 128
+    N, C, H, W, O = 2, 3, 32, 32, 128          # 2 x 8 x 8 tiles of F(4x4): 128 columns
+    X, Wt = te.placeholder((N, C, H, W), name="X"), te.placeholder((O, C, 3, 3), name="W")
+    Y = topi.cuda.conv2d_nchw_winograd(X, Wt, 1, 1, 1, "float32")
+    f = tvm.build(topi.cuda.schedule_conv2d_nchw_winograd([Y]), [X, Wt, Y], "cuda")
+    ptx = f.imported_modules[0].get_source("ptx")
+    product = next(k for k in ptx.split(".entry")[1:] if "ld.shared" in k)
+    loads = len(re.findall(r"ld\.shared\.v4\.f32", product))
+    assert loads and len(re.findall(r"fma\.rn\.f32", product)) >= 16 * loads
+    x = rng.standard_normal((N, C, H, W)).astype("float32")
+    w = rng.standard_normal((O, C, 3, 3)).astype("float32")
+    want = conv2d_nchw_python(x, w, 1, 1)
+    *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -40,6 +40,9 @@ from .tiling import cooperative_fetch, fetch_lanes
 
 TAG = "conv2d_nchw_winograd"
 THREADS = 128                 # threads per block of the transforms (one (channel, tile) each)
+# virtual threads on each axis of the product's tile where the extent divides their width: 2 gives a thread
+# 8 x 8 outputs (4 multiply-adds per shared word read, against 2) at about twice the registers
+PRODUCT_VTHREADS = 1
 
 
 def winograd_tile_size(out_h, out_w):
@@ -200,7 +203,7 @@ def _product_tile(n, limit):
     stored channels outermost, so a thread's 4 outputs along an axis take one float4 read per channel."""
     for t in (16, 14, 12, 8):      # a width dividing n: no guarded reads of the last tile (those stay scalar)
         if t <= limit and n % (4 * t) == 0:
-            return (1, t, 4)
+            return (PRODUCT_VTHREADS if n % (4 * t * PRODUCT_VTHREADS) == 0 else 1, t, 4)
     for split in ((1, 16, 4), (1, 8, 4), (1, 8, 2), (1, 4, 2), (1, 4, 1)):
         if split[0] * split[1] * split[2] <= max(n, 4) and split[1] <= limit:
             return split
