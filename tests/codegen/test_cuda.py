@@ -183,3 +183,48 @@ def test_nvcc_fallback_makes_ptx_and_cubin(monkeypatch, tmp_path):
     calls = (tmp_path / "calls").read_text().split("\n")
     assert [c.split()[:2] for c in calls if c] == [["--ptx", "-arch=compute_86"], ["--cubin", "-arch=sm_86"],
                                                    ["--ptx", "-arch=compute_75"]]
+
+
+def test_compiles_in_parallel_give_the_code_of_a_compile_in_turn():
+    """Inside ``compile_in_parallel`` a build returns before NVRTC has finished; its module waits for the
+    compile on first use, and has the same PTX and cubin as a build outside the block."""
+    from tvmlab.codegen.cuda_build import compile_in_parallel
+    names = ["vector_add", "tiled_matmul", "conv2d"]
+    builds = {n: PROGRAMS[n][0]() for n in names}
+    with compile_in_parallel(workers=2) as compiles:
+        inside = {n: tvm.build(s, args, "cuda -arch=sm_80") for n, (s, args, _) in builds.items()}
+        assert len(compiles) == 3
+        first = inside["vector_add"].imported_modules[0]
+        assert ".entry default_function_kernel0" in first.get_source("ptx")     # waits for it
+    for n, (s, args, _) in builds.items():
+        alone = tvm.build(s, args, "cuda -arch=sm_80").imported_modules[0]
+        kmod = inside[n].imported_modules[0]
+        assert kmod.get_source("ptx") == alone.get_source("ptx") and kmod.arch == alone.arch == 80
+        assert kmod.get_source("cubin") == alone.get_source("cubin")
+
+
+def test_a_compile_in_parallel_that_fails_raises_where_its_module_is_used(monkeypatch):
+    from tvmlab.codegen import cuda_build
+    real = cuda_build.compile_cuda
+
+    def fails_on_matmuls(src, arch, cubin=True):
+        if "shared" in src:
+            raise BuildError("NVRTC could not compile the generated CUDA C: (made to fail)")
+        return real(src, arch, cubin)
+    monkeypatch.setattr(cuda_build, "compile_cuda", fails_on_matmuls)
+    (s1, a1, _), (s2, a2, _) = P.vector_add(), P.tiled_matmul()
+    with cuda_build.compile_in_parallel() as compiles:
+        good, bad = tvm.build(s1, a1, "cuda -arch=sm_80"), tvm.build(s2, a2, "cuda -arch=sm_80")
+    assert [fut.exception() is None for _, fut, _ in compiles] == [True, False]
+    assert ".entry" in good.imported_modules[0].get_source("ptx")
+    with pytest.raises(BuildError, match="made to fail"):
+        bad.imported_modules[0].get_source("ptx")
+
+
+def test_warnings_of_compiles_in_parallel_reach_the_caller():
+    from tvmlab.codegen.cuda_build import compile_in_parallel
+    s, args, _ = P.vector_add()
+    with pytest.warns(UserWarning, match=r"does not know sm_81 .*a cubin for sm_80, which runs on sm_81"):
+        with compile_in_parallel():
+            kmod = tvm.build(s, args, "cuda -arch=sm_81").imported_modules[0]
+    assert kmod.arch == 80

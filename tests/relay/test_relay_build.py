@@ -858,3 +858,36 @@ def test_adaptive_threads_restores_the_thread_count_and_can_be_turned_off(rng):
     assert not m.adaptive_threads and m.module.runner.choice is None
     m.run()
     np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_groups_compile_in_parallel_and_a_failed_compile_builds_its_group_again(rng, monkeypatch):
+    """relay.build(target="cuda") hands each group's NVRTC compile to a pool of threads while the next group
+    lowers.  A compile that fails there (made to fail in the pool's threads) builds its group again in
+    this thread, with the fallback schedules lower_group tries, and the model still computes its result."""
+    import threading
+
+    from tvmlab.codegen import cuda_build
+    from tvmlab.relay import build_module
+    real, threads, rebuilt = cuda_build.compile_cuda, set(), []
+
+    def compile_cuda(src, arch, cubin=True):
+        name = threading.current_thread().name
+        threads.add(name.split("_")[0])
+        if name.startswith("tvmlab-nvrtc") and "softmax" in src:
+            raise tvm.TVMLabError("NVRTC could not compile the generated CUDA C: (made to fail)")
+        return real(src, arch, cubin)
+    monkeypatch.setattr(cuda_build, "compile_cuda", compile_cuda)
+    real_lower = build_module.lower_group
+    monkeypatch.setattr(build_module, "lower_group", lambda fn, name, target: rebuilt.append(name) or
+                        real_lower(fn, name, target))
+    f, params = residual_block(rng, c=4)
+    f = relay.Function(f.params, relay.nn.softmax(relay.nn.batch_flatten(f.body)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(tvm.IRModule.from_expr(f), target="cuda -arch=sm_80", params=params)
+    assert threads == {"tvmlab-nvrtc", "MainThread"}
+    again = [n for n in rebuilt if rebuilt.count(n) == 2]
+    assert again and all("softmax" in n for n in again)
+    xv = rand(rng, 1, 4, 10, 10)
+    (got,) = tvm.testing.simulate_graph(lib, data=xv)
+    np.testing.assert_allclose(got, ref.softmax_python(residual_ref(xv, params).reshape(1, -1)), rtol=1e-4,
+                               atol=1e-6)

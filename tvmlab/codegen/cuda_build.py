@@ -16,11 +16,14 @@ wait for the driver to compile the PTX; otherwise it loads the PTX.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
 from ..errors import BuildError, DeviceError, RuntimeArgError
@@ -289,16 +292,52 @@ def _ct(dtype):
 class CUDAModule(Module):
     """The device code: CUDA C, PTX and the cubin (``get_source()``, ``get_source("ptx")``,
     ``get_source("cubin")``: bytes, when the architecture was known); ``get_source("resources")``
-    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel."""
+    is ``resource_report()``: registers, shared memory, spills and occupancy per kernel.
+
+    ``code`` may be a Future of the compile (``compile_in_parallel``): the first use of the PTX,
+    the cubin, ``arch`` or ``note`` waits for it."""
 
     def __init__(self, kernels, cuda_src, code):
-        sources = {"cu": cuda_src, "ptx": code.ptx, "resources": lambda: self.resource_report()}
+        super().__init__("cuda", {}, None, {"cu": cuda_src}, aliases={"": "cu", "cuda": "cu"})
+        self.kernels = kernels
+        self._pending = None
+        if isinstance(code, Future):
+            self._pending = code
+        else:
+            self._set_code(code)
+
+    def _set_code(self, code):
+        sources = self.__dict__["_sources"]
+        sources.update({"ptx": code.ptx, "resources": lambda: self.resource_report()})
         if code.cubin is not None:
             sources["cubin"] = code.cubin
-        super().__init__("cuda", {}, None, sources, aliases={"": "cu", "cuda": "cu"})
-        self.kernels = kernels
-        self.arch = code.arch       # the cubin's sm_<arch>
-        self.note = code.note       # why there is no cubin
+        self.__dict__["arch"] = code.arch       # the cubin's sm_<arch>
+        self.__dict__["note"] = code.note       # why there is no cubin
+
+    def _wait(self):
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._set_code(pending.result())
+
+    @property
+    def _sources(self):
+        if self.__dict__.get("_pending") is not None:
+            self._wait()
+        return self.__dict__["_sources"]
+
+    @_sources.setter
+    def _sources(self, value):
+        self.__dict__["_sources"] = value
+
+    @property
+    def arch(self):
+        self._sources  # noqa: B018 - waits for a compile in flight
+        return self.__dict__["arch"]
+
+    @property
+    def note(self):
+        self._sources  # noqa: B018
+        return self.__dict__["note"]
 
     def get_source(self, fmt=""):
         if fmt == "cubin" and "cubin" not in self._sources:
@@ -365,6 +404,54 @@ def device_split(mod, target, options, ignored, ctype_of):
     return split
 
 
+class _ParallelCompiles(threading.local):
+    pool = None         # a ThreadPoolExecutor while compile_in_parallel is active in this thread
+    futures = None
+
+
+_parallel = _ParallelCompiles()
+
+
+@contextlib.contextmanager
+def compile_in_parallel(workers=None):
+    """Inside the block, ``build_cuda`` hands each NVRTC compile to a pool of threads and returns at
+    once (NVRTC releases the GIL, so the compiles run beside the Python that lowers the next kernel and
+    beside each other); leaving the block waits for them all.  ``relay.build(target="cuda")`` compiles
+    a model's kernels so.  A compile that fails raises where its module is first used; the block
+    yields the list of ``(module, future, target)`` to check."""
+    if _parallel.pool is not None:          # nested: the outer block waits
+        yield _parallel.futures
+        return
+    workers = workers or min(16, os.cpu_count() or 1)
+    futures = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tvmlab-nvrtc") as pool:
+        _parallel.pool, _parallel.futures = pool, futures
+        try:
+            yield futures
+        finally:
+            _parallel.pool, _parallel.futures = None, None
+    # the pool has finished every compile: modules nobody touched get their code (or keep the error),
+    # and a note that NVRTC made code for another architecture is warned of from this thread
+    for kmod, fut, target in futures:
+        if fut.exception() is None:
+            kmod._wait()
+            _warn_of_note(fut.result(), target)
+
+
+def _device_code(src, arch, known):
+    """The compile's DeviceCode, its note made plain for the user."""
+    code = compile_cuda(src, arch, cubin=known)
+    if code.note == NO_CUBIN:
+        return code._replace(note=f"sm_{code.arch} is a guess: the target names no -arch and there is no GPU "
+                                  "to read it from; build for 'cuda -arch=sm_80' to get one")
+    return code
+
+
+def _warn_of_note(code, target):
+    if code.note and "is a guess" not in code.note:
+        warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=3)
+
+
 def build_cuda(mod, target="cuda"):
     """Compile a GPU-lowered IRModule for CUDA; returns the host Module (device code imported)."""
     target = Target(target)
@@ -379,14 +466,15 @@ def build_cuda(mod, target="cuda"):
         ptx = user(src)
         code = DeviceCode(ptx.decode() if isinstance(ptx, (bytes, bytearray)) else str(ptx), None, arch,
                           "compiled by the registered tvm_callback_cuda_compile (PTX only)")
+    elif _parallel.pool is not None:
+        code = _parallel.pool.submit(_device_code, src, arch, known)
     else:
-        code = compile_cuda(src, arch, cubin=known)
-    if code.note == NO_CUBIN:
-        code = code._replace(note=f"sm_{code.arch} is a guess: the target names no -arch and there is no GPU "
-                                  "to read it from; build for 'cuda -arch=sm_80' to get one")
-    elif code.note and user is None:
-        warnings.warn(f"cuda target {str(target)!r}: {code.note}", stacklevel=2)
-    return _host_module(split.host, split.launches, CUDAModule(split.kernels, src, code))
+        code = _device_code(src, arch, known)
+        _warn_of_note(code, target)
+    kmod = CUDAModule(split.kernels, src, code)
+    if isinstance(code, Future):
+        _parallel.futures.append((kmod, code, target))
+    return _host_module(split.host, split.launches, kmod)
 
 
 def _host_module(host_func, launches, kmod):

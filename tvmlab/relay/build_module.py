@@ -178,6 +178,7 @@ class GraphCodegen:
         self.target = target
         self.nodes, self.entries_type = [], []
         self.funcs, self.cache, self.params = {}, {}, {}
+        self.groups = {}        # function name -> its fused group
         self.group_of_node = {}
 
     def _add_node(self, node, types):
@@ -239,7 +240,20 @@ class GraphCodegen:
                 name, k = f"{base}_{k}", k + 1
             self.funcs[name] = lower_group(fn, name, self.target)
             self.cache[key] = name
+            self.groups[name] = fn
         return name
+
+    def run_compiling_in_parallel(self, func):
+        """``run`` with each group's NVRTC compile on a pool of threads while the next group lowers; a group
+        whose compile failed is built again alone, so it falls back to a simpler schedule as ``run`` would."""
+        from ..codegen.cuda_build import compile_in_parallel
+        with compile_in_parallel() as compiles:
+            graph_json = self.run(func)
+        failed = {id(kmod) for kmod, fut, _ in compiles if fut.exception() is not None}
+        for name, mod in list(self.funcs.items()):
+            if any(id(k) in failed for k in getattr(mod, "imported_modules", ())):
+                self.funcs[name] = lower_group(self.groups[name], name, self.target)
+        return graph_json
 
     def _json(self, arg_nodes, heads):
         from .memory_plan import plan_memory
@@ -279,7 +293,10 @@ def build(ir_mod, target="llvm", target_host=None, params=None, mod_name="defaul
                          "use the graph executor for it")
     opt_mod, _ = optimize(ir_mod, tgt, params)
     cg = GraphCodegen(tgt)
-    graph_json = cg.run(opt_mod["main"])
+    if tgt.kind == "cuda":
+        graph_json = cg.run_compiling_in_parallel(opt_mod["main"])
+    else:
+        graph_json = cg.run(opt_mod["main"])
     if tgt.kind == "llvm":
         lib = tir_build(IRModule(cg.funcs), target=tgt) if cg.funcs else None
     else:       # one module per group (a CUDA module holds one host function)
