@@ -5,6 +5,8 @@ computed at the reduction loop, each copy bound to threadIdx.y/x with ``nparts``
 buffering).  Kernels run for real as OpenGL compute shaders (Mesa's llvmpipe here), where
 barriers and shared memory are the same as CUDA's.
 """
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -329,3 +331,75 @@ def test_an_offset_in_the_copied_number_widens_its_top_digit():
     assert len(barriers_in_loop(kernel_of(s, args), "j")) == 1
     f = tvm.build(s, args, "cuda")
     tvm.testing.simulate(f, np.arange(10, dtype="float32") + 1, np.full(10, np.nan, "float32"))   # no race
+
+
+def _shifted(pitch, lanes, threads, iters=4):
+    """A loop whose iteration j copies into ``sh[j * pitch + g]`` and back out, each thread its own element:
+    ``g = (tx + 2) // 3 * 5 + (tx + 2) % 3`` (2, 5, 6, 7 and 10 for 5 threads) for scalars, or the lanes
+    ``tx * lanes + 0 .. lanes - 1`` of a vector access."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (iters * pitch + 16,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, iters, name="j") as j:
+            if lanes == 1:
+                at = j * pitch + (tx + 2) // 3 * 5 + (tx + 2) % 3
+                sh[at] = a[j * threads + tx]
+                c[j * threads + tx] = sh[at]
+            else:
+                f = (j * threads + tx) * lanes
+                at = tvm.tir.Ramp(j * pitch + tx * lanes, tvm.tir.const(1, "int32"), lanes)
+                ib.emit(S.Store(sh.asobject(), a.vload(f, lanes), at))
+                ib.emit(S.Store(c.asobject(), tvm.tir.Load(f"float32x{lanes}", sh.asobject(), at),
+                                tvm.tir.Ramp(f, tvm.tir.const(1, "int32"), lanes)))
+        return ib.get()
+    n = iters * threads * lanes
+    return _extern(gen, n=n, threads=threads), n
+
+
+@pytest.mark.parametrize("pitch,lanes,threads,synced", [(8, 1, 5, True), (13, 1, 5, False),
+                                                        (7, 2, 4, True), (8, 2, 4, False)])
+def test_a_shifted_index_is_each_threads_own_only_where_the_threads_fit_in_the_shift(pitch, lanes, threads,
+                                                                                      synced):
+    """``sh[j * pitch + g]`` with ``g`` spanning ``pitch`` or more (8 for the scalar ``g``, 7 for 4 threads
+    of 2 lanes) lets another thread at iteration j + 1 overwrite an element this thread read at j: with
+    pitch 8, thread 0 writes sh[10] at j = 1 that thread 4 read at j = 0, so the iterations need a
+    barrier between them.  A shift beyond the span keeps each iteration's elements apart and needs none
+    (for the scalar ``g``, beyond 12: its terms bounded one by one)."""
+    (s, args), n = _shifted(pitch, lanes, threads)
+    assert len(barriers_in_loop(kernel_of(s, args), "j")) == int(synced)
+    f = tvm.build(s, args, "cuda")
+    a, c = np.arange(n, dtype="float32"), np.full(n, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # raises on a race
+    np.testing.assert_array_equal(c, a)
+
+
+@pytest.mark.parametrize("n,synced", [(1024, False), (1100, True), (None, True)])
+def test_a_copy_guard_bounds_how_far_the_shifted_part_reaches(n, synced):
+    """A copy of element ``F = o * 112 + tx`` stored transposed into rows of 68 words,
+    ``sh[tx % 16 * 68 + o * 7 + tx // 16]`` (``o * 7 + tx // 16`` is ``F // 16``), as a conv's
+    weight copy leaves it: over the whole loop ``F // 16`` reaches 69, so ``F = 1`` (o = 0) and
+    ``F = 1088`` (o = 9) meet at sh[68] and the iterations need a barrier between them (the later write
+    wins); the copy's guard ``F < 1024`` keeps ``F // 16`` below 64 and each element one thread's."""
+    def gen(ins, outs, threads):
+        ib = tvm.tir.ir_builder.create()
+        tx = _block(ib, threads)
+        sh = ib.allocate("float32", (16 * 68 + 8,), name="sh", scope="shared")
+        a, c = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        for name in ("o", "r"):
+            with ib.for_range(0, 10, name=name) as o:
+                at = tx % 16 * 68 + o * 7 + tx // 16
+                with ib.if_scope(o * threads + tx < n) if n else contextlib.nullcontext():
+                    if name == "o":
+                        sh[at] = a[o * threads + tx]
+                    else:
+                        c[o * threads + tx] = sh[at]
+        return ib.get()
+    s, args = _extern(gen, n=1120, threads=112)
+    assert len(barriers_in_loop(kernel_of(s, args), "o")) == int(synced)
+    f = tvm.build(s, args, "cuda")
+    a, c = np.arange(1120, dtype="float32"), np.full(1120, np.nan, "float32")
+    tvm.testing.simulate(f, a, c)                        # raises on a race
+    if not synced:
+        np.testing.assert_array_equal(c[:n], a[:n])

@@ -15,7 +15,11 @@ some threads skip hangs the GPU).  This pass plans barriers accordingly:
   one did gets a barrier at the end of its body; so does one whose statement
   writes, at one index expression, elements that change owner from one
   iteration to the next (``sh[(tx + j) % 64]``): without a barrier between two
-  threads' writes of one element, the older value could land last.  An index
+  threads' writes of one element, the older value could land last.  Across
+  iterations the same index stays one thread's own only where the iterations'
+  elements provably lie apart: ``sh[j * 64 + tx]`` with 64 threads, but not
+  ``sh[j * 8 + g(tx)]`` where ``g`` spans 8 or more (another thread takes in
+  iteration j + 1 what this one had in j).  An index
   proved one-to-one in the loop's and the threads' variables never does: a
   cooperative copy stored transposed or with padded rows
   (``transform_layout``, ``storage_align``) needs one barrier after the copy,
@@ -39,9 +43,11 @@ CUDA prints ``__syncthreads()``, GLSL ``barrier()``.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import DivergentBarrierError, LoweringError
 from ..ir import dtype as dt
-from ..ir.expr import Call, IntImm, Load, StringImm, Var
+from ..ir.expr import Call, IntImm, Let, Load, StringImm, Var
 from ..ir.functor import IRVisitor, collect_vars, post_order_visit
 from ..ir.printer import astext
 from ..ir.stmt import (Allocate, AttrStmt, Evaluate, For, IfThenElse, LetStmt, SeqStmt, While, seq)
@@ -49,7 +55,7 @@ from ..ir.tensor import IterVar
 from .remove_no_op import same_expr
 
 DOUBLE_BUFFER_WRITE = "double_buffer_write"
-PROVE_ONE_TO_ONE = True        # False: only indices linear in the loop variable skip the barrier per iteration
+PROVE_ONE_TO_ONE = True        # False: only indices shifted by the loop variable past the rest skip the barrier
 
 
 def barrier():
@@ -69,26 +75,35 @@ def is_thread_index(node):
 
 # ---------------------------------------------------------------- uniformity
 class _Scope:
-    """Variables whose value differs between threads of one block, the innermost thread index, and the
-    constant ranges ``[0, n)`` of the thread indices and loops around."""
-    __slots__ = ("varying", "thread", "ranges")
+    """Variables whose value differs between threads of one block, the innermost thread index, the
+    constant ranges ``[0, n)`` of the thread indices and loops around, and the bounds ``(G, top)``,
+    ``G <= top``, that the ``if`` conditions around put on index expressions."""
+    __slots__ = ("varying", "thread", "ranges", "guards")
 
-    def __init__(self, varying=frozenset(), thread=None, ranges=None):
+    def __init__(self, varying=frozenset(), thread=None, ranges=None, guards=()):
         self.varying, self.thread, self.ranges = frozenset(varying), thread, dict(ranges or {})
+        self.guards = tuple(guards)
 
     def with_vars(self, vs, thread=None):
-        return _Scope(self.varying | set(vs), thread if thread is not None else self.thread, self.ranges)
+        return _Scope(self.varying | set(vs), thread if thread is not None else self.thread, self.ranges,
+                      self.guards)
 
     def with_range(self, v, extent):
+        inner = self.without_range(v)
         if not (isinstance(extent, IntImm) and extent.value > 0):
-            return self.without_range(v)
-        return _Scope(self.varying, self.thread, {**self.ranges, v: extent.value})
+            return inner
+        return _Scope(inner.varying, inner.thread, {**inner.ranges, v: extent.value}, inner.guards)
 
     def without_range(self, v):
-        """``v`` rebound (a loop or let reusing it): its range is no longer known."""
-        if v not in self.ranges:
+        """``v`` rebound (a loop or let reusing it): its range and the guards on it no longer hold."""
+        guards = tuple(g for g in self.guards if v not in collect_vars(g[0]))
+        if v not in self.ranges and len(guards) == len(self.guards):
             return self
-        return _Scope(self.varying, self.thread, {k: n for k, n in self.ranges.items() if k is not v})
+        return _Scope(self.varying, self.thread, {k: n for k, n in self.ranges.items() if k is not v}, guards)
+
+    def with_guard(self, cond):
+        """Inside ``if (cond)``."""
+        return _Scope(self.varying, self.thread, self.ranges, self.guards + tuple(_bounds(cond)))
 
     def uniform(self, e):
         """No thread-dependent variable and no memory read in ``e``."""
@@ -114,6 +129,19 @@ class _Scope:
         return self
 
 
+def _bounds(cond):
+    """The bounds ``(G, top)``, ``G <= top``, that ``cond`` holding puts on memory-free expressions:
+    its conjuncts ``G < N`` and ``G <= N`` (a copy's guard ``outer * threads + tx < n``)."""
+    from ..ir import expr as E
+    if isinstance(cond, Call) and cond.op == "likely" and cond.args:
+        return _bounds(cond.args[0])
+    if isinstance(cond, E.And):
+        return _bounds(cond.a) + _bounds(cond.b)
+    if isinstance(cond, (E.LT, E.LE)) and isinstance(cond.b, IntImm) and _stable(cond.a):
+        return [(cond.a, cond.b.value - (1 if isinstance(cond, E.LT) else 0))]
+    return []
+
+
 def _stable(cond):
     """A condition that reads no memory keeps its value while its body runs."""
     found = []
@@ -127,15 +155,15 @@ class _Acc:
     """One shared-memory access: buffer, read/write, index, innermost thread var, double-buffer write,
     element type (one byte buffer may be read as several types, as after
     MergeDynamicSharedMemoryAllocations: index ``tx`` then names other bytes)."""
-    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "ranges", "_proved")
+    __slots__ = ("buf", "write", "index", "thread", "db", "stmt", "dtype", "ranges", "guards", "_proved", "_apart")
 
-    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, ranges=None):
+    def __init__(self, buf, write, index, thread, db, stmt, dtype=None, ranges=None, guards=()):
         self.buf, self.write, self.index, self.thread, self.db, self.stmt = buf, write, index, thread, db, stmt
-        self.dtype, self.ranges, self._proved = dtype, ranges, None
+        self.dtype, self.ranges, self.guards, self._proved, self._apart = dtype, ranges, guards, None, {}
 
     def plain(self):
         return self if not self.db else _Acc(self.buf, self.write, self.index, self.thread, False, self.stmt,
-                                             self.dtype, self.ranges)
+                                             self.dtype, self.ranges, self.guards)
 
     @property
     def one_to_one(self):
@@ -144,6 +172,12 @@ class _Acc:
             self._proved = self.index is not None and self.ranges is not None \
                 and _one_to_one(self.index, self.ranges)
         return self._proved
+
+    def apart(self, loop):
+        """``_apart`` for ``loop`` (a ``_Loop``); worked out when asked, once per loop."""
+        if loop not in self._apart:
+            self._apart[loop] = self.index is not None and _apart(self, loop)
+        return self._apart[loop]
 
 
 SYNC = "sync"
@@ -167,21 +201,173 @@ def _same_thread(a, b):
     return a.thread in collect_vars(a.index)
 
 
-def _reshapes(index, v):
-    """Whether ``v`` occurs in ``index`` other than in sums and multiples by constants."""
-    from ..ir import expr as E
+class _Loop:
+    """The loop whose next iteration an access runs in: its variable, its trip count (infinite where not
+    constant), and the variables that may hold other values in another thread or iteration (the
+    threads', and those its body binds)."""
+    __slots__ = ("var", "trips", "body", "varying", "_inner")
 
-    def bad(e):
-        if isinstance(e, (E.Add, E.Sub)):
-            return bad(e.a) or bad(e.b)
-        if isinstance(e, E.Ramp) and isinstance(e.stride, IntImm):
-            return bad(e.base)        # the lanes of a vector access: base + stride * lane
-        if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
-            return bad(e.a)
-        if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
-            return bad(e.b)
-        return e is not v and v in collect_vars(e)
-    return bad(index)
+    def __init__(self, s, scope):
+        self.var, self.body, self.varying, self._inner = s.loop_var, s.body, scope.varying, None
+        self.trips = s.extent.value if isinstance(s.extent, IntImm) else math.inf
+
+    @property
+    def inner(self):
+        """The loop's variable and those its body binds (loops, lets, thread indices); found when asked."""
+        if self._inner is None:
+            self._inner = {self.var}
+            post_order_visit(self.body, self._bind)
+        return self._inner
+
+    def _bind(self, n):
+        if isinstance(n, For):
+            self._inner.add(n.loop_var)
+        elif isinstance(n, (LetStmt, Let)):
+            self._inner.add(n.var)
+        elif isinstance(n, AttrStmt) and n.attr_key == "thread_extent":
+            self._inner.add(getattr(n.node, "var", n.node))
+
+    def moves(self, v):
+        """Whether ``v`` may differ between two accesses: another thread's, or another iteration's."""
+        return v in self.varying or v in self.inner
+
+
+def _summands(e, scale=1, out=None):
+    """``e`` as a sum [(constant coefficient, term)] over sums, differences, multiples by constants and the
+    lanes of a vector access (``Ramp(base, stride, n)`` is base + stride * ``Ramp(0, 1, n)``); a constant
+    part as (its value, None)."""
+    from ..ir import expr as E
+    out = [] if out is None else out
+    if isinstance(e, (E.Add, E.Sub)):
+        _summands(e.a, scale, out)
+        return _summands(e.b, -scale if isinstance(e, E.Sub) else scale, out)
+    if isinstance(e, E.Mul) and isinstance(e.b, IntImm):
+        return _summands(e.a, scale * e.b.value, out)
+    if isinstance(e, E.Mul) and isinstance(e.a, IntImm):
+        return _summands(e.b, scale * e.a.value, out)
+    if isinstance(e, E.Ramp) and isinstance(e.stride, IntImm):
+        _summands(e.base, scale, out)
+        one = IntImm(e.stride.dtype, 1)
+        out.append((scale * e.stride.value, E.Ramp(IntImm(e.stride.dtype, 0), one, e.lanes)))
+        return out
+    out.append((scale * e.value, None) if isinstance(e, IntImm) else (scale, e))
+    return out
+
+
+def _analyzer(ranges):
+    """An Analyzer knowing each variable of ``ranges`` in ``[0, n)``."""
+    from ..ir.arith.analyzer import Analyzer
+    ana = Analyzer()
+    for v, n in ranges.items():
+        ana.bind(v, (0, n))
+    return ana
+
+
+def _sum(terms):
+    """The expression of [(coefficient, term)]."""
+    from ..ir import op as _op
+    out = None
+    for c, t in terms:
+        t = _op.mul(t, c) if c != 1 else t
+        out = t if out is None else _op.add(out, t)
+    return out
+
+
+def _fixed(term, loop):
+    """A term of variables that hold one value in every thread and iteration of ``loop`` (not the
+    lanes of a vector access, which have none)."""
+    vs = collect_vars(term)
+    return bool(vs) and not any(loop.moves(v) for v in vs)
+
+
+def _guarded_top(x, shift, acc, loop, ana):
+    """An upper bound of ``x`` (``shift * v`` plus terms of the threads and the body's loops) from a
+    guard around the access: a copy guarded by ``G < N`` where ``G`` moves ``s`` times as fast as x
+    with the loop (``outer * 112 + f < 1024`` for ``x = outer * 7 + f // 16``) has ``x = G // s``
+    when the analyzer proves it, so x stays at most ``(N - 1) // s``, less what the guard's fixed
+    terms add at their least.  None where no guard tells."""
+    from ..ir import op as _op
+    best = None
+    for g, top in acc.guards:
+        moving, fixed, w = [], [], 0
+        for c, t in _summands(g):
+            if t is loop.var:
+                w += c
+            if t is None or _fixed(t, loop):
+                fixed.append((c, t))
+            else:
+                moving.append((c, t))
+        if shift <= 0 or w <= 0 or w % shift or any(dt.lanes(t.dtype) != 1 for _, t in moving):
+            continue
+        least = sum(c for c, t in fixed if t is None) + sum(
+            ana.bounds(_op.mul(t, c))[0] for c, t in fixed if t is not None)
+        if least == -math.inf or not ana.can_prove_equal(x, _op.floordiv(_sum(moving), w // shift)):
+            continue
+        cap = (top - least) // (w // shift)
+        best = cap if best is None else min(best, cap)
+    return best
+
+
+def _apart(acc, loop):
+    """Whether ``acc``'s index keeps each thread's elements its own across iterations of ``loop``, as the
+    same index does within one (``_same_thread``).
+
+    With C = 0 (the loop's variable absent) it does when the index is the same in every iteration: it
+    uses the threads, variables bound around the loop, and the body's loops over constant ranges
+    (their own loops check those).  Otherwise split the index as ``x + high``, ``x = C * v + low``
+    (``v`` the loop's variable, ``low`` the terms of smallest coefficients).  An element met in
+    iterations ``j != j'`` needs ``high' - high`` (a multiple of the gcd of high's coefficients) to
+    equal ``x - x'``, and, where that forces ``high' = high``, ``C * (j - j')`` to equal ``low' - low``
+    (a multiple of the gcd of low's coefficients, within low's span).  So iterations keep apart when
+    (1) no nonzero common multiple of C and low's gcd is within both low's span and ``C * (trips -
+    1)``, and (2) high's gcd exceeds the span of x (which a guard around the access may bound:
+    ``_guarded_top``).  ``k * 64 + tx`` with 64 threads keeps apart (span 63 < 64), so do ``tx * 64 +
+    k`` with 64 trips and ``f % 16 * 36 + k * 4 + tz * 2 + f // 16``; ``k * 8 + g(tx)`` with g from 2
+    to 10 does not (thread 0 at k = 1 meets thread 4 at k = 0).  Terms of variables bound around the
+    loop and the same in every thread are the same in both accesses and drop out; others of unknown
+    range leave the span unbounded."""
+    shift, rest = 0, []
+    for c, t in _summands(acc.index):
+        if t is loop.var:
+            shift += c
+        elif t is None or c == 0 or _fixed(t, loop):
+            continue
+        elif loop.var in collect_vars(t):
+            return False
+        else:
+            rest.append((c, t))
+    ranges = acc.ranges or {}
+    if shift == 0:
+        return all(u in ranges or u not in loop.inner for u in collect_vars(acc.index))
+    rest.sort(key=lambda x: abs(x[0]))
+    ana = _analyzer(ranges)
+    spans = []
+    for c, t in rest:
+        lo, hi = ana.bounds(t)
+        spans.append(abs(c) * (hi - lo))
+    coefs = [abs(c) for c, _ in rest]
+    reach = abs(shift) * (loop.trips - 1)          # how far the loop's own term moves the index
+    for k in range(len(rest) + 1):
+        low = sum(spans[:k])
+        step = math.lcm(abs(shift), math.gcd(*coefs[:k])) if k else abs(shift)
+        if step <= min(low, reach):
+            continue                                # two iterations may meet within x
+        if k == len(rest):
+            return True
+        if math.gcd(*coefs[k:]) > min(reach + low, _guarded_span(shift, rest[:k], acc, loop, ana)):
+            return True
+    return False
+
+
+def _guarded_span(shift, low, acc, loop, ana):
+    """The span of ``x = shift * v + low`` that a guard around the access allows (infinite where none
+    tells)."""
+    if not acc.guards or any(dt.lanes(t.dtype) != 1 for _, t in low):
+        return math.inf
+    x = _sum([(shift, loop.var), *low])
+    top = _guarded_top(x, shift, acc, loop, ana)
+    lo = ana.bounds(x)[0]
+    return math.inf if top is None or lo == -math.inf else top - lo
 
 
 def _terms(e, scale=1, out=None):
@@ -269,20 +455,20 @@ def _one_to_one(index, ranges):
 
 
 def _conflict(prev, cur, loop_carry):
-    """``loop_carry``: None, or the variable of the loop whose next iteration ``cur`` runs in."""
+    """``loop_carry``: None, or the ``_Loop`` whose next iteration ``cur`` runs in."""
     if prev.buf is not cur.buf:
         return False
     # The same index is the same thread's element (the rule above); across iterations of a loop
-    # only while the loop's variable shifts it, as in ``k * 64 + tx`` (in the next iteration
-    # ``(i * 3 + tx) // (6 - k)`` may be another thread's element), or where the index is proved
+    # only where each iteration's elements lie apart from the others' (``_apart``: ``k * 64 + tx``, not
+    # ``k * 8 + tx`` with 64 threads, nor ``(i * 3 + tx) // (6 - k)``), or where the index is proved
     # one-to-one in the loop's and the threads' variables (``_one_to_one``: a transposed copy
     # ``(k * 64 + tx) % 16 * 17 + (k * 64 + tx) // 16``).
     mine = _same_thread(prev, cur)
-    reshaped = mine and loop_carry is not None and _reshapes(cur.index, loop_carry) \
+    carried = mine and loop_carry is not None and not (prev.apart(loop_carry) and cur.apart(loop_carry)) \
         and not (PROVE_ONE_TO_ONE and prev.one_to_one and cur.one_to_one)
     if prev.write and cur.write:
-        return reshaped               # two writes: only such a statement hands elements over
-    if mine and not reshaped:
+        return carried                # two writes: only such a statement hands elements over
+    if mine and not carried:
         return False
     if prev.db and not cur.write and loop_carry is None:
         return False                  # reads this iteration's tile, not the next one being written
@@ -324,7 +510,7 @@ class _Collect(IRVisitor):
     def visit_Load(self, e):
         if e.buffer_var in self.shared:
             self.out.append(_Acc(e.buffer_var, False, _index(e.index), self.scope.thread, False, self.stmt,
-                                 dt.element_of(e.dtype), self.scope.ranges))
+                                 dt.element_of(e.dtype), self.scope.ranges, self.scope.guards))
         self.generic_visit(e)
 
     def visit_Call(self, e):
@@ -347,7 +533,15 @@ class _Collect(IRVisitor):
             self.visit(s.predicate)
         if s.buffer_var in self.shared:
             self.out.append(_Acc(s.buffer_var, True, _index(s.index), self.scope.thread, self.db, s,
-                                 dt.element_of(s.value.dtype), self.scope.ranges))
+                                 dt.element_of(s.value.dtype), self.scope.ranges, self.scope.guards))
+
+    def visit_IfThenElse(self, s):
+        self.visit(s.condition)
+        outer, self.scope = self.scope, self.scope.with_guard(s.condition)
+        self.visit(s.then_case)
+        self.scope = outer
+        if s.else_case is not None:
+            self.visit(s.else_case)
 
     def visit_AttrStmt(self, s):
         outer, odb = self.scope, self.db
@@ -391,7 +585,7 @@ class _Planner:
                     return self.plan_seq(parts, scope, db, None)
                 w = f"`if ({astext(s.condition)})`"
             cond = self.accesses(s.condition, scope, db, s)        # read before either branch
-            then, a = self.plan(s.then_case, scope, db, w)
+            then, a = self.plan(s.then_case, scope.with_guard(s.condition), db, w)
             other, b = (None, []) if s.else_case is None else self.plan(s.else_case, scope, db, w)
             # either branch may not run: a barrier inside one does not order what is around the if
             return s.replace(then_case=then, else_case=other), cond + [x for x in a + b if x is not SYNC]
@@ -430,7 +624,7 @@ class _Planner:
         body, summ = self.plan(s.body, scope, db, where)
         end = _fresh()
         _absorb(end, summ)
-        hit = _needs_sync(end, summ, loop_carry=s.loop_var)
+        hit = _needs_sync(end, summ, loop_carry=_Loop(s, scope))
         if hit:
             if where is not None:
                 raise _divergent_handoff(hit, where)
