@@ -126,7 +126,7 @@ class _Kernel(IRMutator):
         if not is_thread_attr(s):
             return self.generic_visit(s)
         tag = s.node.thread_tag
-        ext = s.value
+        ext = self.visit(s.value)
         if tag in self.launch:
             if not _same(self.launch[tag], ext):
                 raise LoweringError(
@@ -139,7 +139,10 @@ class _Kernel(IRMutator):
         if v is None:
             v = self.vars[tag] = Var(tag, "int32")
         self.seen[s.node.var] = v
-        return self.visit(substitute(s.body, {s.node.var: v}))
+        return self.visit(s.body)        # visit_Var puts the kernel's Var in (one walk, not one per axis)
+
+    def visit_Var(self, v):
+        return self.seen.get(v, v)
 
     def visit_Allocate(self, s):
         if s.scope != "shared":
