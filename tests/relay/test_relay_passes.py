@@ -272,6 +272,29 @@ def test_alter_op_layout_picks_divisor_blocks_and_keeps_other_ops_in_nchw(rng):
     assert mod["main"].body.args[0].op.name == "layout_transform"    # flatten wants NCHW
 
 
+def test_a_prime_channel_count_blocks_by_one_and_comes_back_to_nchw(rng):
+    """16 -> 13 channels on 8-lane AVX2: the output block is 1 (13 is prime), so the result is NCHW1c, five
+    axes, and its layout_transform back to NCHW has four (a CPU-dependent failure of ONNX's
+    test_operator_conv before); the model computes the convolution."""
+    from tvmlab.topi.testing import conv2d_nchw_python
+    xv = rng.standard_normal((2, 16, 10, 9)).astype("float32")
+    wv = rng.standard_normal((13, 16, 3, 3)).astype("float32")
+    x = relay.var("x", shape=xv.shape)
+    f = relay.Function([x], relay.nn.conv2d(x, relay.const(wv)))
+    mod = run(f, T.AlterOpLayout("llvm -mcpu=haswell"))
+    assert ("NCHW1c", "NCHW") in layout_transforms(mod)
+    assert mod["main"].body.checked_type.shape == (2, 13, 8, 7)
+    from tvmlab.relay.layout import transformed_shape
+    assert transformed_shape((2, 13, 8, 7), "NCHW", "NCHW1c") == (2, 13, 8, 7, 1)
+    assert transformed_shape((2, 13, 8, 7, 1), "NCHW1c", "NCHW") == (2, 13, 8, 7)
+    with tvm.transform.PassContext(opt_level=3):       # this machine's blocks (-mcpu=haswell code may not run)
+        lib = relay.build(tvm.IRModule.from_expr(f), target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+    m.set_input("x", xv)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), conv2d_nchw_python(xv, wv, 1, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_each_pass_result_prints():
     x, w, b, y = conv_net()
     mod = tvm.IRModule.from_expr(y)

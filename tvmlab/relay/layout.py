@@ -49,14 +49,14 @@ def transformed_shape(shape, src, dst):
         if o % o_b or i % i_b:
             raise TypeInferenceError(f"weight {tuple(shape)} does not divide into {dst} blocks")
         return (o // o_b, i // i_b, kh, kw, i_b, o_b)
-    sb, db = block_of(src), block_of(dst)
-    if len(shape) != (4 if sb == 1 else 5):
+    db = block_of(dst)          # NCHW1c is five axes, the last of one channel: only NCHW has four
+    if len(shape) != (4 if src == "NCHW" else 5):
         raise TypeInferenceError(f"a tensor of shape {tuple(shape)} is not in layout {src}")
     n, cb, h, w = shape[:4]
-    c = cb * (shape[4] if sb > 1 else 1)
+    c = cb * (shape[4] if src != "NCHW" else 1)
     if c % db:
         raise TypeInferenceError(f"{c} channels do not divide into blocks of {db} ({dst})")
-    return (n, c, h, w) if db == 1 else (n, c // db, h, w, db)
+    return (n, c, h, w) if dst == "NCHW" else (n, c // db, h, w, db)
 
 
 def transform_array(a, src, dst):
