@@ -50,20 +50,24 @@ def test_product_reads_four_outputs_a_thread_as_one_float4(cuda_run, rng):
     no read of the last tile is guarded (a guarded read stays scalar)."""
     from tvmlab.topi.cuda import conv2d_winograd as wino
     assert wino._product_tile(784, 16) == (1, 14, 4) and wino._product_tile(3136, 16) == (1, 16, 4)
-    N, C, H, W, O = 3, 8, 16, 16, 32
-    X, Wt = te.placeholder((N, C, H, W), name="X"), te.placeholder((O, C, 3, 3), name="W")
+    fmas, loads, product = _product_counts(cuda_run, rng, 3, 8, 16, 32)
+    assert loads and not re.search(r"ld\.shared\.f32", product) and fmas >= 8 * loads
+
+
+def _product_counts(cuda_run, rng, N, C, H, O):
+    """(FMAs, float4 shared reads, PTX) of the batched product of a Winograd convolution built with the
+    schedule's own choices, after checking the convolution against numpy."""
+    X, Wt = te.placeholder((N, C, H, H), name="X"), te.placeholder((O, C, 3, 3), name="W")
     Y = topi.cuda.conv2d_nchw_winograd(X, Wt, 1, 1, 1, "float32")
     f = tvm.build(topi.cuda.schedule_conv2d_nchw_winograd([Y]), [X, Wt, Y], "cuda")
     ptx = f.imported_modules[0].get_source("ptx")
     product = next(k for k in ptx.split(".entry")[1:] if "ld.shared" in k)
-    loads = len(re.findall(r"ld\.shared\.v4\.f32", product))
-    assert loads and not re.search(r"ld\.shared\.f32", product)
-    assert len(re.findall(r"fma\.rn\.f32", product)) >= 8 * loads
-    x = rng.standard_normal((N, C, H, W)).astype("float32")
+    x = rng.standard_normal((N, C, H, H)).astype("float32")
     w = rng.standard_normal((O, C, 3, 3)).astype("float32")
     want = conv2d_nchw_python(x, w, 1, 1)
     *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return len(re.findall(r"fma\.rn\.f32", product)), len(re.findall(r"ld\.shared\.v4\.f32", product)), product
 
 
 def _transformed(w, m):
@@ -238,16 +242,5 @@ def test_product_tile_of_two_virtual_threads_where_the_extent_divides_it(cuda_ru
     monkeypatch.setattr(wino, "PRODUCT_VTHREADS", 2)
     assert wino._product_tile(128, 16) == (2, 16, 4) and wino._product_tile(784, 16) == (2, 14, 4)
     assert wino._product_tile(3136, 16) == (1, 16, 4)          # 3136 = 24.5 x 128
-    N, C, H, W, O = 2, 3, 32, 32, 128          # 2 x 8 x 8 tiles of F(4x4): 128 columns
-    X, Wt = te.placeholder((N, C, H, W), name="X"), te.placeholder((O, C, 3, 3), name="W")
-    Y = topi.cuda.conv2d_nchw_winograd(X, Wt, 1, 1, 1, "float32")
-    f = tvm.build(topi.cuda.schedule_conv2d_nchw_winograd([Y]), [X, Wt, Y], "cuda")
-    ptx = f.imported_modules[0].get_source("ptx")
-    product = next(k for k in ptx.split(".entry")[1:] if "ld.shared" in k)
-    loads = len(re.findall(r"ld\.shared\.v4\.f32", product))
-    assert loads and len(re.findall(r"fma\.rn\.f32", product)) >= 16 * loads
-    x = rng.standard_normal((N, C, H, W)).astype("float32")
-    w = rng.standard_normal((O, C, 3, 3)).astype("float32")
-    want = conv2d_nchw_python(x, w, 1, 1)
-    *_, got = cuda_run(f, x, w, np.full(want.shape, np.nan, "float32"))
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    fmas, loads, _ = _product_counts(cuda_run, rng, 2, 3, 32, 128)     # 2 x 8 x 8 tiles of F(4x4): 128 columns
+    assert loads and fmas >= 16 * loads
