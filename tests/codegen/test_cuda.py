@@ -217,8 +217,11 @@ def test_a_compile_in_parallel_that_fails_raises_where_its_module_is_used(monkey
         good, bad = tvm.build(s1, a1, "cuda -arch=sm_80"), tvm.build(s2, a2, "cuda -arch=sm_80")
     assert [fut.exception() is None for _, fut, _ in compiles] == [True, False]
     assert ".entry" in good.imported_modules[0].get_source("ptx")
+    for _ in range(2):              # at every use, not only the first
+        with pytest.raises(BuildError, match="made to fail"):
+            bad.imported_modules[0].get_source("ptx")
     with pytest.raises(BuildError, match="made to fail"):
-        bad.imported_modules[0].get_source("ptx")
+        bad.imported_modules[0].arch      # noqa: B018
 
 
 def test_warnings_of_compiles_in_parallel_reach_the_caller():

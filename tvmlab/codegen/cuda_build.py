@@ -315,9 +315,11 @@ class CUDAModule(Module):
         self.__dict__["note"] = code.note       # why there is no cubin
 
     def _wait(self):
-        pending, self._pending = self._pending, None
+        pending = self._pending
         if pending is not None:
-            self._set_code(pending.result())
+            code = pending.result()         # a failed compile raises its error at every use
+            self._pending = None
+            self._set_code(code)
 
     @property
     def _sources(self):
