@@ -93,3 +93,16 @@ def test_timed_rows_print_each_variant_beside_one_reference(monkeypatch):
 def test_unknown_rows_are_refused():
     with pytest.raises(SystemExit):
         gpu.main(["--simulate", "--rows", "add,nosuchrow"], out=io.StringIO())
+
+
+def test_a_model_builds_under_its_variants_settings(monkeypatch):
+    """resnet50's row builds one ONNX model per variant (here a small one), the settings in place only while
+    relay.build runs."""
+    from tvmlab import relay
+    from tvmlab.bench import models
+    seen, build = [], relay.build
+    monkeypatch.setattr(relay, "build", lambda *a, **k: seen.append(conv2d.MIN_BLOCKS) or build(*a, **k))
+    v, = variants.parse_variants([["tiled", "topi.cuda.conv2d.MIN_BLOCKS=0"]])
+    lib, seconds = gpu.build_model(models.residual_block(), (1, 16, 14, 14), v)
+    assert seen == [0] and conv2d.MIN_BLOCKS == 128 and seconds > 0
+    assert "__global__" in lib.get_lib().get_source()

@@ -337,15 +337,6 @@ def time_reference(c, torch, number, repeat=20):
     return torch_ms(torch, c.torch_call(torch, *ins), repeat, number)
 
 
-def time_case(c, torch, repeat=20):
-    """(tvmlab ms, torch ms) of case ``c`` on the GPU, after checking tvmlab's output against numpy.
-
-    Both sides run the same number of back-to-back calls between two CUDA events (``calls_per_run``
-    of tvmlab's single-call time)."""
-    mine, number = time_tvmlab(c, repeat)
-    return mine, time_reference(c, torch, number, repeat)
-
-
 def compiled_ms(torch, net, x, repeat=20):
     """(ms, None) of ``torch.compile(net)`` on ``x`` (inductor, its default mode; compiled by a first call
     outside the timing), or (None, why) where torch.compile does not run here (no triton, no compiler)."""
@@ -359,23 +350,20 @@ def compiled_ms(torch, net, x, repeat=20):
         return None, f"{type(e).__name__}: {first[:160]}"
 
 
-def build_model(batch, variant=None):
-    """ResNet-50 (random weights) at ``batch`` from ONNX through ``relay.build(target="cuda")`` with
-    ``variant``'s settings: (onnx model, input array, built library, build seconds)."""
+def build_model(model, shape, variant=None):
+    """ONNX ``model`` (input "data" of ``shape``) through ``relay.build(target="cuda")`` with ``variant``'s
+    settings: (built library, build seconds)."""
     import time
 
     import tvmlab as tvm
     from tvmlab import relay
 
-    from .models import resnet50
     from .variants import Variant, applied
-    model = resnet50(batch=batch)
-    x = np.random.rand(batch, 3, 224, 224).astype("float32")
-    mod, params = relay.frontend.from_onnx(model, shape={"data": x.shape})
+    mod, params = relay.frontend.from_onnx(model, shape={"data": shape})
     t = time.perf_counter()
     with applied(variant or Variant("default")), tvm.transform.PassContext(opt_level=3):
         lib = relay.build(mod, target="cuda", params=params)
-    return model, x, lib, time.perf_counter() - t
+    return lib, time.perf_counter() - t
 
 
 def time_model(torch, batch, out, repeat=20, compile=True, variants=None):
@@ -394,23 +382,26 @@ def time_model(torch, batch, out, repeat=20, compile=True, variants=None):
     def best(fn):          # one run between CUDA events, as torch_ms times torch's
         fn()
         return min(dev.time(fn) for _ in range(repeat)) * 1e3
-    timed, x, checked = [], None, "not checked (no onnxruntime)"
+    from .models import resnet50
+    model = resnet50(batch=batch)
+    x = np.random.rand(batch, 3, 224, 224).astype("float32")
+    try:
+        import onnxruntime as ort
+        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"data": x})[0]
+        checked = "checked against onnxruntime"
+    except ImportError:
+        want, checked = None, "not checked (no onnxruntime)"
+    timed = []
     for v in variants:
-        model, x, lib, build_s = build_model(batch, v)
+        lib, build_s = build_model(model, x.shape, v)
         plain = graph_executor.GraphModule(lib["default"](dev))
         graph = cuda_graph_executor.create(lib.get_graph_json(), lib, dev)
         for m in (plain, graph):
             m.set_input("data", x)
             m.run()
-        try:
-            import onnxruntime as ort
-            want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-                None, {"data": x})[0]
-            for m in (plain, graph):
+            if want is not None:
                 np.testing.assert_allclose(m.get_output(0).numpy(), want, rtol=1e-3, atol=1e-3)
-            checked = "checked against onnxruntime"
-        except ImportError:
-            pass
         tag = "" if len(variants) == 1 else f" [{v.name}]"
         timed.append((tag, best(plain.run), best(graph.run), len(graph.module.calls), build_s))
     builds = ", ".join(f"{tag.strip() or 'built'} in {b:.1f} s" for tag, _, _, _, b in timed)
