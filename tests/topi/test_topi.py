@@ -320,7 +320,9 @@ def test_conv2d_nchw_blocks(dtype, oc_block, width, check_build):
 def test_conv2d_tile_follows_the_vector_registers():
     from tvmlab.topi.x86.conv2d import tile_width
     assert default_block("float32", "llvm -mcpu=haswell") == 16
-    assert tile_width(56, 16, "float32", "llvm -mcpu=haswell") == 4      # 4 x 2 accumulators of 16 registers
-    assert tile_width(56, 32, "float32", "llvm -mcpu=skylake-avx512") == 8
-    assert tile_width(7, 16, "float32", "llvm -mcpu=haswell") == 4       # no divisor of 7 near 4: a guarded tail
+    assert tile_width(56, 16, "float32", "llvm -mcpu=haswell") == 6      # 6 x 2 accumulators of 16 registers
+    assert tile_width(56, 32, "float32", "llvm -mcpu=skylake-avx512") == 8   # half of 32 registers
+    assert tile_width(56, 16, "float32", "llvm -mcpu=skylake-avx512") == 14  # 4 tiles, none guarded
+    assert tile_width(7, 16, "float32", "llvm -mcpu=haswell") == 4       # 4 + 3 rather than 6 + 1
+    assert tile_width(14, 16, "float32", "llvm -mcpu=haswell") == 5      # 3 tiles, the last one guarded
     assert tile_width(2, 16, "float32", "llvm -mcpu=haswell") == 2
