@@ -327,8 +327,11 @@ def test_conv2d_NCHWc(check_build):
         xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")
         kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(48, 16, 3, 3)
         return ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, 1, 1), "NCHW", "NCHW16c")
-    check_build(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], lambda x, k, bb: np.maximum(conv_ref(x, k) + bb, 0),
-                rtol=1e-4, atol=1e-4)
+    s = x86.schedule_conv2d_NCHWc([out])
+    from tvmlab import lower
+    text = str(lower(s, [X, W, b, out], simple_mode=True))
+    assert "for rx" in text and "for rci" not in text, text     # the 8 input lanes unrolled (UNROLL_LANES)
+    check_build(s, [X, W, b, out], lambda x, k, bb: np.maximum(conv_ref(x, k) + bb, 0), rtol=1e-4, atol=1e-4)
     check_build(x86.schedule_conv2d_NCHWc([conv]), [X, W, conv], conv_ref, rtol=1e-4, atol=1e-4)
 
 
@@ -383,6 +386,7 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     tasks = 2 * -(-oh // x86conv.STREAM_ROWS)
     assert f"T.parallel({tasks})" in text and f"T.parallel({tasks})" not in plain, text
     assert text.index("for rco") < text.index("for ry"), text      # channel blocks outside the rows
+    assert "for rci" not in text, text                              # the input lanes unrolled
 
     def reference(x, k, bb):
         xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")
