@@ -330,9 +330,30 @@ def test_conv2d_NCHWc(check_build):
     s = x86.schedule_conv2d_NCHWc([out])
     from tvmlab import lower
     text = str(lower(s, [X, W, b, out], simple_mode=True))
-    assert "for rx" in text and "for rci" not in text, text     # the 8 input lanes unrolled (UNROLL_LANES)
+    assert "for rx" in text and "for rci" in text, text         # a 3x3 kernel keeps its input-lane loop
     check_build(s, [X, W, b, out], lambda x, k, bb: np.maximum(conv_ref(x, k) + bb, 0), rtol=1e-4, atol=1e-4)
     check_build(x86.schedule_conv2d_NCHWc([conv]), [X, W, conv], conv_ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv2d_NCHWc_1x1_unrolls_its_input_lanes(stride, check_build, monkeypatch):
+    # a 1x1 kernel's 16 input lanes unrolled (UNROLL_LANES); 11 columns leave a guarded last register tile
+    from tvmlab import lower
+    from tvmlab.topi.x86 import conv2d as x86conv
+    X, W, b = ph((1, 3, 7, 11, 16), "X"), ph((2, 3, 1, 1, 16, 16), "W"), ph((1, 2, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, stride, 0, 1, "NCHW16c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    s = x86.schedule_conv2d_NCHWc([out])
+    assert "for rci" not in str(lower(s, [X, W, b, out], simple_mode=True))
+    monkeypatch.setattr(x86conv, "UNROLL_LANES", False)
+    assert "for rci" in str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
+
+    def reference(x, k, bb):
+        xn = ref.layout_transform_python(x, "NCHW16c", "NCHW")
+        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(32, 48, 1, 1)
+        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, 0), "NCHW", "NCHW16c")
+        return np.maximum(y + bb, 0)
+    check_build(s, [X, W, b, out], reference, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("size, stride, where", [(9, 1, "task"), (98, 2, "rows")])
@@ -386,7 +407,6 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     tasks = 2 * -(-oh // x86conv.STREAM_ROWS)
     assert f"T.parallel({tasks})" in text and f"T.parallel({tasks})" not in plain, text
     assert text.index("for rco") < text.index("for ry"), text      # channel blocks outside the rows
-    assert "for rci" not in text, text                              # the input lanes unrolled
 
     def reference(x, k, bb):
         xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")

@@ -27,8 +27,10 @@ config_hook = None
 nchwc_config_hook = None
 
 
-# the input-lane loop of the reduction (one channel block, the innermost) unrolled: on znver3 (AVX2) the 1x1
-# layers of ResNet-50 ran 3-30% faster than with LLVM's unroll by two (1024 -> 256 at 14x14: 129 -> 158 GFLOP/s)
+# the input-lane loop of a 1x1 kernel's reduction (one channel block, the innermost) unrolled: on znver3 (AVX2)
+# the 1x1 layers of ResNet-50 ran 3-30% faster than with LLVM's unroll by two (1024 -> 256 at 14x14: 129 -> 158
+# GFLOP/s); the 3x3 layers gained nothing measurable.  LLVM takes longer over the unrolled code: ResNet-50 builds
+# in about 28 s instead of 18 here (unrolling 8 of the 16 lanes builds in 20 s but runs 25-55% slower)
 UNROLL_LANES = True
 STREAM_ROWS = 4                 # output rows per task of register_tile_streamed
 
@@ -101,11 +103,17 @@ def register_tile_streamed(s, out, acc, target, width=None, rows=None):
     rco, ry, rx, rci = s[acc].op.reduce_axis
     cxo, cxi = s[acc].split(cx, factor=width)
     s[acc].reorder(cb, cf, rco, cy, cxo, ry, rx, rci, cxi, cfi)
-    if UNROLL_LANES:
+    if _unroll_lanes(acc):
         s[acc].unroll(rci)
     s[acc].unroll(cxi)
     s[acc].vectorize(cfi)
     return task
+
+
+def _unroll_lanes(acc):
+    """Whether ``acc``'s input-lane loop is unrolled: UNROLL_LANES, for a 1x1 kernel."""
+    _, ry, rx, _ = acc.op.reduce_axis
+    return UNROLL_LANES and all(const_or_none(r.dom.extent) == 1 for r in (ry, rx))
 
 
 def _accumulate_tile(s, acc, out, at, unroll_kw=False):
@@ -116,7 +124,7 @@ def _accumulate_tile(s, acc, out, at, unroll_kw=False):
     s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
     if unroll_kw:
         s[acc].unroll(next(r for r in s[acc].op.reduce_axis if r.var.name == "rx"))
-    if UNROLL_LANES:
+    if _unroll_lanes(acc):
         s[acc].unroll(s[acc].op.reduce_axis[-1])
     s[acc].unroll(cx)
     s[acc].vectorize(cfi)
