@@ -111,9 +111,10 @@ def register_tile_streamed(s, out, acc, target, width=None, rows=None):
 
 
 def _unroll_lanes(acc):
-    """Whether ``acc``'s input-lane loop is unrolled: UNROLL_LANES, for a 1x1 kernel."""
-    _, ry, rx, _ = acc.op.reduce_axis
-    return UNROLL_LANES and all(const_or_none(r.dom.extent) == 1 for r in (ry, rx))
+    """Whether ``acc``'s input-lane loop (``rci``, conv2d_NCHWc's) is unrolled: UNROLL_LANES, for a 1x1 kernel."""
+    axes = {r.var.name: r for r in acc.op.reduce_axis}
+    return UNROLL_LANES and acc.op.reduce_axis[-1].var.name == "rci" and \
+        all(const_or_none(axes[n].dom.extent) == 1 for n in ("ry", "rx") if n in axes)
 
 
 def _accumulate_tile(s, acc, out, at, unroll_kw=False):
