@@ -27,10 +27,10 @@ config_hook = None
 nchwc_config_hook = None
 
 
-# the input-lane loop of a 1x1 kernel's reduction (one channel block, the innermost) unrolled: on znver3 (AVX2)
+# the input-lane loop of conv2d_NCHWc's reduction (one channel block, the innermost) unrolled: on znver3 (AVX2)
 # the 1x1 layers of ResNet-50 ran 3-30% faster than with LLVM's unroll by two (1024 -> 256 at 14x14: 129 -> 158
-# GFLOP/s); the 3x3 layers gained nothing measurable.  LLVM takes longer over the unrolled code: ResNet-50 builds
-# in about 28 s instead of 18 here (unrolling 8 of the 16 lanes builds in 20 s but runs 25-55% slower)
+# GFLOP/s), the whole model about 7% (the 3x3 layers 2.7% of it).  LLVM takes longer over the unrolled code:
+# ResNet-50 builds in about 28 s instead of 18 here (unrolling 8 of the 16 lanes: 20 s, but 25-55% slower 1x1 layers)
 UNROLL_LANES = True
 STREAM_ROWS = 4                 # output rows per task of register_tile_streamed
 
@@ -111,10 +111,8 @@ def register_tile_streamed(s, out, acc, target, width=None, rows=None):
 
 
 def _unroll_lanes(acc):
-    """Whether ``acc``'s input-lane loop (``rci``, conv2d_NCHWc's) is unrolled: UNROLL_LANES, for a 1x1 kernel."""
-    axes = {r.var.name: r for r in acc.op.reduce_axis}
-    return UNROLL_LANES and acc.op.reduce_axis[-1].var.name == "rci" and \
-        all(const_or_none(axes[n].dom.extent) == 1 for n in ("ry", "rx") if n in axes)
+    """Whether ``acc``'s input-lane loop is unrolled: UNROLL_LANES, for conv2d_NCHWc's (``rci``, innermost)."""
+    return UNROLL_LANES and acc.op.reduce_axis[-1].var.name == "rci"
 
 
 def _accumulate_tile(s, acc, out, at, unroll_kw=False):
