@@ -335,6 +335,16 @@ def test_conv2d_NCHWc(check_build):
     check_build(x86.schedule_conv2d_NCHWc([conv]), [X, W, conv], conv_ref, rtol=1e-4, atol=1e-4)
 
 
+def _nchwc_bias_relu_reference(ib, c, k, stride, pad):
+    """numpy's relu(conv2d_NCHWc + b) for data in NCHW{ib}c, a kernel (O/16, C/ib, k, k, ib, 16), output NCHW16c."""
+    def reference(x, w, bb):
+        xn = ref.layout_transform_python(x, f"NCHW{ib}c", "NCHW")
+        kn = w.transpose(0, 5, 1, 4, 2, 3).reshape(-1, c, k, k)
+        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, pad), "NCHW", "NCHW16c")
+        return np.maximum(y + bb, 0)
+    return reference
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 def test_conv2d_NCHWc_1x1_unrolls_its_input_lanes(stride, check_build, monkeypatch):
     # a 1x1 kernel's 16 input lanes unrolled (UNROLL_LANES); 11 columns leave a guarded last register tile
@@ -347,13 +357,7 @@ def test_conv2d_NCHWc_1x1_unrolls_its_input_lanes(stride, check_build, monkeypat
     assert "for rci" not in str(lower(s, [X, W, b, out], simple_mode=True))
     monkeypatch.setattr(x86conv, "UNROLL_LANES", False)
     assert "for rci" in str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
-
-    def reference(x, k, bb):
-        xn = ref.layout_transform_python(x, "NCHW16c", "NCHW")
-        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(32, 48, 1, 1)
-        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, 0), "NCHW", "NCHW16c")
-        return np.maximum(y + bb, 0)
-    check_build(s, [X, W, b, out], reference, rtol=1e-4, atol=1e-4)
+    check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(16, 48, 1, stride, 0), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("size, stride, where", [(9, 1, "task"), (98, 2, "rows")])
@@ -407,13 +411,7 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     tasks = 2 * -(-oh // x86conv.STREAM_ROWS)
     assert f"T.parallel({tasks})" in text and f"T.parallel({tasks})" not in plain, text
     assert text.index("for rco") < text.index("for ry"), text      # channel blocks outside the rows
-
-    def reference(x, k, bb):
-        xn = ref.layout_transform_python(x, "NCHW8c", "NCHW")
-        kn = k.transpose(0, 5, 1, 4, 2, 3).reshape(32, 24, 3, 3)
-        y = ref.layout_transform_python(ref.conv2d_nchw_python(xn, kn, stride, 1), "NCHW", "NCHW16c")
-        return np.maximum(y + bb, 0)
-    check_build(s, [X, W, b, out], reference, rtol=1e-4, atol=1e-4)
+    check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(8, 24, 3, stride, 1), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("stride,padding,opad", [(2, 1, 1), (1, 0, 0), ((3, 2), (1, 0, 2, 1), (2, 0))])
