@@ -29,8 +29,9 @@ nchwc_config_hook = None
 
 # the input-lane loop of conv2d_NCHWc's reduction (one channel block, the innermost) unrolled: on znver3 (AVX2)
 # the 1x1 layers of ResNet-50 ran 3-30% faster than with LLVM's unroll by two (1024 -> 256 at 14x14: 129 -> 158
-# GFLOP/s), the whole model about 7% (the 3x3 layers 2.7% of it).  LLVM takes longer over the unrolled code:
-# ResNet-50 builds in about 28 s instead of 18 here (unrolling 8 of the 16 lanes: 20 s, but 25-55% slower 1x1 layers)
+# GFLOP/s); the whole model 3.8% (median of 5 paired runs), and unrolling the 3x3 layers' lanes too was worth 2.7%
+# against the 1x1 layers' alone (median of 7).  LLVM takes longer over the unrolled code: ResNet-50 builds in
+# about 28 s instead of 18 here (unrolling 8 of the 16 lanes: 20 s, but 25-55% slower 1x1 layers)
 UNROLL_LANES = True
 STREAM_ROWS = 4                 # output rows per task of register_tile_streamed
 
