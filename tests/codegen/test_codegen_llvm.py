@@ -544,6 +544,26 @@ def test_vector_if_then_else_masks_memory():
     assert "masked.load" in m.get_source("ll-unopt")
 
 
+def test_masked_load_of_one_address_is_a_guarded_scalar_load():
+    """A lane-invariant operand under a lane mask (a broadcast in a guarded tile): one scalar load when any lane
+    is active, not a gather; masked lanes read as 0."""
+    n, valid, lanes = 32, 20, 8
+    A, S, C = Buffer("A", (n,), "float32"), Buffer("S", (n // lanes,), "float32"), Buffer("C", (n,), "float32")
+    i = Var("i")
+    idx = Ramp(Mul(i, I(lanes)), I(1), lanes)
+    mask = LT(idx, Broadcast(I(valid), lanes))
+    one = Load("float32x8", S.data, Broadcast(i, lanes), mask)    # S[i] for the lanes below ``valid``
+    m = build_llvm(func("bload", [A, S, C], loop(i, n // lanes, Store(C.data, Add(Load("float32x8", A.data, idx), one),
+                                                                          idx))))
+    a, sv = rand(n, "float32"), rand(n // lanes, "float32")
+    c = poisoned(n, "float32")
+    m(nd.array(a), nd.array(sv), c)
+    want = a + np.where(np.arange(n) < valid, np.repeat(sv, lanes), 0).astype("float32")
+    np.testing.assert_array_equal(c.numpy(), want)
+    unopt = m.get_source("ll-unopt")
+    assert "masked.gather" not in unopt and "vector.reduce.or" in unopt
+
+
 def test_load_store_predicates():
     n, lanes = 32, 8
     A, C = Buffer("A", (n,), "float32"), Buffer("C", (n,), "float32")

@@ -710,10 +710,23 @@ def test_partition_of_a_parallel_loop_branches_inside_it():
     assert (_value(out.min), _value(out.extent)) == (0, 5)
     branch = out.body
     assert isinstance(branch, IfThenElse) and not nodes(branch.then_case, IfThenElse)
-    # the guarded copy is partitioned along i.inner: its columns past 37 (guard false) are gone
+    # the guarded copy (one iteration: io is 4 there) is partitioned along i.inner: its columns past 37
+    # (guard false) are gone, and io, a constant in it, is too
     (inner,) = nodes(branch.else_case, For)
-    assert _value(inner.extent, {io: 4}) == 5 and not nodes(branch.else_case, IfThenElse)
+    assert _value(inner.extent) == 5 and not nodes(branch.else_case, IfThenElse)
+    assert not contains(branch.else_case, lambda n: n is io)
     assert [_value(branch.condition, {io: v}) for v in range(5)] == [1, 1, 1, 1, 0]
+    run_both(ast2, out, binds)
+
+
+def test_partition_of_a_parallel_loop_keeps_a_guarded_range_of_several_iterations():
+    """Tiles of 8 over 37 elements, the loop running two tiles past the last full one: both are guarded, and
+    there the index stays a variable."""
+    ast2, (A, B, C), (io, ii) = vadd(37, 8, kind="serial")
+    ast2 = ast2.replace(kind="parallel", extent=IntImm("int32", 6))     # rows 40..47 too: guard false there
+    binds = binds_of(A, B, C)
+    out = loop_partition(storage_flatten(ast2, binds))
+    assert contains(out.body.else_case, lambda n: n is io)
     run_both(ast2, out, binds)
 
 

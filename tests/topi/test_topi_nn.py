@@ -463,6 +463,24 @@ def test_dense_pack_from_layout_transform(check_build):
                 rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m,n", [(1, 1000), (2, 400), (1, 1024), (3, 1030)])
+def test_dense_pack_with_few_rows_tiles_several_panels(m, n, check_build):
+    """A batch-1 classifier: a register tile of all the rows is several W panels wide (independent sums, more
+    streams of W); the last tile, past the packed panels, neither reads beyond them nor leaves a gather."""
+    import re
+
+    import tvmlab
+    X, W, b = ph((m, 176), "X"), ph((n, 176), "W"), ph((n,), "b")     # enough work for a parallel loop
+    with tvmlab.target.Target("llvm -mcpu=haswell"):           # AVX2: 16-wide panels, 6-row register tiles
+        packed = topi.layout_transform(W, "NK", "NK16n")
+        out = topi.nn.relu(topi.nn.dense_pack(X, packed, b, units=n))
+        s = x86.schedule_dense([out])
+    wide = min(4, 6 // m) * 16                                 # panels side by side, at most 12 sums
+    assert re.findall(r"T\.parallel\((\d+)\)", str(tvmlab.lower(s, [X, W, b, out]))) == [str(-(-n // wide))]
+    mod, _ = check_build(s, [X, W, b, out], lambda x, w, bb: np.maximum(x @ w.T + bb, 0), rtol=1e-4, atol=1e-4)
+    assert "masked.gather" not in mod.get_source("ll")
+
+
 def test_conv2d_NCHWc_from_layout_transforms(check_build):
     X, W = ph((1, 12, 6, 7), "X"), ph((20, 12, 3, 3), "W")
     ic, oc = x86.nchwc_blocks(12, 20, target="llvm -mcpu=haswell")

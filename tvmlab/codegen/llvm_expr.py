@@ -352,6 +352,13 @@ class ExprMixin:
         if dt.lanes(index.dtype) != n:
             raise BuildError(f"{self.func_name}: {n}-lane load of {e.buffer_var.name} needs a {n}-lane index, "
                              f"got {index.dtype}")
+        if mask is not None and isinstance(index, E.Broadcast) and dt.lanes(index.value.dtype) == 1 and \
+                dt.lanes(e.dtype) == index.lanes and not dt.is_bool(e.dtype):
+            # one address read under a mask (a broadcast operand in a guarded tile): a scalar load when any
+            # lane is active, not a gather (llvm.masked.gather is a slow instruction, or a loop over the lanes)
+            anyl = self.intrinsic("llvm.vector.reduce.or", "i1", [mask], [mask.ty])
+            v = self._guarded_scalar_load(e, ptr, buf_elem, anyl, index.value)
+            return self.b.select(mask, self.b.splat(v, n), L.zero(mty))
         addrs = bl.gep(memory_type(buf_elem), ptr, self.expr(index), inbounds=False)
         if mask is None:
             mask = L.splat_const(L.const("i1", 1), n)
@@ -359,16 +366,19 @@ class ExprMixin:
                            [addrs, L.const("i32", dt.itemsize(buf_elem)), mask, L.zero(mty)], [mty, addrs.ty])
         return self.from_memory(e.dtype, v)
 
-    def _guarded_scalar_load(self, e, ptr, buf_elem):
-        """A scalar load with a predicate: read only when it holds, else 0."""
+    def _guarded_scalar_load(self, e, ptr, buf_elem, p=None, index=None):
+        """A scalar load with a predicate (or the i1 ``p``, of element ``index``): read only when it holds,
+        else 0."""
         bl = self.b
-        p = self.as_i1(self.expr(e.predicate), e.predicate.dtype)
+        if p is None:
+            p = self.as_i1(self.expr(e.predicate), e.predicate.dtype)
+        elem_dtype = dt.element_of(e.dtype)
         pre = bl.block
         then, done = bl.new_block("ld_then"), bl.new_block("ld_done")
         bl.cbr(p, then, done)
         bl.position(then)
-        addr = bl.gep(memory_type(buf_elem), ptr, self.expr(e.index))
-        v = self.from_memory(e.dtype, bl.load(memory_type(e.dtype), addr, dt.itemsize(buf_elem)))
+        addr = bl.gep(memory_type(buf_elem), ptr, self.expr(e.index if index is None else index))
+        v = self.from_memory(elem_dtype, bl.load(memory_type(elem_dtype), addr, dt.itemsize(buf_elem)))
         end = bl.block
         bl.br(done)
         bl.position(done)

@@ -381,9 +381,12 @@ class _Partitioner(IRMutator):
         # the guarded copy runs before lo or from hi on: with one of them, that is its range
         rest = Range(s.min, s.extent) if before and after else \
             Range(mn, ana.simplify(_op.sub(lo, mn))) if before else Range(hi, ana.simplify(_op.sub(end, hi)))
+        # one guarded iteration (the last tile): its index is a constant there, so its guards fold (a vector
+        # lane range wholly past the end drops out instead of being read under a mask)
+        one = ana.can_prove(_op.eq(rest.extent, 1))
         self.scope.append((s.loop_var, rest))
         try:
-            guarded = self.visit(fresh_copy(s.body, {}))
+            guarded = self.visit(fresh_copy(s.body, {s.loop_var: rest.min} if one else {}))
         finally:
             self.scope.pop()
         return s.replace(body=IfThenElse(_op.all(*inside), main_body, guarded))

@@ -33,6 +33,7 @@ B_BLOCK_BYTES = 4 << 20  # the B panels of one column block: they stay in the la
 K_UNROLL = 4            # reduction steps per unrolled loop body
 STREAM_ROWS = 4         # at most this many rows (B in place): rows of B streamed whole (matrix-vector products)
 STREAM_BYTES = 16 << 10  # the rows of C one task adds into when streaming: they stay in L1
+WIDE_PANELS = 4         # at most this many W panels side by side in a register tile of few rows
 DOT_COLS = 16        # output columns of one parallel task in the dot-product form
 
 # Set by tvmlab.autotvm when it is imported (topi does not import it): ``hook(C, target)`` gives
@@ -47,29 +48,35 @@ def tile_rows(block, dtype, target="llvm"):
     return max(1, min(MAX_ROWS, (regs.count - vectors - 1) // vectors))
 
 
-def accumulate_in_registers(acc):
+def accumulate_in_registers(acc, block=None):
     """Schedule a register tile's update stage ``acc`` (rows x vector columns, one reduction):
     the reduction outermost in steps of K_UNROLL, each step unrolled over k and rows, the
-    columns one vector, so the tile stays in registers for the whole reduction.  Returns the loop of
-    the steps."""
+    columns one vector (or, with ``block``, panels of ``block`` columns, unrolled), so the tile stays in
+    registers for the whole reduction.  Returns the loop of the steps."""
     *_, ci, cj = acc.op.axis
     (ck,) = acc.op.reduce_axis
     ko, ki = acc.split(ck, factor=K_UNROLL)
-    acc.reorder(ko, ki, ci, cj)
+    cols = (cj,)
+    if block is not None:
+        cols = acc.split(cj, factor=block)
+    acc.reorder(ko, ki, ci, *cols)
     acc.unroll(ki)
     acc.unroll(ci)
-    acc.vectorize(cj)
+    if len(cols) == 2:
+        acc.unroll(cols[0])
+    acc.vectorize(cols[-1])
     return ko
 
 
-def register_tiles_in_blocks(s, acc, out, rows, row_block, block, panels=None, parallel=True):
+def register_tiles_in_blocks(s, acc, out, rows, row_block, block, panels=None, parallel=True, wide=1):
     """Tasks of ``row_block`` rows of ``out`` (its last two axes; any before them are batches), each
-    computing ``acc`` one ``rows x block`` register tile at a time, accumulated over the whole reduction;
-    with ``panels``, the columns are cut into blocks of that many panels of ``block``, outermost.  The
-    tasks run on the cores unless ``parallel=False`` (one thread)."""
+    computing ``acc`` one ``rows x block`` register tile at a time (``rows x wide * block``: ``wide``
+    panels side by side), accumulated over the whole reduction; with ``panels``, the columns are cut into
+    blocks of that many panels of ``block``, outermost.  The tasks run on the cores unless
+    ``parallel=False`` (one thread)."""
     *lead, i, j = s[out].op.axis
     io, ii = s[out].split(i, factor=row_block)
-    jo, ji = s[out].split(j, factor=block)
+    jo, ji = s[out].split(j, factor=block * wide)
     outer, inner = (jo,), ()
     if panels is not None:
         outer, inner = s[out].split(jo, factor=panels)
@@ -82,7 +89,7 @@ def register_tiles_in_blocks(s, acc, out, rows, row_block, block, panels=None, p
     s[out].unroll(iii)
     s[out].vectorize(ji)
     s[acc].compute_at(s[out], iio)
-    accumulate_in_registers(s[acc])
+    accumulate_in_registers(s[acc], block if wide > 1 else None)
 
 
 def _dot(s, dense, out, target):
@@ -119,10 +126,14 @@ def _packed(s, dense, out, target):
     else:
         acc = dense
     M = const_or_none(out.shape[-2])   # leading axes (dense_pack of (..., M, K) data): a product each
-    if M is not None:
-        rows = min(rows, M)            # few rows (an RNN step, a batch-1 classifier): a tile of all of them
+    wide = 1
+    if M is not None and M < rows:
+        # few rows (an RNN step, a batch-1 classifier): a tile of all of them, as many panels wide as the
+        # accumulators allow, so that many independent sums (and streams of W) are in flight
+        wide = min(WIDE_PANELS, rows // M)
+        rows = M
     row_block = 2 * rows if M is None else min(2 * rows, -(-M // rows) * rows)
-    register_tiles_in_blocks(s, acc, out, rows, row_block, block, parallel=not _tiny(out, dense))
+    register_tiles_in_blocks(s, acc, out, rows, row_block, block, parallel=not _tiny(out, dense), wide=wide)
 
 
 SERIAL_MACS = 1 << 17   # a product of fewer multiply-adds (an RNN step's, a few microseconds) runs on one thread
