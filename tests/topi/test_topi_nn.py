@@ -538,6 +538,27 @@ def test_pool2d(case, pool_type, check_build):
                 rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("layout,width", [("NCHW16c", 37), ("NHWC", 37), ("NCHW16c", 1100)])
+@pytest.mark.parametrize("case", POOL_CASES[:4], ids=[str(i) for i in range(4)])
+def test_max_pool_channels_last_pads_rows_in_its_tasks(layout, width, case, check_build):
+    """Max pooling with the channels last (the NCHWc layout of a CNN's first pool): a task per output row
+    makes the padded rows it reads; rows too wide for that (1100 columns) get a parallel padding pass."""
+    kernel, stride, dilation, padding, ceil_mode, _ = case
+    shape = (1, 2, 20, width, 16) if layout == "NCHW16c" else (1, 20, width, 32)
+    X = ph(shape, "X")
+    out = topi.multiply(topi.nn.pool2d(X, kernel, stride, dilation, padding, "max", ceil_mode, layout), 2.0)
+    s = x86.schedule_pool([out], layout)
+    pads = [st.attach_type for st in s.stages if st.op.name == "T_pool_pad"]
+    assert pads in ([], ["scope" if width < 1000 else "root"])
+
+    def want(x):
+        nchw = x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 20, width) if layout == "NCHW16c" else x.transpose(0, 3, 1, 2)
+        y = 2 * ref.pool2d_python(nchw, kernel, stride, dilation, padding, "max", ceil_mode)
+        n, c, h, w = y.shape
+        return y.reshape(n, 2, 16, h, w).transpose(0, 1, 3, 4, 2) if layout == "NCHW16c" else y.transpose(0, 2, 3, 1)
+    check_build(s, [X, out], want, rtol=1e-6, atol=1e-6)
+
+
 def test_reduction_groups_fused(check_build):
     X = ph((2, 4, 9, 10), "X")
     # a reduction absorbs its injective inputs; elementwise stages fuse after pooling and softmax

@@ -147,6 +147,20 @@ def _bytes(s):
     return total
 
 
+TASK_PAD_BYTES = 64 * 1024     # the padded rows one pooling task makes: on the stack
+
+
+def _pad_rows_bytes(pad, pool):
+    """Bytes of the padded input rows one output row of ``pool`` (channels last: ..., H, W, lanes) reads."""
+    from ...ir.dtype import itemsize
+    n = itemsize(pad.output(0).dtype)
+    for d in [r.dom.extent for r in pool.reduce_axis[:-1]] + list(pad.output(0).shape[-2:]):   # window rows, W, lanes
+        if const_or_none(d) is None:
+            return float("inf")
+        n *= const_or_none(d)
+    return n
+
+
 def _schedule_group(outs, target, what, anchor_pred=None):
     check_target(what, target)
     outs = as_outputs(outs, what)
@@ -171,8 +185,14 @@ def _schedule_group(outs, target, what, anchor_pred=None):
     oshape = _shape(out)
     axes = list(s[out].op.axis)
     few = _bytes(s) < SERIAL_BYTES
+    # max pooling with channels last (NCHW16c, NHWC): a task per output row, the padded input rows it reads
+    # made in the task (in L1), not a pass of their own over the whole padded input
+    max_pool = out.op if out.op.tag == "pool_max" else next(
+        (r for r in reds if r.tag == "pool_max" and _shape(r.output(0)) == oshape), None)   # (a tail after it)
+    rows = max_pool is not None and _channels_last(max_pool) and len(axes) >= 4 and not few
     if len(axes) >= 2:
-        outer = s[out].fuse(*axes[:-1]) if len(axes) > 2 else axes[0]
+        lead = axes[:-2] if rows else axes[:-1]
+        outer = s[out].fuse(*lead) if len(lead) > 1 else lead[0]
         if not few:
             s[out].parallel(outer)
         if not out.op.reduce_axis:
@@ -197,7 +217,9 @@ def _schedule_group(outs, target, what, anchor_pred=None):
         if ok:
             at_outer.add(op)
             s[op].compute_at(s[out], outer)
-            if len(t.shape) == len(out.shape) and len(out.shape) >= 2 and not op.reduce_axis:
+            if rows and op is max_pool:
+                _vector_reduce(s, t, s[op].op.axis[-2], target)     # each column's window, lanes in vectors
+            elif len(t.shape) == len(out.shape) and len(out.shape) >= 2 and not op.reduce_axis:
                 _vector_last(s, t, target)
             elif op.reduce_axis and _keeps_last(op):
                 _vector_reduce_at(s, t, target)       # mean's sum over a leading axis: lanes of the kept one
@@ -211,8 +233,16 @@ def _schedule_group(outs, target, what, anchor_pred=None):
                 _lanes_of_partials(s, op, target)
     for op in pads:
         pool = readers[op][0]
-        if outer is not None and pool.attrs.get("layout") == "NCHW" and (pool is out.op or pool in at_outer):
+        in_rows = rows and _pad_rows_bytes(op, pool) <= TASK_PAD_BYTES
+        per_row = pool.attrs.get("layout") == "NCHW" or in_rows
+        if outer is not None and per_row and (pool is out.op or pool in at_outer):
             s[op].compute_at(s[out], outer)
+            if in_rows:
+                _vector_last(s, op.output(0), target)
+        elif _channels_last(pool) and len(op.axis) >= 4:
+            pa = s[op].op.axis          # (..., H, W, lanes): rows in parallel, the lanes (one condition) in vectors
+            s[op].parallel(s[op].fuse(*pa[:-2]))
+            _vector_last(s, op.output(0), target)
         else:
             pa = s[op].op.axis
             s[op].parallel(s[op].fuse(pa[0], pa[1]))
