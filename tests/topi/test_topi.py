@@ -121,6 +121,18 @@ def test_matmul_column_tail_accumulates_unmasked():
         assert all(int(first) == 1023 // int(w) * int(w) for first, w in tails), tails
 
 
+def test_matmul_column_blocks_are_equal_runs_of_panels(check_build):
+    """B's column blocks (as many 16-column panels as fit B_BLOCK_BYTES: 8 here) split the 12 panels into equal
+    runs (6 + 6), not 8 + 4: a shorter last block left every column guarded in the inner loop (16x slower)."""
+    A = te.placeholder((20, 8192), name="A")
+    B = te.placeholder((8192, 192), name="B")
+    C = topi.matmul(A, B)
+    s = topi.schedule_matmul(C, target="llvm -mcpu=znver3")
+    text = str(tvmlab.lower(s, [A, B, C]))
+    assert "< T.Broadcast(192" not in text and "T.min(12 - " not in text, text
+    check_build(topi.schedule_matmul(C), [A, B, C], lambda a, b: a @ b, rtol=1e-4, atol=1e-3)
+
+
 def test_matmul_packed_a_memory():
     A = te.placeholder((20, 30), name="A")
     B = te.placeholder((30, 40), name="B")
