@@ -16,7 +16,7 @@ from ...codegen.llvm_vector import vector_registers
 from ...ir.tensor import ComputeOp
 from ..nn.conv2d import _largest_divisor
 from ..utils import check_options, const_or_none, vector_block, with_cpu_target
-from .injective import fused_group, lanes_of, schedule_others, transpose_blocks
+from .injective import TASK_PAD_BYTES, fused_group, lanes_of, schedule_others, transpose_blocks
 
 NCHW_TAGS = ("conv2d_nchw", "group_conv2d_nchw", "depthwise_conv2d_nchw")
 
@@ -244,7 +244,6 @@ PARALLEL_PAD_BYTES = 256 * 1024
 # ResNet-50 its 3x3 stride-2 layers of 256 and 512 channels (288 and 576 KB); 1.5-3.7% faster at two threads
 # and 0-4% at one (side by side, one process); the 1x1 layers of 2048 inputs (256 KB) were 0-2.5% slower
 STREAM_KERNEL_BYTES = 288 * 1024
-TASK_PAD_BYTES = 64 * 1024     # a task's padded rows: on the stack
 
 
 def _bytes(t):

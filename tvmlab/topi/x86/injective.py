@@ -16,6 +16,7 @@ from ..generic import as_outputs, default_schedule
 from ..utils import const_or_none, with_cpu_target
 
 TASK = 1 << 14      # elements per parallel task, at least
+TASK_PAD_BYTES = 64 * 1024     # padded input rows a task makes itself (convolution, pooling): on the stack
 
 
 def lanes_of(dtype, target="llvm"):

@@ -12,7 +12,7 @@ from ...errors import ScheduleError
 from ...ir.tensor import ComputeOp, PlaceholderOp
 from ..generic import as_outputs
 from ..utils import const_or_none, with_cpu_target
-from .injective import check_target, find_anchor, lanes_of, parallel_vectorize, post_order
+from .injective import TASK_PAD_BYTES, check_target, find_anchor, lanes_of, parallel_vectorize, post_order
 
 def _reductions(outs):
     found = [op for o in outs for op in post_order(o.op) if op.reduce_axis]
@@ -145,9 +145,6 @@ def _bytes(s):
                     n *= d
                 total += n * itemsize(t.dtype)
     return total
-
-
-TASK_PAD_BYTES = 64 * 1024     # the padded rows one pooling task makes: on the stack
 
 
 def _pad_rows_bytes(pad, pool):
