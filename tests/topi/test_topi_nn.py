@@ -414,6 +414,31 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(8, 24, 3, stride, 1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("k, stride, size, blocks", [(1, 1, 7, 2), (3, 2, 14, 2), (3, 1, 7, 2), (3, 1, 7, 24)])
+def test_conv2d_NCHWc_flat_tiles_over_short_rows(k, stride, size, blocks, check_build, monkeypatch):
+    # 7-wide output rows (ResNet-50's last stage): a task per channel block cuts its register tiles from all 49
+    # pixels (tiles of 5 on AVX2) instead of from each row (4 + 3: the 3-wide tile has too few sums in flight);
+    # the padded input is made inside the task unless the task's rows of it are too large (24 channel blocks)
+    import tvmlab
+    from tvmlab import lower
+    from tvmlab.topi.x86 import conv2d as x86conv
+    X, W = ph((1, blocks, size, size, 16), "X"), ph((16, blocks, k, k, 16, 16), "W")
+    b = ph((1, 16, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, stride, k // 2, 1, "NCHW16c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    with tvmlab.target.Target("llvm -mcpu=haswell"):
+        s = x86.schedule_conv2d_NCHWc([out])
+        monkeypatch.setattr(x86conv, "FLAT_TILES", False)
+        by_rows = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
+    text = str(lower(s, [X, W, b, out], simple_mode=True))
+    loops = [ln.strip() for ln in text.splitlines() if "T.parallel" in ln]
+    assert "y.x.fused" in text and "y.x.fused" not in by_rows, text
+    assert loops[-1].endswith("T.parallel(16):") and "T.parallel(112)" in by_rows, loops
+    assert len(loops) == (2 if blocks == 24 else 1), loops     # the padding: a pass of its own, or in the task
+    check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(16, 16 * blocks, k, stride, k // 2),
+                rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("stride,padding,opad", [(2, 1, 1), (1, 0, 0), ((3, 2), (1, 0, 2, 1), (2, 0))])
 def test_conv2d_transpose(stride, padding, opad, check_build):
     X, W = ph((1, 3, 5, 4), "X"), ph((3, 7, 3, 3), "W")
