@@ -270,7 +270,7 @@ PARALLEL_PAD_BYTES = 256 * 1024
 # ResNet-50 its 3x3 stride-2 layers of 256 and 512 channels (288 and 576 KB); 1.5-3.7% faster at two threads
 # and 0-4% at one (side by side, one process); the 1x1 layers of 2048 inputs (256 KB) were 0-2.5% slower.
 # (A map whose rows are too short for the register tile is tiled flat instead: the 512-channel layer, at 7 x 7,
-# 3-13% faster so on one thread and 3-8% on two)
+# 2-13% faster tiled so on one thread and 2-8% on two, in runs of 10-20 timings side by side)
 STREAM_KERNEL_BYTES = 288 * 1024
 
 
