@@ -111,7 +111,7 @@ def register_tile_streamed(s, out, acc, target, width=None, rows=None):
     return task
 
 
-def register_tile_flat(s, out, acc, target, width=None, rows=None):
+def register_tile_flat(s, out, acc, target, rows, width=None):
     """As ``register_tile_blocked``, with a task's output pixels as one run: tasks of ``rows`` output rows,
     and the register tiles cut from their ``rows * OW`` pixels rather than from each row, so a row whose
     width the tile does not divide leaves no narrow tile at its end (7 columns: tiles of 4 + 3 per row, 8
@@ -308,9 +308,9 @@ def _tile_time(width, vectors):
 def _flat_rows(out, target):
     """Rows per task of ``register_tile_flat`` for a convolution whose rows tile worse than a run of its
     pixels does, or None.  On znver3, one thread, alone: ResNet-50's 7 x 7 layers 5-15% faster (1x1 512 ->
-    2048: 1.50 -> 1.35 ms), MobileNet-V2's 7-12%; the 56-wide rows of its first stage (tiles of 6 and one of
-    2) were slower with the extra pass over the buffer (64 -> 256 channels: 1.8 -> 2.8 ms), and are left
-    alone by the 5% margin."""
+    2048: 1.50 -> 1.35 ms), MobileNet-V2's 7-12%.  Its 56-wide rows (tiles of 6 and one of 2) run as they were:
+    as runs of one or two rows they were 5-50% slower (the extra pass over the buffer; 64 -> 256 channels), and
+    a task takes at most FLAT_PIXELS pixels."""
     oh, ow, block = (const_or_none(out.shape[i]) for i in (2, 3, 4))
     if None in (oh, ow, block):
         return None
@@ -374,7 +374,7 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
             s[t.op].vectorize(axes[-1])
     acc = s.cache_write(ct, "global") if tile_out.op is conv else ct
     if flat:
-        task = register_tile_flat(s, tile_out, acc, target, width, flat)
+        task = register_tile_flat(s, tile_out, acc, target, flat, width)
     elif streamed:
         task = register_tile_streamed(s, tile_out, acc, target, width)
     else:
