@@ -94,20 +94,12 @@ def register_tile_streamed(s, out, acc, target, width=None, rows=None):
     rows while in L1 (the partial sums, rows x width x oc, wait in a small buffer).  Returns the task axis."""
     block = const_or_none(out.shape[4])
     width = width or tile_width(const_or_none(out.shape[3]), block, out.dtype, target)
-    b, fo, y, x, fi = s[out].op.axis
-    yo, yi = s[out].split(y, factor=rows or STREAM_ROWS)
-    task = s[out].fuse(b, fo, yo)
-    s[out].parallel(task)
-    s[out].vectorize(fi)
-    s[acc].compute_at(s[out], task)
+    task = _row_tasks(s, out, acc, rows or STREAM_ROWS)
     cb, cf, cy, cx, cfi = s[acc].op.axis
     rco, ry, rx, rci = s[acc].op.reduce_axis
     cxo, cxi = s[acc].split(cx, factor=width)
     s[acc].reorder(cb, cf, rco, cy, cxo, ry, rx, rci, cxi, cfi)
-    if _unroll_lanes(acc):
-        s[acc].unroll(rci)
-    s[acc].unroll(cxi)
-    s[acc].vectorize(cfi)
+    _unroll_tile(s, acc, cxi, cfi)
     return task
 
 
@@ -117,24 +109,36 @@ def register_tile_flat(s, out, acc, target, rows, width=None):
     width the tile does not divide leaves no narrow tile at its end (7 columns: tiles of 4 + 3 per row, 8
     and 6 sums in flight; 49 pixels: tiles of 5).  The tiles' sums go to a small buffer per task, which the
     group's elementwise stages then read.  Returns the task axis."""
-    block = const_or_none(out.shape[4])
+    task = _row_tasks(s, out, acc, rows)
+    pixels = rows * const_or_none(out.shape[3])
+    width = width or tile_width(pixels, const_or_none(out.shape[4]), out.dtype, target)
+    cb, cf, cy, cx, cfi = s[acc].op.axis
+    cp = s[acc].fuse(cy, cx)
+    cpo, cpi = s[acc].split(cp, factor=width)
+    s[acc].reorder(cb, cf, cpo, *s[acc].op.reduce_axis, cpi, cfi)
+    _unroll_tile(s, acc, cpi, cfi)
+    return task
+
+
+def _row_tasks(s, out, acc, rows):
+    """Parallel tasks of ``rows`` output rows of ``out`` (N, O/b, OH, OW, b), its channel lanes vectorised and
+    ``acc`` computed whole in each task (a buffer of the task's rows).  Returns the task axis."""
     b, fo, y, x, fi = s[out].op.axis
     yo, yi = s[out].split(y, factor=rows)
     task = s[out].fuse(b, fo, yo)
     s[out].parallel(task)
     s[out].vectorize(fi)
     s[acc].compute_at(s[out], task)
-    pixels = rows * const_or_none(out.shape[3])
-    width = width or tile_width(pixels, block, out.dtype, target)
-    cb, cf, cy, cx, cfi = s[acc].op.axis
-    cp = s[acc].fuse(cy, cx)
-    cpo, cpi = s[acc].split(cp, factor=width)
-    s[acc].reorder(cb, cf, cpo, *s[acc].op.reduce_axis, cpi, cfi)
+    return task
+
+
+def _unroll_tile(s, acc, cols, lanes):
+    """A register tile of ``acc``: its columns (and the input lanes, UNROLL_LANES) unrolled, channels in
+    vector lanes."""
     if _unroll_lanes(acc):
         s[acc].unroll(s[acc].op.reduce_axis[-1])
-    s[acc].unroll(cpi)
-    s[acc].vectorize(cfi)
-    return task
+    s[acc].unroll(cols)
+    s[acc].vectorize(lanes)
 
 
 def _unroll_lanes(acc):
@@ -150,10 +154,7 @@ def _accumulate_tile(s, acc, out, at, unroll_kw=False):
     s[acc].reorder(cb, cf, cy, *s[acc].op.reduce_axis, cx, cfi)
     if unroll_kw:
         s[acc].unroll(next(r for r in s[acc].op.reduce_axis if r.var.name == "rx"))
-    if _unroll_lanes(acc):
-        s[acc].unroll(s[acc].op.reduce_axis[-1])
-    s[acc].unroll(cx)
-    s[acc].vectorize(cfi)
+    _unroll_tile(s, acc, cx, cfi)
 
 
 def _schedule_inputs(s, blocked, skip=()):
