@@ -394,8 +394,8 @@ def test_conv2d_NCHWc_padded_input_per_task_or_by_rows(size, stride, where, chec
 
 @pytest.mark.parametrize("size,stride", [(14, 2), (9, 1)])
 def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
-    # a kernel slice per output block of STREAM_KERNEL_BYTES or more: tasks of STREAM_ROWS rows (7 and 9 rows
-    # leave a short last task), the input-channel blocks outermost, partial sums in a buffer per task
+    # a (3x3) kernel slice per output block of STREAM_WINDOW_BYTES or more: tasks of STREAM_ROWS rows (7 and 9
+    # rows leave a short last task), the input-channel blocks outermost, partial sums in a buffer per task
     from tvmlab.topi.x86 import conv2d as x86conv
     X, W, b = ph((1, 3, size, size, 8), "X"), ph((2, 3, 3, 3, 8, 16), "W"), ph((1, 2, 1, 1, 16), "b")
     conv = topi.nn.conv2d_NCHWc(X, W, stride, 1, 1, "NCHW8c", "NCHW16c")
@@ -404,7 +404,7 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     assert x86conv._kernel_slice_bytes(conv.op) == slice_bytes
     from tvmlab import lower
     plain = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
-    monkeypatch.setattr(x86conv, "STREAM_KERNEL_BYTES", slice_bytes)
+    monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES", slice_bytes)
     s = x86.schedule_conv2d_NCHWc([out])
     text = str(lower(s, [X, W, b, out], simple_mode=True))
     oh = (size - 1) // stride + 1
@@ -412,6 +412,25 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     assert f"T.parallel({tasks})" in text and f"T.parallel({tasks})" not in plain, text
     assert text.index("for rco") < text.index("for ry"), text      # channel blocks outside the rows
     check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(8, 24, 3, stride, 1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k", [3, 1])
+def test_conv2d_NCHWc_streams_windowed_kernels_sooner(k, check_build, monkeypatch):
+    # a kernel with a window streams from STREAM_WINDOW_BYTES a slice; a 1x1 kernel of that slice does not (its
+    # sums would pass through the task's buffer every 16 reduction steps), only from STREAM_KERNEL_BYTES
+    from tvmlab import lower
+    from tvmlab.topi.x86 import conv2d as x86conv
+    X, W, b = ph((1, 3, 14, 14, 8), "X"), ph((2, 3, k, k, 8, 16), "W"), ph((1, 2, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, 2, k // 2, 1, "NCHW8c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES", x86conv._kernel_slice_bytes(conv.op))
+    s = x86.schedule_conv2d_NCHWc([out])
+    text = str(lower(s, [X, W, b, out], simple_mode=True))
+    tasks = 2 * -(-7 // x86conv.STREAM_ROWS)
+    assert (f"T.parallel({tasks})" in text) == (k == 3), text
+    monkeypatch.setattr(x86conv, "STREAM_KERNEL_BYTES", x86conv._kernel_slice_bytes(conv.op))
+    assert f"T.parallel({tasks})" in str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
+    check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(8, 24, k, 2, k // 2), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("k, stride, size, blocks", [(1, 1, 7, 2), (3, 2, 14, 2), (3, 1, 7, 2), (3, 1, 7, 24)])
@@ -429,6 +448,7 @@ def test_conv2d_NCHWc_flat_tiles_over_short_rows(k, stride, size, blocks, check_
     with tvmlab.target.Target("llvm -mcpu=haswell"):
         s = x86.schedule_conv2d_NCHWc([out])
         monkeypatch.setattr(x86conv, "FLAT_TILES", False)
+        monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES", 1 << 40)
         by_rows = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
     text = str(lower(s, [X, W, b, out], simple_mode=True))
     loops = [ln.strip() for ln in text.splitlines() if "T.parallel" in ln]
