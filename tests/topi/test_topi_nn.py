@@ -414,6 +414,23 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(8, 24, 3, stride, 1), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("k, stride", [(1, 2), (1, 1), (3, 2)])
+def test_conv2d_NCHWc_strided_1x1_tasks_go_row_by_row(k, stride, check_build):
+    # a 1x1 kernel with a stride: tasks (batch, row, channel block), each input row read for all output blocks
+    # together; other kernels keep (batch, channel block, row).  9 x 9 inputs: a guarded last register tile
+    import tvmlab
+    from tvmlab import lower
+    X, W, b = ph((1, 2, 9, 9, 16), "X"), ph((4, 2, k, k, 16, 16), "W"), ph((1, 4, 1, 1, 16), "b")
+    conv = topi.nn.conv2d_NCHWc(X, W, stride, k // 2, 1, "NCHW16c", "NCHW16c")
+    out = topi.nn.relu(topi.add(conv, b))
+    with tvmlab.target.Target("llvm -mcpu=haswell"):
+        s = x86.schedule_conv2d_NCHWc([out])
+    text = str(lower(s, [X, W, b, out], simple_mode=True))
+    task = "i0.i2.fused.i1.fused" if (k, stride) == (1, 2) else "i0.i1.fused.i2.fused"
+    assert f"for {task} in T.parallel" in text, text
+    check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(16, 32, k, stride, k // 2), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("k", [3, 1])
 def test_conv2d_NCHWc_streams_windowed_kernels_sooner(k, check_build, monkeypatch):
     # a kernel with a window streams from STREAM_WINDOW_BYTES a slice; a 1x1 kernel of that slice does not (its

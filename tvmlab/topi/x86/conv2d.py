@@ -70,17 +70,22 @@ def register_tile(s, out, blocked, oc_block, target, width=None, unroll_kw=False
     _accumulate_tile(s, blocked, out, xo, unroll_kw)
 
 
-def register_tile_blocked(s, out, acc, target, width=None, rows=None, unroll_kw=False):
+def register_tile_blocked(s, out, acc, target, width=None, rows=None, unroll_kw=False, rows_outer=False):
     """As ``register_tile`` for an output already in NCHWc (N, O/b, OH, OW, b): tasks are (batch,
     channel block, row) -- or ``rows`` rows -- each computing ``acc`` one (width x b) register tile at a
-    time.  Returns the task axis."""
+    time; ``rows_outer`` orders them (batch, row, channel block), every output block of a row before the
+    next row.  Returns the task axis."""
     block = const_or_none(out.shape[4])
     width = width or tile_width(const_or_none(out.shape[3]), block, out.dtype, target)
     b, fo, y, x, fi = s[out].op.axis
     ys = s[out].split(y, factor=rows) if rows else (y,)
     xo, xi = s[out].split(x, factor=width)
-    s[out].reorder(b, fo, *ys, xo, xi, fi)
-    task = s[out].fuse(b, fo, ys[0])
+    if rows_outer:
+        s[out].reorder(b, ys[0], fo, *ys[1:], xo, xi, fi)
+        task = s[out].fuse(b, ys[0], fo)
+    else:
+        s[out].reorder(b, fo, *ys, xo, xi, fi)
+        task = s[out].fuse(b, fo, ys[0])
     s[out].parallel(task)
     s[out].vectorize(fi)
     _accumulate_tile(s, acc, out, xo, unroll_kw)
@@ -342,6 +347,16 @@ def _has_window(conv):
     return (const_or_none(k[2]) or 1) * (const_or_none(k[3]) or 1) > 1
 
 
+def _skips_pixels(conv):
+    """Whether ``conv`` is a 1x1 kernel with a stride: its tasks then go row by row, each row's output blocks
+    together.  Channel block by channel block, each block's pass fetched every line of the input where it
+    uses one in four (stride 2: 100 MB from L3 for ResNet-50's 256 -> 512 downsampling at 56 x 56); row by
+    row, a row of the input stays in L2 for all the output blocks.  On znver3, one thread, in a run of the
+    model: that layer 14% faster, 512 -> 1024 at 28 x 28 3.5%.  1x1 kernels without a stride were 2-12% slower
+    so: their output block's weights no longer stay in L1 over the rows."""
+    return not _has_window(conv) and "strides" in conv.attrs and any(int(v) > 1 for v in conv.attrs["strides"])
+
+
 def _kernel_slice_bytes(conv):
     """Bytes of the kernel one output-channel block reads: (C/ic, KH, KW, ic, oc) of (O/oc, ...)."""
     k = conv.input_tensors[1]
@@ -391,7 +406,8 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
     elif streamed:
         task = register_tile_streamed(s, tile_out, acc, target, width)
     else:
-        task = register_tile_blocked(s, tile_out, acc, target, width, unroll_kw=unroll_kw)
+        task = register_tile_blocked(s, tile_out, acc, target, width, unroll_kw=unroll_kw,
+                                     rows_outer=_skips_pixels(conv))
     for t in in_task:
         s[t.op].compute_at(s[tile_out], task)
         s[t.op].vectorize(s[t.op].op.axis[-1])
