@@ -462,6 +462,7 @@ def test_conv2d_NCHWc_flat_tiles_over_short_rows(k, stride, size, blocks, check_
     b = ph((1, 16, 1, 1, 16), "b")
     conv = topi.nn.conv2d_NCHWc(X, W, stride, k // 2, 1, "NCHW16c", "NCHW16c")
     out = topi.nn.relu(topi.add(conv, b))
+    window = x86conv.STREAM_WINDOW_BYTES
     with tvmlab.target.Target("llvm -mcpu=haswell"):
         s = x86.schedule_conv2d_NCHWc([out])
         monkeypatch.setattr(x86conv, "FLAT_TILES", False)
@@ -472,6 +473,10 @@ def test_conv2d_NCHWc_flat_tiles_over_short_rows(k, stride, size, blocks, check_
     assert "y.x.fused" in text and "y.x.fused" not in by_rows, text
     assert loops[-1].endswith("T.parallel(16):") and "T.parallel(112)" in by_rows, loops
     assert len(loops) == (2 if blocks == 24 else 1), loops     # the padding: a pass of its own, or in the task
+    # a 3x3 kernel slice of STREAM_WINDOW_BYTES or more (24 blocks: 216 KB): the input blocks outside the tiles
+    streams = k == 3 and x86conv._kernel_slice_bytes(conv.op) >= window
+    assert streams == (blocks == 24)
+    assert (text.index("for rco") < text.index("for y.x.fused.outer in")) == streams, text
     check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(16, 16 * blocks, k, stride, k // 2),
                 rtol=1e-4, atol=1e-4)
 
