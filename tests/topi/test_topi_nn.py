@@ -394,8 +394,9 @@ def test_conv2d_NCHWc_padded_input_per_task_or_by_rows(size, stride, where, chec
 
 @pytest.mark.parametrize("size,stride", [(14, 2), (9, 1)])
 def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
-    # a (3x3) kernel slice per output block of STREAM_WINDOW_BYTES or more: tasks of STREAM_ROWS rows (7 and 9
-    # rows leave a short last task), the input-channel blocks outermost, partial sums in a buffer per task
+    # a kernel slice per output block of STREAM_WINDOW_BYTES (3x3 stride 2) or STREAM_KERNEL_BYTES (stride 1) or
+    # more: tasks of STREAM_ROWS rows (7 and 9 rows leave a short last task), the input-channel blocks outermost,
+    # partial sums in a buffer per task
     from tvmlab.topi.x86 import conv2d as x86conv
     X, W, b = ph((1, 3, size, size, 8), "X"), ph((2, 3, 3, 3, 8, 16), "W"), ph((1, 2, 1, 1, 16), "b")
     conv = topi.nn.conv2d_NCHWc(X, W, stride, 1, 1, "NCHW8c", "NCHW16c")
@@ -404,7 +405,7 @@ def test_conv2d_NCHWc_streamed_kernel(size, stride, check_build, monkeypatch):
     assert x86conv._kernel_slice_bytes(conv.op) == slice_bytes
     from tvmlab import lower
     plain = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
-    monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES", slice_bytes)
+    monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES" if stride > 1 else "STREAM_KERNEL_BYTES", slice_bytes)
     s = x86.schedule_conv2d_NCHWc([out])
     text = str(lower(s, [X, W, b, out], simple_mode=True))
     oh = (size - 1) // stride + 1
@@ -433,8 +434,8 @@ def test_conv2d_NCHWc_strided_1x1_tasks_go_row_by_row(k, stride, check_build):
 
 @pytest.mark.parametrize("k", [3, 1])
 def test_conv2d_NCHWc_streams_windowed_kernels_sooner(k, check_build, monkeypatch):
-    # a kernel with a window streams from STREAM_WINDOW_BYTES a slice; a 1x1 kernel of that slice does not (its
-    # sums would pass through the task's buffer every 16 reduction steps), only from STREAM_KERNEL_BYTES
+    # a strided kernel with a window streams from STREAM_WINDOW_BYTES a slice; a 1x1 kernel of that slice does
+    # not (its sums would pass through the task's buffer every 16 reduction steps), only from STREAM_KERNEL_BYTES
     from tvmlab import lower
     from tvmlab.topi.x86 import conv2d as x86conv
     X, W, b = ph((1, 3, 14, 14, 8), "X"), ph((2, 3, k, k, 8, 16), "W"), ph((1, 2, 1, 1, 16), "b")
@@ -462,19 +463,23 @@ def test_conv2d_NCHWc_flat_tiles_over_short_rows(k, stride, size, blocks, check_
     b = ph((1, 16, 1, 1, 16), "b")
     conv = topi.nn.conv2d_NCHWc(X, W, stride, k // 2, 1, "NCHW16c", "NCHW16c")
     out = topi.nn.relu(topi.add(conv, b))
-    window = x86conv.STREAM_WINDOW_BYTES
+    window, kernel = x86conv.STREAM_WINDOW_BYTES, 216 * 1024
+    monkeypatch.setattr(x86conv, "STREAM_KERNEL_BYTES", kernel)
     with tvmlab.target.Target("llvm -mcpu=haswell"):
         s = x86.schedule_conv2d_NCHWc([out])
         monkeypatch.setattr(x86conv, "FLAT_TILES", False)
         monkeypatch.setattr(x86conv, "STREAM_WINDOW_BYTES", 1 << 40)
+        monkeypatch.setattr(x86conv, "STREAM_KERNEL_BYTES", 1 << 40)
         by_rows = str(lower(x86.schedule_conv2d_NCHWc([out]), [X, W, b, out], simple_mode=True))
     text = str(lower(s, [X, W, b, out], simple_mode=True))
     loops = [ln.strip() for ln in text.splitlines() if "T.parallel" in ln]
     assert "y.x.fused" in text and "y.x.fused" not in by_rows, text
     assert loops[-1].endswith("T.parallel(16):") and "T.parallel(112)" in by_rows, loops
     assert len(loops) == (2 if blocks == 24 else 1), loops     # the padding: a pass of its own, or in the task
-    # a 3x3 kernel slice of STREAM_WINDOW_BYTES or more (24 blocks: 216 KB): the input blocks outside the tiles
-    streams = k == 3 and x86conv._kernel_slice_bytes(conv.op) >= window
+    # a kernel slice of STREAM_WINDOW_BYTES (3x3 stride 2) or STREAM_KERNEL_BYTES (3x3 stride 1: 24 blocks, 216
+    # KB, made that bound here) or more: the input blocks outside the tiles
+    bound = window if stride > 1 else kernel
+    streams = k == 3 and x86conv._kernel_slice_bytes(conv.op) >= bound
     assert streams == (blocks == 24)
     assert (text.index("for rco") < text.index("for y.x.fused.outer in")) == streams, text
     check_build(s, [X, W, b, out], _nchwc_bias_relu_reference(16, 16 * blocks, k, stride, k // 2),

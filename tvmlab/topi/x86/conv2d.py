@@ -283,11 +283,12 @@ PARALLEL_PAD_BYTES = 256 * 1024
 # (A map whose rows are too short for the register tile is tiled flat instead: the 512-channel layer, at 7 x 7,
 # 2-13% faster tiled so on one thread and 2-8% on two, in runs of 10-20 timings side by side)
 STREAM_KERNEL_BYTES = 288 * 1024
-# and a slice this large of a kernel with a window (3x3): each of its input blocks (9 KB on AVX2) is used for
-# a whole task in L1 where a per-row task reads the slice from L2 once per register tile.  On znver3 (AVX2, 74
-# and 147 KB slices) ResNet-50's 3x3 stride-2 layers of 128 and 256 channels ran 4% and 6% faster on one thread,
-# 2% and 9% on two (minimum of 150 calls each, side by side).  A 1x1 kernel gains nothing so (its sums would go
-# through the task's buffer every 16 reduction steps): 5-25% slower.
+# and a slice this large of a strided kernel with a window (3x3 stride 2): each of its input blocks (9 KB on
+# AVX2) is used for a whole task in L1 where a per-row task reads the slice from L2 once per register tile.  On
+# znver3 (AVX2, 74 and 147 KB slices) ResNet-50's 3x3 stride-2 layers of 128 and 256 channels ran 4% and 6%
+# faster on one thread, 2% and 9% on two (minimum of 150 calls each, side by side).  3x3 stride-1 layers of the
+# same slices were even or up to 4% slower so, and a 1x1 kernel 5-25% slower (its sums would go through the
+# task's buffer every 16 reduction steps).
 STREAM_WINDOW_BYTES = 64 * 1024
 
 
@@ -352,6 +353,15 @@ def _has_window(conv):
     return (const_or_none(k[2]) or 1) * (const_or_none(k[3]) or 1) > 1
 
 
+def _strided(conv):
+    return "strides" in conv.attrs and any(int(v) > 1 for v in conv.attrs["strides"])
+
+
+def _stream_bytes(conv):
+    """The kernel slice per output block from which ``conv``'s tasks stream its input blocks."""
+    return STREAM_WINDOW_BYTES if _has_window(conv) and _strided(conv) else STREAM_KERNEL_BYTES
+
+
 def _skips_pixels(conv):
     """Whether ``conv`` is a 1x1 kernel with a stride: its tasks then go row by row, each row's output blocks
     together.  Channel block by channel block, each block's pass fetched every line of the input where it
@@ -359,7 +369,7 @@ def _skips_pixels(conv):
     row, a row of the input stays in L2 for all the output blocks.  On znver3, one thread, in a run of the
     model: that layer 14% faster, 512 -> 1024 at 28 x 28 3.5%.  1x1 kernels without a stride were 2-12% slower
     so: their output block's weights no longer stay in L1 over the rows."""
-    return not _has_window(conv) and "strides" in conv.attrs and any(int(v) > 1 for v in conv.attrs["strides"])
+    return not _has_window(conv) and _strided(conv)
 
 
 def _kernel_slice_bytes(conv):
@@ -380,7 +390,7 @@ def schedule_conv2d_NCHWc(outs, target=None, width=None):
     # the tiling: register tiles cut from a run of several rows' pixels, from each row of a task of several
     # rows (a kernel too large for L2, streamed), or from each row of a task of one
     flat = _flat_rows(tile_out, target) if FLAT_TILES and width is None else None
-    large = _kernel_slice_bytes(conv) >= (STREAM_WINDOW_BYTES if _has_window(conv) else STREAM_KERNEL_BYTES)
+    large = _kernel_slice_bytes(conv) >= _stream_bytes(conv)
     streamed = not flat and large and const_or_none(tile_out.shape[2]) is not None
     rows = flat or (STREAM_ROWS if streamed else 1)
     in_task = []
