@@ -21,7 +21,7 @@ def _nchwc(x, b):
 @pytest.mark.parametrize("c,o,h,w,pad,ib,ob", [
     (16, 24, 9, 11, 1, 8, 8),          # tiles that do not divide the output; blocks of one vector
     (16, 16, 8, 6, (0, 2, 1, 0), 16, 8),  # uneven padding, a two-vector input block
-    (16, 32, 26, 28, 1, 16, 16),       # 7 x 7 = 49 tiles: register tiles of 7 rows (product_rows)
+    (16, 32, 26, 28, 1, 16, 16),       # 7 x 7 = 49 tiles: 7-row register tiles (AVX-512), 5 and 4 (AVX2)
 ])
 def test_winograd_nchwc_with_tail_matches_direct(c, o, h, w, pad, ib, ob, rng):
     x = rng.standard_normal((1, c, h, w)).astype("float32")
@@ -54,7 +54,10 @@ def test_product_rows_divide_the_tiles_when_they_can():
     assert product_rows(49, 12) == 7           # not 4 x 12 and a tail of one
     assert product_rows(196, 12) == 7 and product_rows(16, 12) == 8 and product_rows(36, 12) == 12
     assert product_rows(9, 12) == 9            # fewer tiles than rows: all of them
-    assert product_rows(53, 12) == 12          # a prime: no divisor near, the tail stays
+    # no divisor near: the fewest FMA issue slots (a tile of fewer than 8 sums counts as 8); ties: more rows
+    assert product_rows(53, 12) == 11          # 4 x 11 + 9: 53 slots, not 4 x 12 + 8
+    assert product_rows(49, 6, vectors=2) == 5  # AVX2 (two registers a row): 9 x 10 + 8, not 8 x 12 + 8
+    assert product_rows(54, 6, vectors=2) == 6 and product_rows(16, 6, vectors=2) == 4
 
 
 def test_winograd_nchwc_checks_its_operands():

@@ -14,8 +14,10 @@ the tail (bias, activation, residual add) on the way.
 """
 from __future__ import annotations
 
+from ...codegen.llvm_vector import vector_registers
 from ..nn.conv2d import _largest_divisor
 from ..utils import const_or_none, with_cpu_target
+from .conv2d import _tile_time
 from .dense import K_UNROLL, accumulate_in_registers, tile_rows
 from .injective import fused_group, schedule_others
 
@@ -27,14 +29,24 @@ TAG = "conv2d_winograd_NCHWc"
 PREFETCH = 2
 
 
-def product_rows(tiles, most):
-    """Rows of the product's register tile: a divisor of ``tiles`` from ``most`` down to half of it when
-    there is one (49 tiles: 7 rows, not 4 x 12 and a tail of one row that runs at a quarter of the speed:
-    two vectors of partial sums cannot hide the FMA latency), else ``most``.  On one thread, alone: 3.5% faster
-    on 256 channels at 14 x 14 (F(2x2)), 5% on 128 at 28 x 28 (F(4x4))."""
+def product_rows(tiles, most, vectors=1):
+    """Rows of the product's register tile (each row ``vectors`` registers of sums): a divisor of ``tiles``
+    from ``most`` down to half of it when there is one (49 tiles on AVX-512: 7 rows, not 4 x 12 and a tail of
+    one row that runs at a quarter of the speed: too few sums in flight to hide the FMA latency; one thread,
+    alone: 3.5% faster on 256 channels at 14 x 14 (F(2x2)), 5% on 128 at 28 x 28 (F(4x4))).  Else the count in
+    that range whose tiles take the fewest FMA issue slots (``topi.x86.conv2d``'s model: a tile of fewer than
+    eight sums takes as long as one of eight): 49 tiles on AVX2, where 7 rows of two registers spill, are cut
+    into 5-row tiles and a 4-row tail (98 slots, not 8 x 6 and 1: 104); ResNet-50's two such layers ran 1-9%
+    faster so on znver3, one thread and two."""
     most = min(most, tiles)
     d = _largest_divisor(tiles, most)
-    return d if 2 * d >= most else most
+    if 2 * d >= most:
+        return d
+
+    def slots(rows):
+        full, rest = divmod(tiles, rows)
+        return full * _tile_time(rows, vectors) + (_tile_time(rest, vectors) if rest else 0)
+    return min(range(most, (most + 1) // 2 - 1, -1), key=slots)
 
 
 @with_cpu_target
@@ -63,7 +75,8 @@ def schedule_conv2d_winograd_NCHWc(outs, target=None):
     s[V1].vectorize(c1)
 
     ob = const_or_none(M.shape[3])
-    rows = product_rows(const_or_none(M.shape[2]), tile_rows(ob, M.dtype, target))
+    rows = product_rows(const_or_none(M.shape[2]), tile_rows(ob, M.dtype, target),
+                        vector_registers(target).holding(ob, M.dtype))
     acc = s.cache_write(M, "global")
     e, k, p, ki = s[M].op.axis
     po, pi = s[M].split(p, factor=rows)
