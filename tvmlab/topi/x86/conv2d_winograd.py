@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...codegen.llvm_vector import vector_registers
 from ..nn.conv2d import _largest_divisor
 from ..utils import const_or_none, with_cpu_target
-from .conv2d import _tile_time
+from .conv2d import _run_time
 from .dense import K_UNROLL, accumulate_in_registers, tile_rows
 from .injective import fused_group, schedule_others
 
@@ -42,11 +42,7 @@ def product_rows(tiles, most, vectors=1):
     d = _largest_divisor(tiles, most)
     if 2 * d >= most:
         return d
-
-    def slots(rows):
-        full, rest = divmod(tiles, rows)
-        return full * _tile_time(rows, vectors) + (_tile_time(rest, vectors) if rest else 0)
-    return min(range(most, (most + 1) // 2 - 1, -1), key=slots)
+    return min(range(most, (most + 1) // 2 - 1, -1), key=lambda rows: _run_time(tiles, rows, vectors))
 
 
 @with_cpu_target
